@@ -1,0 +1,41 @@
+# Two entry points, each doing all of its own set-up on a fresh machine:
+#   make demo   build the environment, then write a Parquet file with Bloom filters and probe them
+#   make test   build the environment, then run every test (Spark's included)
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench java clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+# Spark needs a Java runtime (17 or newer). Install one with the OS package manager when we are
+# root and it is missing; otherwise say what to install.
+java:
+	@if java -version >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing a Java runtime for the Spark tests (apt-get)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq default-jre-headless >/dev/null; \
+	else \
+		echo "The Spark tests need Java 17 or newer: install a JRE (e.g. 'apt-get install default-jre-headless') and rerun 'make test'." >&2; \
+		exit 1; \
+	fi
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+test: $(STAMP) java
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,140 @@
+"""Hash + insert and find, against Arrow C++ and a Python loop over xxhash, in one run.
+
+Arrow C++'s per-value cost is pyarrow.parquet.write_table with a Bloom filter minus the same write
+without one (same data, same run, best of several), so it includes exactly its hashing and
+inserting. Ratios, not seconds, are the figures: machines here are noisy.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import xxhash
+
+import parquet_bloom as pb
+
+REPEATS = 5
+
+
+def best(fn: Callable[[], object], repeats: int = REPEATS) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def arrow_cost(column: pa.Array, fpp: float) -> float:
+    """Seconds Arrow C++ spends on the filter of one column chunk (one row group)."""
+    table = pa.table({"x": column})
+    n = len(column)
+
+    def write(options: dict[str, object] | None) -> None:
+        pq.write_table(
+            table,
+            io.BytesIO(),
+            compression="none",
+            use_dictionary=False,
+            row_group_size=n,
+            write_statistics=False,
+            bloom_filter_options=options,
+        )
+
+    with_filter = best(lambda: write({"x": {"ndv": n, "fpp": fpp}}))
+    without = best(lambda: write(None))
+    return with_filter - without
+
+
+def report(name: str, ratio: float, target: str, ok: bool) -> bool:
+    print(f"  {name:<58} {ratio:8.2f}x   target {target:<8} {'ok' if ok else 'MISSED'}")
+    return ok
+
+
+def main() -> bool:
+    rng = np.random.default_rng(0)
+    ok = True
+    n = 5_000_000
+    ints = rng.integers(-(2**62), 2**62, n)
+    arrow = arrow_cost(pa.array(ints), 0.01)
+    f = pb.SplitBlockBloomFilter.from_ndv(n, 0.01)
+    ours_insert = best(lambda: f.insert(ints))
+    ours_find = best(lambda: f.might_contain_many(ints))
+    print(f"int64, {n:,} values, 1 % filter of {f.num_bytes:,} bytes:")
+    print(
+        f"  Arrow C++ {arrow / n * 1e9:.1f} ns/value; ours hash+insert "
+        f"{ours_insert / n * 1e9:.1f}, hash+find {ours_find / n * 1e9:.1f}"
+    )
+    ok &= report(
+        "hash+insert / Arrow C++ hash+insert",
+        ours_insert / arrow,
+        "<= 1.5",
+        ours_insert / arrow <= 1.5,
+    )
+    ok &= report(
+        "hash+find / Arrow C++ hash+insert", ours_find / arrow, "<= 1.0", ours_find / arrow <= 1.0
+    )
+
+    ok &= compare_with_loops(ints, f, lambda v: v.to_bytes(8, "little", signed=True), "INT64")
+
+    m = 1_000_000
+    strings = pa.array([f"customer-{v:x}-{v % 977}" for v in rng.integers(0, 2**48, m)])
+    lengths = pc.binary_length(strings).to_numpy()
+    arrow = arrow_cost(strings, 0.01)
+    g = pb.SplitBlockBloomFilter.from_ndv(m, 0.01)
+    ours = best(lambda: g.insert(strings))
+    print(f"\nstrings of {lengths.min()}-{lengths.max()} bytes, {m:,} values:")
+    print(f"  Arrow C++ {arrow / m * 1e9:.1f} ns/value; ours hash+insert {ours / m * 1e9:.1f}")
+    ok &= report("hash+insert / Arrow C++ hash+insert", ours / arrow, "<= 3", ours / arrow <= 3)
+    ok &= compare_with_loops(strings, g, str.encode, "BYTE_ARRAY")
+    return ok
+
+
+def compare_with_loops(
+    values: object, f: pb.SplitBlockBloomFilter, plain: Callable[[object], bytes], ptype: str
+) -> bool:
+    """Against what one writes without this library: a Python loop calling xxhash per value,
+    and the same loop also setting the filter's bits per value (the scalar spec algorithm)."""
+    sample = values.to_pylist() if isinstance(values, pa.Array) else list(values.tolist())
+    sample = sample[:200_000]
+    scale = len(values) / len(sample)  # type: ignore[arg-type]
+    hash_loop = best(lambda: [xxhash.xxh64_intdigest(plain(v)) for v in sample], 2) * scale
+    words = [0] * (f.num_blocks * 8)
+    z = f.num_blocks
+
+    def insert_loop() -> None:
+        for v in sample:
+            h = xxhash.xxh64_intdigest(plain(v))
+            block, key = ((h >> 32) * z) >> 32, h & 0xFFFFFFFF
+            for i, salt in enumerate(SALTS):
+                words[block * 8 + i] |= 1 << (((key * salt) & 0xFFFFFFFF) >> 27)
+
+    loop_insert = best(insert_loop, 1) * scale
+    ours_hash = best(lambda: pb.hash_values(values, ptype))
+    ours_insert = best(lambda: f.insert(values, ptype))
+    ok = report(
+        "Python xxhash loop / ours, hashing only",
+        hash_loop / ours_hash,
+        ">= 10",
+        hash_loop / ours_hash >= 10,
+    )
+    ok &= report(
+        "Python xxhash + insert loop / ours hash+insert",
+        loop_insert / ours_insert,
+        ">= 10",
+        loop_insert / ours_insert >= 10,
+    )
+    return ok
+
+
+SALTS = [int(s) for s in pb.sbbf.SALT]
+
+
+if __name__ == "__main__":
+    main()

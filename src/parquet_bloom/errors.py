@@ -1,0 +1,67 @@
+"""One error root for everything a Parquet file can get wrong.
+
+``BloomFilterError`` is a ``ValueError`` so that callers who only know "bad data" can catch
+that; its subclasses say what kind of bad. Each error carries where it happened (file, row
+group, column, file offset) both as attributes and in its message. Misuse by the caller (a
+wrong argument type, an unknown column name) stays a plain ``TypeError``/``ValueError``.
+"""
+
+from __future__ import annotations
+
+
+class BloomFilterError(ValueError):
+    """A Parquet file, footer or Bloom filter that cannot be used as it is."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        row_group: int | None = None,
+        column: str | None = None,
+        offset: int | None = None,
+    ) -> None:
+        self.reason = message
+        self.source = source
+        self.row_group = row_group
+        self.column = column
+        self.offset = offset
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.source is not None:
+            where.append(f"file {self.source}")
+        if self.row_group is not None:
+            where.append(f"row group {self.row_group}")
+        if self.column is not None:
+            where.append(f"column {self.column!r}")
+        if self.offset is not None:
+            where.append(f"offset {self.offset}")
+        return f"{self.reason} ({', '.join(where)})" if where else self.reason
+
+    def located(
+        self,
+        *,
+        source: str | None = None,
+        row_group: int | None = None,
+        column: str | None = None,
+        offset: int | None = None,
+    ) -> BloomFilterError:
+        """A copy of this error with the parts of its location it lacked filled in."""
+        return type(self)(
+            self.reason,
+            source=self.source if self.source is not None else source,
+            row_group=self.row_group if self.row_group is not None else row_group,
+            column=self.column if self.column is not None else column,
+            offset=self.offset if self.offset is not None else offset,
+        )
+
+
+class CorruptFileError(BloomFilterError):
+    """Bytes that do not decode: a bad magic, footer, Thrift struct, offset or length."""
+
+
+class UnsupportedFileError(BloomFilterError):
+    """A well-formed file using something this library does not read (encryption, an
+    unknown Bloom filter algorithm, hash or compression)."""

@@ -1,0 +1,520 @@
+"""Read a Parquet file's Bloom filters with as few reads as their placement allows.
+
+Reading is split in two, as zarr's range coalescing and h11 are: pure functions *plan* the byte
+ranges (from the footer's offsets and lengths, checked against the file's layout) and coalesce
+them; one small adapter *executes* the plan against a local file, a file-like object or an
+fsspec filesystem, and counts what it read.
+
+- The footer costs one tail read, and a second only when it is longer than the first read.
+- A filter whose ``bloom_filter_length`` is known costs one read, and filters that lie together
+  (Arrow C++ and parquet-java write them all in one place) share one read.
+- A filter without ``bloom_filter_length`` (files from before format 2.10) costs one guess read of
+  ``GUESS_READ_SIZE`` bytes, clamped to the footer, and a second read only for the bitset bytes
+  the guess did not cover.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import IO, Any, NamedTuple
+
+import numpy as np
+
+from parquet_bloom import format as fmt
+from parquet_bloom import hashing
+from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
+from parquet_bloom.sbbf import MAX_NUM_BYTES, MIN_NUM_BYTES, SplitBlockBloomFilter
+
+# How much to read from the end of the file for the footer. Most footers are far smaller; a
+# larger one costs exactly one more read.
+FOOTER_READ_SIZE = 64 * 1024
+
+# A filter without bloom_filter_length: read this much and hope it holds header and bitset. The
+# header is 15 to 19 bytes, so this covers whole filters up to about 256 KiB (a 1 % filter for
+# about 200,000 values); a bigger one costs one more read for the rest.
+GUESS_READ_SIZE = 256 * 1024
+
+# Two ranges closer than this are read as one: fetching a gap this small costs less than another
+# round trip to object storage (fsspec and zarr use gaps of the same order).
+MAX_GAP = 64 * 1024
+
+# Magic at both ends of a Parquet file (parquet-format README, "File format").
+_HEAD = len(fmt.MAGIC)
+
+
+class ByteRange(NamedTuple):
+    """``length`` bytes at file offset ``offset``."""
+
+    offset: int
+    length: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.length
+
+
+def coalesce(ranges: Iterable[ByteRange], max_gap: int = MAX_GAP) -> list[ByteRange]:
+    """Merge ranges that overlap or lie less than ``max_gap`` bytes apart, in file order."""
+    merged: list[ByteRange] = []
+    for r in sorted(ranges):
+        if merged and r.offset - merged[-1].end <= max_gap:
+            last = merged[-1]
+            merged[-1] = ByteRange(last.offset, max(last.end, r.end) - last.offset)
+        else:
+            merged.append(r)
+    return merged
+
+
+@dataclass(frozen=True)
+class FilterLocation:
+    """Where one column chunk's filter lies, as far as the footer tells."""
+
+    chunk: fmt.ColumnChunkInfo
+    offset: int
+    length: int | None  # header + bitset, when the footer says (format >= 2.10)
+
+    def first_read(self, footer_start: int) -> ByteRange:
+        """The range to read first: the whole filter, or a guess when its length is unknown."""
+        if self.length is not None:
+            return ByteRange(self.offset, self.length)
+        return ByteRange(self.offset, min(GUESS_READ_SIZE, footer_start - self.offset))
+
+
+def locate_filter(
+    chunk: fmt.ColumnChunkInfo, *, footer_start: int, source: str | None = None
+) -> FilterLocation | None:
+    """Check a column chunk's filter offset and length against the file layout.
+
+    Returns None when the chunk has no filter. Raises :class:`CorruptFileError` when the footer
+    points outside the data region (after the leading magic, before the footer).
+    """
+    offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length
+    if offset is None:
+        return None
+
+    def corrupt(reason: str) -> CorruptFileError:
+        return CorruptFileError(
+            reason, source=source, row_group=chunk.row_group, column=chunk.path, offset=offset
+        )
+
+    if chunk.encrypted:
+        raise UnsupportedFileError(
+            "Bloom filters of encrypted columns are not supported",
+            source=source,
+            row_group=chunk.row_group,
+            column=chunk.path,
+            offset=offset,
+        )
+    if not _HEAD <= offset < footer_start:
+        raise corrupt(
+            f"bloom_filter_offset {offset} is outside the data region [{_HEAD}, {footer_start})"
+        )
+    if length is not None:
+        if length <= MIN_NUM_BYTES:
+            raise corrupt(f"bloom_filter_length {length} cannot hold a header and a bitset")
+        if offset + length > footer_start:
+            raise corrupt(
+                f"Bloom filter of {length} bytes at offset {offset} runs past the footer, "
+                f"which starts at {footer_start}"
+            )
+    return FilterLocation(chunk, offset, length)
+
+
+def check_header(
+    header: fmt.BloomFilterHeader,
+    header_len: int,
+    location: FilterLocation,
+    *,
+    footer_start: int,
+    source: str | None = None,
+) -> None:
+    """Check a decoded header against the spec and the footer's claims."""
+    chunk = location.chunk
+
+    def fail(kind: type[BloomFilterError], reason: str) -> BloomFilterError:
+        return kind(
+            reason,
+            source=source,
+            row_group=chunk.row_group,
+            column=chunk.path,
+            offset=location.offset,
+        )
+
+    for what, got, want in (
+        ("algorithm", header.algorithm, "BLOCK"),
+        ("hash", header.hash, "XXHASH"),
+        ("compression", header.compression, "UNCOMPRESSED"),
+    ):
+        if got != want:
+            raise fail(UnsupportedFileError, f"Bloom filter {what} {got} is not supported")
+    n = header.num_bytes
+    if not (MIN_NUM_BYTES <= n <= MAX_NUM_BYTES and n & (n - 1) == 0):
+        raise fail(
+            CorruptFileError,
+            f"Bloom filter numBytes {n} is not a power of two in "
+            f"[{MIN_NUM_BYTES}, {MAX_NUM_BYTES}]",
+        )
+    end = location.offset + header_len + n
+    if location.length is not None and header_len + n != location.length:
+        raise fail(
+            CorruptFileError,
+            f"bloom_filter_length {location.length} does not match header ({header_len} bytes) "
+            f"+ bitset ({n} bytes)",
+        )
+    if end > footer_start:
+        raise fail(
+            CorruptFileError,
+            f"Bloom filter bitset ends at {end}, past the footer, which starts at {footer_start}",
+        )
+
+
+# -- executing reads ---------------------------------------------------------------------------
+
+
+class _Source:
+    """The one place that touches bytes outside this process: positioned reads, counted."""
+
+    def __init__(self, source: Any, filesystem: Any | None) -> None:
+        self._owned: IO[bytes] | None = None
+        self._fs = filesystem
+        self.reads = 0
+        self.bytes_read = 0
+        if filesystem is not None:
+            if not isinstance(source, str):
+                raise TypeError("with a filesystem, source must be a path string")
+            self.name = source
+            self.size = int(filesystem.size(source))
+            self._file: IO[bytes] | None = None
+        elif isinstance(source, str | os.PathLike):
+            self.name = os.fspath(source)
+            self._owned = self._file = open(source, "rb")  # noqa: SIM115  # closed by close()
+            self.size = os.fstat(self._file.fileno()).st_size
+        elif hasattr(source, "read") and hasattr(source, "seek"):
+            self._file = source
+            self.name = str(getattr(source, "name", "<file object>"))
+            self.size = source.seek(0, os.SEEK_END)
+        else:
+            raise TypeError(
+                "source must be a path, a binary file object with seek() and read(), or a path "
+                f"with filesystem=..., not {type(source).__name__}"
+            )
+
+    def read(self, ranges: Sequence[ByteRange]) -> list[bytes]:
+        """Read each range exactly; a short read means the file is shorter than it says."""
+        if not ranges:
+            return []
+        if self._fs is not None:
+            datas = self._fs.cat_ranges(
+                [self.name] * len(ranges),
+                [r.offset for r in ranges],
+                [r.end for r in ranges],
+            )
+        else:
+            assert self._file is not None
+            datas = []
+            for r in ranges:
+                self._file.seek(r.offset)
+                datas.append(self._file.read(r.length))
+        for r, data in zip(ranges, datas, strict=True):
+            self.reads += 1
+            self.bytes_read += len(data)
+            if len(data) != r.length:
+                raise CorruptFileError(
+                    f"short read: expected {r.length} bytes, got {len(data)}",
+                    source=self.name,
+                    offset=r.offset,
+                )
+        return [bytes(d) for d in datas]
+
+    def close(self) -> None:
+        if self._owned is not None:
+            self._owned.close()
+
+
+class _Buffer:
+    """Bytes read so far, addressed by file offset; a range may span several reads."""
+
+    def __init__(self) -> None:
+        self._pieces: list[tuple[int, bytes]] = []
+
+    def add(self, offset: int, data: bytes) -> None:
+        self._pieces.append((offset, data))
+        self._pieces.sort(key=lambda piece: piece[0])
+
+    def pieces(self) -> list[tuple[int, bytes]]:
+        return list(self._pieces)
+
+    def missing(self, r: ByteRange) -> list[ByteRange]:
+        """The parts of ``r`` not read yet."""
+        gaps, at = [], r.offset
+        for start, data in self._pieces:
+            if start > at:
+                gaps.append(ByteRange(at, min(start, r.end) - at))
+            at = max(at, start + len(data))
+            if at >= r.end:
+                break
+        if at < r.end:
+            gaps.append(ByteRange(at, r.end - at))
+        return [g for g in gaps if g.length > 0]
+
+    def get(self, r: ByteRange) -> bytes:
+        """The bytes of ``r``, which must have been read (see :meth:`missing`)."""
+        parts, at = [], r.offset
+        for start, data in self._pieces:
+            if start <= at < start + len(data):
+                take = data[at - start : min(r.end, start + len(data)) - start]
+                parts.append(take)
+                at += len(take)
+                if at >= r.end:
+                    break
+        assert at >= r.end, f"range {r} was not read"
+        return b"".join(parts) if len(parts) > 1 else parts[0] if parts else b""
+
+    def available(self, offset: int, limit: int) -> memoryview:
+        """Up to ``limit`` bytes read from ``offset`` on (possibly fewer, possibly none)."""
+        for start, data in self._pieces:
+            if start <= offset < start + len(data):
+                return memoryview(data)[offset - start : min(offset - start + limit, len(data))]
+        return memoryview(b"")
+
+
+class BloomFilterWarning(UserWarning):
+    """A Bloom filter could not be used; the row group was kept rather than risk losing rows."""
+
+
+class BloomFilterReader:
+    """The Bloom filters of one Parquet file.
+
+    ``source`` is a path, a binary file object (``seek``/``read``; not closed by the reader), or a
+    path on ``filesystem`` (an fsspec filesystem). The footer is read on construction.
+    ``reads`` and ``bytes_read`` count the reads made so far.
+    """
+
+    def __init__(self, source: Any, *, filesystem: Any | None = None) -> None:
+        self._source = _Source(source, filesystem)
+        try:
+            self.metadata, self.footer_start = self._read_footer()
+            self.column_chunks = fmt.column_chunks(self.metadata)
+        except BloomFilterError as err:
+            self._source.close()
+            raise err.located(source=self._source.name) from err.__cause__
+        except BaseException:
+            self._source.close()
+            raise
+        self._by_key = {(c.row_group, c.path): c for c in self.column_chunks}
+        self._columns = {c.path: c for c in self.column_chunks}
+        self._leaves = {leaf.path: leaf for leaf in fmt.schema_leaves(self.metadata)}
+        self._cache: dict[tuple[int, str], SplitBlockBloomFilter | None] = {}
+        # Bytes of guess reads (filters of unknown length): a guess often covers the filters
+        # next to the one it was for, so later requests are served from it.
+        self._guessed = _Buffer()
+
+    # -- footer -------------------------------------------------------------------------------
+
+    def _read_footer(self) -> tuple[Any, int]:
+        size = self._source.size
+        if size < _HEAD + fmt.FOOTER_TRAILER_SIZE:
+            raise CorruptFileError(
+                f"file of {size} bytes is too short to be Parquet", source=self._source.name
+            )
+        tail_len = min(size, FOOTER_READ_SIZE)
+        (tail,) = self._source.read([ByteRange(size - tail_len, tail_len)])
+        footer_len = fmt.parse_footer_trailer(tail[-fmt.FOOTER_TRAILER_SIZE :], file_size=size)
+        footer_start = size - fmt.FOOTER_TRAILER_SIZE - footer_len
+        if footer_len + fmt.FOOTER_TRAILER_SIZE <= tail_len:
+            footer = tail[
+                tail_len - fmt.FOOTER_TRAILER_SIZE - footer_len : -fmt.FOOTER_TRAILER_SIZE
+            ]
+        else:
+            missing = footer_len + fmt.FOOTER_TRAILER_SIZE - tail_len
+            (head,) = self._source.read([ByteRange(footer_start, missing)])
+            footer = head + tail[: -fmt.FOOTER_TRAILER_SIZE]
+        return fmt.decode_file_metadata(footer), footer_start
+
+    # -- counters and lifetime ------------------------------------------------------------------
+
+    @property
+    def reads(self) -> int:
+        return self._source.reads
+
+    @property
+    def bytes_read(self) -> int:
+        return self._source.bytes_read
+
+    @property
+    def num_row_groups(self) -> int:
+        return len(self.metadata.row_groups)
+
+    @property
+    def columns(self) -> list[str]:
+        """The dotted paths of the file's leaf columns."""
+        return list(self._leaves)
+
+    def close(self) -> None:
+        self._source.close()
+
+    def __enter__(self) -> BloomFilterReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"BloomFilterReader({self._source.name!r}, row_groups={self.num_row_groups}, "
+            f"columns={len(self._leaves)})"
+        )
+
+    # -- filters --------------------------------------------------------------------------------
+
+    def column_chunk(self, row_group: int, column: str) -> fmt.ColumnChunkInfo:
+        """The footer's facts about one column chunk."""
+        self._check_column(column)
+        if not 0 <= row_group < self.num_row_groups:
+            raise IndexError(
+                f"row group {row_group} out of range: {self._source.name} has "
+                f"{self.num_row_groups} row groups"
+            )
+        return self._by_key[(row_group, column)]
+
+    def filter(self, row_group: int, column: str) -> SplitBlockBloomFilter | None:
+        """The filter of one column chunk, or None when it has none.
+
+        Raises a :class:`BloomFilterError` subclass when the filter is there but unusable.
+        """
+        chunk = self.column_chunk(row_group, column)
+        return self._load([chunk])[(row_group, column)]
+
+    def filters(
+        self, columns: Iterable[str] | None = None, row_groups: Iterable[int] | None = None
+    ) -> dict[tuple[int, str], SplitBlockBloomFilter]:
+        """Every filter present among the given columns and row groups (default: all), keyed by
+        ``(row_group, column)``, read with coalesced reads."""
+        wanted_columns = None if columns is None else set(columns)
+        for column in wanted_columns or ():
+            self._check_column(column)
+        wanted_groups = None if row_groups is None else set(row_groups)
+        chunks = [
+            c
+            for c in self.column_chunks
+            if (wanted_columns is None or c.path in wanted_columns)
+            and (wanted_groups is None or c.row_group in wanted_groups)
+        ]
+        return {k: f for k, f in self._load(chunks).items() if f is not None}
+
+    def row_groups_might_contain(self, column: str, values: Any) -> list[int]:
+        """The row groups whose filter for ``column`` might contain any of ``values`` (IN).
+
+        Values are PLAIN-encoded as the column stores them. A row group without a filter, or
+        whose filter cannot be read, is kept (with a :class:`BloomFilterWarning` for the latter):
+        pruning must never drop a row group that holds a value.
+        """
+        leaf = self._check_column(column)
+        hashes = self._probe_hashes(leaf, values)
+        chunks = [self._by_key[(rg, column)] for rg in range(self.num_row_groups)]
+        filters = self._load(chunks, errors="warn")
+        kept = []
+        for rg in range(self.num_row_groups):
+            f = filters.get((rg, column))
+            if f is None or bool(f.find_hashes(hashes).any()):
+                kept.append(rg)
+        return kept
+
+    def _probe_hashes(self, leaf: fmt.SchemaLeaf, values: Any) -> np.ndarray:
+        if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+            values = [values]
+        return hashing.hash_values(list(values), leaf.physical_type, type_length=leaf.type_length)
+
+    def _check_column(self, column: str) -> fmt.SchemaLeaf:
+        if not isinstance(column, str):
+            raise TypeError(f"column must be a dotted path string, not {type(column).__name__}")
+        try:
+            return self._leaves[column]
+        except KeyError:
+            raise ValueError(
+                f"no column {column!r} in {self._source.name}; its columns are "
+                f"{', '.join(map(repr, self._leaves))}"
+            ) from None
+
+    def _load(
+        self, chunks: Sequence[fmt.ColumnChunkInfo], errors: str = "raise"
+    ) -> dict[tuple[int, str], SplitBlockBloomFilter | None]:
+        """Load filters (cached), reading what is missing in as few reads as possible."""
+        out: dict[tuple[int, str], SplitBlockBloomFilter | None] = {}
+        todo: list[FilterLocation] = []
+        name = self._source.name
+        for chunk in chunks:
+            key = (chunk.row_group, chunk.path)
+            if key in self._cache:
+                out[key] = self._cache[key]
+                continue
+            try:
+                location = locate_filter(chunk, footer_start=self.footer_start, source=name)
+            except BloomFilterError as err:
+                self._fail(err, errors)
+                continue
+            if location is None:
+                self._cache[key] = out[key] = None
+            else:
+                todo.append(location)
+        if not todo:
+            return out
+
+        buffer = _Buffer()
+        for offset, data in self._guessed.pieces():
+            buffer.add(offset, data)
+        first = [gap for loc in todo for gap in buffer.missing(loc.first_read(self.footer_start))]
+        guessing = any(loc.length is None for loc in todo)
+        if not self._read_into(buffer, first, errors, keep=self._guessed if guessing else None):
+            return out
+
+        # Headers tell how long each filter is; fetch the bitset bytes the guesses did not cover.
+        parsed: list[tuple[FilterLocation, ByteRange]] = []
+        for loc in todo:
+            try:
+                head = buffer.available(loc.offset, GUESS_READ_SIZE)
+                header, header_len = fmt.parse_bloom_filter_header(head)
+                check_header(header, header_len, loc, footer_start=self.footer_start, source=name)
+            except BloomFilterError as err:
+                chunk = loc.chunk
+                located = err.located(
+                    source=name, row_group=chunk.row_group, column=chunk.path, offset=loc.offset
+                )
+                self._fail(located, errors)
+                continue
+            parsed.append((loc, ByteRange(loc.offset + header_len, header.num_bytes)))
+        missing = [gap for _, bitset in parsed for gap in buffer.missing(bitset)]
+        if not self._read_into(buffer, missing, errors):
+            return out
+
+        for loc, bitset in parsed:
+            data = buffer.get(bitset)
+            key = (loc.chunk.row_group, loc.chunk.path)
+            self._cache[key] = out[key] = SplitBlockBloomFilter.from_bytes(data)
+        return out
+
+    def _read_into(
+        self, buffer: _Buffer, ranges: list[ByteRange], errors: str, keep: _Buffer | None = None
+    ) -> bool:
+        """Read the coalesced ranges into ``buffer`` (and ``keep``); False if that failed and was
+        warned of."""
+        merged = coalesce(ranges)
+        try:
+            datas = self._source.read(merged)
+        except BloomFilterError as err:
+            self._fail(err, errors)
+            return False
+        for r, data in zip(merged, datas, strict=True):
+            buffer.add(r.offset, data)
+            if keep is not None:
+                keep.add(r.offset, data)
+        return True
+
+    @staticmethod
+    def _fail(err: BloomFilterError, errors: str) -> None:
+        if errors == "raise":
+            raise err
+        warnings.warn(f"{err}; keeping the row group", BloomFilterWarning, stacklevel=4)

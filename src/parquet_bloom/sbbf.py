@@ -1,0 +1,460 @@
+"""The split-block Bloom filter (SBBF) of the Parquet format.
+
+Spec: parquet-format ``BloomFilter.md``. A filter is ``z`` blocks of 256 bits; a block is eight
+32-bit words ("lanes"), stored little-endian, blocks in order. A 64-bit hash ``h`` picks the block
+``((h >> 32) * z) >> 32`` from its high half, and its low half ``key`` sets (or tests) one bit in
+each lane: bit ``(key * SALT[i] mod 2**32) >> 27`` of word ``i``.
+
+Everything here is pure: arrays and bytes in, arrays and filters out. Values become hashes in
+:mod:`parquet_bloom.hashing`; files become filters in :mod:`parquet_bloom.reader`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from parquet_bloom import hashing
+
+# BloomFilter.md, "Algorithm": the eight odd constants that turn one 32-bit key into eight bit
+# positions, one per lane, by multiplicative hashing.
+SALT = np.array(
+    [
+        0x47B6137B,
+        0x44974D91,
+        0x8824AD5B,
+        0xA2B7289D,
+        0x705495C7,
+        0x2DF1424B,
+        0x9EFC4947,
+        0x5C6BFB31,
+    ],
+    dtype=np.uint32,
+)
+WORDS_PER_BLOCK = 8
+BYTES_PER_BLOCK = 32
+BITS_PER_BLOCK = 256
+
+# Size bounds that every major reader enforces (parquet-java and arrow-rs: 32 B to 128 MiB;
+# Arrow C++ also requires a power of two). A filter outside them would be refused by someone.
+MIN_NUM_BYTES = 32
+MAX_NUM_BYTES = 128 * 1024 * 1024
+
+# Hashes are processed in chunks of this many: the chunk's (n, 8) mask matrix is 1 MiB, small
+# enough to stay in cache between the numpy passes over it.
+_CHUNK = 1 << 15
+# Dense inserts work on pages of 64 KiB of filter: unpacked to one bool per bit that is 512 KiB,
+# which stays in a 1 MiB L2 cache while the page's hashes set their bits.
+_PAGE_BLOCKS = 2048
+# Below one value per this many blocks, unpacking pages costs more than sorting the few values.
+_DENSE_RATIO = 8
+
+_WORD = np.dtype("<u4")
+_U32_MASK = 0xFFFFFFFF
+_SALTS = [int(s) for s in SALT]  # Python ints for the scalar probe path
+
+
+def bits_per_value(fpp: float) -> float:
+    """Bits per distinct value for false-positive rate ``fpp`` (BloomFilter.md, "Build a Bloom
+    filter": ``c = -8 / log(1 - pow(p, 1.0 / 8))``)."""
+    _check_fpp(fpp)
+    return -8.0 / math.log1p(-(fpp ** (1.0 / 8.0)))
+
+
+def optimal_num_bytes(ndv: int, fpp: float = 0.01) -> int:
+    """Bytes for ``ndv`` distinct values at ``fpp``: the spec's bits, rounded up to a power of two
+    within [32 B, 128 MiB]."""
+    if isinstance(ndv, bool) or not isinstance(ndv, int | np.integer):
+        raise TypeError(f"ndv must be an int, not {type(ndv).__name__}")
+    if ndv < 0:
+        raise ValueError(f"ndv must be >= 0, got {ndv}")
+    num_bytes = math.ceil(int(ndv) * bits_per_value(fpp) / 8)
+    return min(max(_next_power_of_two(num_bytes), MIN_NUM_BYTES), MAX_NUM_BYTES)
+
+
+class SplitBlockBloomFilter:
+    """A Parquet split-block Bloom filter.
+
+    ``SplitBlockBloomFilter(num_bytes)`` is an empty filter of ``num_bytes`` bytes, a power of two
+    in [32 B, 128 MiB]. Filters pickle as their bitset, so they are cheap to broadcast.
+    """
+
+    __slots__ = ("_words",)
+
+    def __init__(self, num_bytes: int) -> None:
+        _check_num_bytes(num_bytes)
+        self._words = np.zeros((num_bytes // BYTES_PER_BLOCK, WORDS_PER_BLOCK), dtype=_WORD)
+
+    # -- construction and bytes ------------------------------------------------------------
+
+    @classmethod
+    def from_ndv(cls, ndv: int, fpp: float = 0.01) -> SplitBlockBloomFilter:
+        """An empty filter sized for ``ndv`` distinct values at false-positive rate ``fpp``."""
+        return cls(optimal_num_bytes(ndv, fpp))
+
+    @classmethod
+    def from_bytes(cls, bitset: bytes | bytearray | memoryview) -> SplitBlockBloomFilter:
+        """A filter over a copy of ``bitset`` (the bitset alone, without the Thrift header)."""
+        if not isinstance(bitset, bytes | bytearray | memoryview):
+            raise TypeError(f"bitset must be bytes-like, not {type(bitset).__name__}")
+        view = memoryview(bitset).cast("B")
+        _check_num_bytes(len(view))
+        new = cls.__new__(cls)
+        words = np.frombuffer(view, dtype=_WORD).reshape(-1, WORDS_PER_BLOCK)
+        new._words = words.copy()
+        return new
+
+    def to_bytes(self) -> bytes:
+        """The bitset as stored in Parquet: blocks in order, words little-endian."""
+        return self._words.tobytes()
+
+    @property
+    def num_bytes(self) -> int:
+        return int(self._words.nbytes)
+
+    @property
+    def num_blocks(self) -> int:
+        return int(self._words.shape[0])
+
+    @property
+    def words(self) -> npt.NDArray[np.uint32]:
+        """A read-only (num_blocks, 8) view of the words."""
+        view = self._words.view()
+        view.flags.writeable = False
+        return view
+
+    # -- hashes ----------------------------------------------------------------------------
+
+    def insert_hashes(self, hashes: npt.ArrayLike) -> None:
+        """Insert 64-bit XXH64 hashes (any shape; flattened; signed 64-bit integers are read as
+        their bit pattern, as JVM tools hand them out)."""
+        h = _as_hashes(hashes)
+        if h.size * _DENSE_RATIO < self.num_blocks:
+            self._insert_sparse(h)
+        else:
+            self._insert_dense(h)
+
+    def _insert_sparse(self, h: npt.NDArray[np.uint64]) -> None:
+        # Few values into a big filter: sorting the hashes sorts them by block (the block index is
+        # monotone in h), so all masks aimed at one block are OR-ed together and written once.
+        words = self._words
+        z = np.uint64(words.shape[0])
+        for start in range(0, h.size, _CHUNK):
+            chunk = np.sort(h[start : start + _CHUNK])
+            blocks = _block_index(chunk, z)
+            first = np.empty(blocks.size, dtype=bool)
+            first[0] = True
+            np.not_equal(blocks[1:], blocks[:-1], out=first[1:])
+            starts = np.flatnonzero(first)
+            masks = _masks(chunk)
+            words[blocks[starts]] |= np.bitwise_or.reduceat(masks, starts, axis=0)
+
+    def _insert_dense(self, h: npt.NDArray[np.uint64]) -> None:
+        # Many values: OR-ing into words through a numpy scatter would lose bits whenever two
+        # values hit one word, so set bits instead, which is idempotent. The filter is cut into
+        # pages that fit in cache; the hashes are grouped by page (the page is the hash's top
+        # bits, so a radix sort on a one- or two-byte key does it); each page is unpacked to one
+        # bool per bit, its hashes set eight bools each, and it is packed back.
+        words = self._words
+        z = words.shape[0]
+        page_blocks = min(z, _PAGE_BLOCKS)
+        num_pages = z // page_blocks
+        if num_pages > 1:
+            page_bits = num_pages.bit_length() - 1
+            key_type = np.uint8 if page_bits <= 8 else np.uint16
+            page = (h >> np.uint64(64 - page_bits)).astype(key_type)
+            h = h.take(np.argsort(page, kind="stable"))  # stable sorts of small ints are radix
+            bounds = np.concatenate(([0], np.cumsum(np.bincount(page, minlength=num_pages))))
+        else:
+            bounds = np.array([0, h.size])
+        flat = words.reshape(-1).view(np.uint8)
+        pos = np.empty(min(h.size, _CHUNK), dtype=np.uint32)
+        idx = np.empty(min(h.size, _CHUNK), dtype=np.intp)
+        z64 = np.uint64(z)
+        for p in range(num_pages):
+            lo, hi = int(bounds[p]), int(bounds[p + 1])
+            if lo == hi:
+                continue
+            first_block = p * page_blocks
+            page_bytes = flat[
+                first_block * BYTES_PER_BLOCK : (first_block + page_blocks) * BYTES_PER_BLOCK
+            ]
+            bits = np.unpackbits(page_bytes, bitorder="little")
+            for start in range(lo, hi, _CHUNK):
+                chunk = h[start : min(hi, start + _CHUNK)]
+                n = chunk.size
+                block_bit = _block_index(chunk, z64)
+                block_bit -= first_block
+                block_bit *= BITS_PER_BLOCK
+                key = chunk.astype(np.uint32)
+                for lane in range(WORDS_PER_BLOCK):
+                    np.multiply(key, SALT[lane], out=pos[:n])
+                    np.right_shift(pos[:n], np.uint32(27), out=pos[:n])
+                    np.add(block_bit, pos[:n], out=idx[:n])
+                    if lane:
+                        idx[:n] += 32 * lane
+                    bits[idx[:n]] = True
+            page_bytes[:] = np.packbits(bits, bitorder="little")
+
+    def find_hashes(self, hashes: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+        """For each hash, False if it was certainly never inserted, True if it might have been."""
+        h = _as_hashes(hashes)
+        out = np.empty(h.size, dtype=bool)
+        z = np.uint64(self._words.shape[0])
+        pos = np.empty(min(h.size, _CHUNK), dtype=np.uint32)
+        lane_bit = np.empty_like(pos)
+        found = np.empty_like(pos)
+        for start in range(0, h.size, _CHUNK):
+            chunk = h[start : start + _CHUNK]
+            n = chunk.size
+            # One gather of whole blocks (32 contiguous bytes each); then, lane by lane, shift the
+            # word down by the lane's bit position and keep the low bit in a running AND.
+            rows = np.take(self._words, _block_index(chunk, z), axis=0)
+            key = chunk.astype(np.uint32)
+            found[:n] = 1
+            for lane in range(WORDS_PER_BLOCK):
+                np.multiply(key, SALT[lane], out=pos[:n])
+                np.right_shift(pos[:n], np.uint32(27), out=pos[:n])
+                np.right_shift(rows[:, lane], pos[:n], out=lane_bit[:n])
+                np.bitwise_and(found[:n], lane_bit[:n], out=found[:n])
+            np.bitwise_and(found[:n], np.uint32(1), out=found[:n])
+            out[start : start + n] = found[:n]
+        return out
+
+    def find_hash(self, h: int) -> bool:
+        """Scalar :meth:`find_hashes`, without numpy's per-call overhead."""
+        h = int(h) & 0xFFFFFFFFFFFFFFFF
+        block = self._words[((h >> 32) * self._words.shape[0]) >> 32]
+        key = h & _U32_MASK
+        for i, salt in enumerate(_SALTS):
+            if not (int(block[i]) >> (((key * salt) & _U32_MASK) >> 27)) & 1:
+                return False
+        return True
+
+    # -- values ----------------------------------------------------------------------------
+
+    def insert(
+        self, values: Any, physical_type: str | None = None, *, type_length: int | None = None
+    ) -> None:
+        """Insert values (a scalar, a sequence, a numpy or Arrow array), PLAIN-encoded as
+        ``physical_type`` (inferred when None; see :func:`parquet_bloom.hash_values`)."""
+        self.insert_hashes(hashing.hash_values(values, physical_type, type_length=type_length))
+
+    def might_contain(
+        self, value: Any, physical_type: str | None = None, *, type_length: int | None = None
+    ) -> bool:
+        """False if ``value`` is certainly absent; True if it might be present."""
+        return self.find_hash(hashing.hash_value(value, physical_type, type_length=type_length))
+
+    def might_contain_many(
+        self, values: Any, physical_type: str | None = None, *, type_length: int | None = None
+    ) -> npt.NDArray[np.bool_]:
+        """:meth:`might_contain` for each non-null value."""
+        return self.find_hashes(hashing.hash_values(values, physical_type, type_length=type_length))
+
+    # -- combining and resizing ------------------------------------------------------------
+
+    def __or__(self, other: object) -> SplitBlockBloomFilter:
+        if not isinstance(other, SplitBlockBloomFilter):
+            return NotImplemented
+        if other.num_bytes != self.num_bytes:
+            raise ValueError(
+                f"cannot union filters of {self.num_bytes} and {other.num_bytes} bytes; "
+                "fold the larger one first"
+            )
+        return _wrap(self._words | other._words)
+
+    def __ior__(self, other: object) -> SplitBlockBloomFilter:
+        if not isinstance(other, SplitBlockBloomFilter):
+            return NotImplemented
+        if other.num_bytes != self.num_bytes:
+            raise ValueError(
+                f"cannot union filters of {self.num_bytes} and {other.num_bytes} bytes"
+            )
+        self._words |= other._words
+        return self
+
+    def fold(self, num_bytes: int) -> SplitBlockBloomFilter:
+        """The filter of ``num_bytes`` bytes that inserting the same hashes would have built.
+
+        With ``z`` a power of two the block index is the top ``log2(z)`` bits of the hash, so
+        halving ``z`` sends blocks ``2j`` and ``2j + 1`` to block ``j``: OR-ing groups of adjacent
+        blocks is exact, not an approximation.
+        """
+        _check_num_bytes(num_bytes)
+        if num_bytes > self.num_bytes:
+            raise ValueError(f"cannot fold a {self.num_bytes}-byte filter up to {num_bytes} bytes")
+        if not _is_power_of_two(self.num_blocks):
+            raise ValueError(f"only power-of-two filters fold; this one has {self.num_bytes} bytes")
+        target = num_bytes // BYTES_PER_BLOCK
+        grouped = self._words.reshape(target, self.num_blocks // target, WORDS_PER_BLOCK)
+        return _wrap(np.bitwise_or.reduce(grouped, axis=1))
+
+    # -- estimates -------------------------------------------------------------------------
+
+    def bits_set(self) -> int:
+        """How many of the bitset's bits are 1."""
+        return int(_popcount(self._words).sum())
+
+    def fraction_set(self) -> float:
+        """The fraction of the bitset's bits that are 1."""
+        return self.bits_set() / (self.num_bytes * 8)
+
+    def estimate_ndv(self) -> float:
+        """The number of distinct values whose insertion best explains the bits set.
+
+        Each insert sets one of the ``32 * z`` bits of each lane position, so a given bit stays
+        unset with probability ``(1 - 1 / (32 z)) ** n``; invert that at the observed fraction.
+        A saturated filter (every bit set) gives the estimate for all bits but one.
+        """
+        num_bits = self.num_bytes * 8
+        unset = max(num_bits - self.bits_set(), 1) / num_bits
+        return math.log(unset) / math.log1p(
+            -1.0 / (BITS_PER_BLOCK // WORDS_PER_BLOCK * self.num_blocks)
+        )
+
+    def fpp(self, ndv: float | None = None) -> float:
+        """False-positive rate for a hash that was never inserted.
+
+        Without ``ndv``: exactly, from the bits actually set (a probe lands in a uniformly random
+        block and passes when its eight bits are set: the mean over blocks of the product of the
+        lanes' fill fractions). With ``ndv``: the expected rate after ``ndv`` distinct inserts into
+        a filter of this size, with the per-block load as a Poisson mixture.
+        """
+        if ndv is None:
+            fill = _popcount(self._words) / 32.0
+            return float(np.prod(fill, axis=1).mean())
+        return expected_fpp(ndv, self.num_bytes)
+
+    # -- Python protocol -------------------------------------------------------------------
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SplitBlockBloomFilter):
+            return NotImplemented
+        return self._words.shape == other._words.shape and bool(
+            np.array_equal(self._words, other._words)
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        # Pickle as the bitset only: small, fast, and stable across versions.
+        return (SplitBlockBloomFilter.from_bytes, (self.to_bytes(),))
+
+    def __copy__(self) -> SplitBlockBloomFilter:
+        return _wrap(self._words.copy())
+
+    def copy(self) -> SplitBlockBloomFilter:
+        return self.__copy__()
+
+    def __repr__(self) -> str:
+        return (
+            f"SplitBlockBloomFilter(num_bytes={self.num_bytes}, "
+            f"fraction_set={self.fraction_set():.4f})"
+        )
+
+
+def expected_fpp(ndv: float, num_bytes: int) -> float:
+    """Expected false-positive rate of a ``num_bytes`` filter holding ``ndv`` distinct values.
+
+    A block holding ``x`` values has each lane bit set with probability ``1 - (31/32) ** x``; the
+    block loads are Poisson with mean ``ndv / z``. (The spec's sizing formula ignores the load
+    variance and so is slightly optimistic.)
+    """
+    if ndv < 0:
+        raise ValueError(f"ndv must be >= 0, got {ndv}")
+    _check_num_bytes(num_bytes)
+    lam = ndv / (num_bytes // BYTES_PER_BLOCK)
+    if lam == 0:
+        return 0.0
+    top = int(lam + 12 * math.sqrt(lam) + 30)
+    x = np.arange(top + 1, dtype=np.float64)
+    log_pmf = x * math.log(lam) - lam - np.array([math.lgamma(k + 1) for k in range(top + 1)])
+    p_block = (1.0 - (31.0 / 32.0) ** x) ** WORDS_PER_BLOCK
+    return float(np.sum(np.exp(log_pmf) * p_block))
+
+
+def union(filters: Iterable[SplitBlockBloomFilter]) -> SplitBlockBloomFilter:
+    """The OR of equally sized filters (the filter of all their values)."""
+    it = iter(filters)
+    try:
+        acc = next(it).copy()
+    except StopIteration:
+        raise ValueError("union() needs at least one filter") from None
+    for f in it:
+        acc |= f
+    return acc
+
+
+# -- the arithmetic, vectorised ---------------------------------------------------------------
+
+
+def _block_index(h: npt.NDArray[np.uint64], z: np.uint64) -> npt.NDArray[np.intp]:
+    # (h >> 32) * z < 2**32 * 2**22, so the product cannot wrap.
+    return ((h >> np.uint64(32)) * z >> np.uint64(32)).astype(np.intp)
+
+
+def _masks(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint32]:
+    """(n, 8) words with the one bit per lane that each hash sets."""
+    key = h.astype(np.uint32)  # the low 32 bits
+    bit = np.multiply(key[:, None], SALT[None, :])  # wraps mod 2**32, as the spec says
+    np.right_shift(bit, np.uint32(27), out=bit)
+    return np.left_shift(np.uint32(1), bit)
+
+
+def _as_hashes(hashes: npt.ArrayLike) -> npt.NDArray[np.uint64]:
+    a = np.asarray(hashes)
+    if a.dtype == np.uint64:
+        return a.reshape(-1)
+    if a.dtype.kind in "iu" and a.dtype.itemsize == 8:
+        return a.reshape(-1).view(np.uint64)  # same 64 bits, read unsigned
+    if a.size == 0:
+        return np.empty(0, dtype=np.uint64)
+    if a.dtype == object or a.dtype.kind in "iu":
+        try:
+            return np.asarray(hashes, dtype=np.uint64).reshape(-1)
+        except (OverflowError, ValueError, TypeError) as err:
+            raise ValueError(f"hashes must be unsigned 64-bit integers: {err}") from err
+    raise TypeError(f"hashes must be an array of 64-bit integers, not dtype {a.dtype}")
+
+
+def _popcount(words: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint8]:
+    if hasattr(np, "bitwise_count"):  # numpy >= 2.0
+        counts: npt.NDArray[np.uint8] = np.bitwise_count(words)
+        return counts
+    bits = np.unpackbits(words.view(np.uint8), axis=-1)
+    summed: npt.NDArray[np.uint8] = bits.reshape(*words.shape, 32).sum(axis=-1, dtype=np.uint8)
+    return summed
+
+
+def _wrap(words: npt.NDArray[np.uint32]) -> SplitBlockBloomFilter:
+    new = SplitBlockBloomFilter.__new__(SplitBlockBloomFilter)
+    new._words = np.ascontiguousarray(words, dtype=_WORD)
+    return new
+
+
+def _check_num_bytes(num_bytes: int) -> None:
+    if isinstance(num_bytes, bool) or not isinstance(num_bytes, int | np.integer):
+        raise TypeError(f"num_bytes must be an int, not {type(num_bytes).__name__}")
+    if not (MIN_NUM_BYTES <= num_bytes <= MAX_NUM_BYTES and _is_power_of_two(int(num_bytes))):
+        raise ValueError(
+            f"num_bytes must be a power of two from {MIN_NUM_BYTES} to {MAX_NUM_BYTES}, "
+            f"got {num_bytes}"
+        )
+
+
+def _check_fpp(fpp: float) -> None:
+    if not 0.0 < fpp < 1.0:
+        raise ValueError(f"fpp must be strictly between 0 and 1, got {fpp}")
+
+
+def _is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+def _next_power_of_two(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()

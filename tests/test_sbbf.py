@@ -1,0 +1,209 @@
+"""The vectorised split-block Bloom filter against the scalar spec reference."""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import parquet_bloom as pb
+from parquet_bloom import sbbf
+from tests.reference import ReferenceFilter
+
+U64 = st.integers(min_value=0, max_value=2**64 - 1)
+NUM_BYTES = st.sampled_from([32, 64, 128, 1024, 8192, 65536, 1 << 17, 1 << 20])
+
+
+def filled(num_bytes: int, hashes: list[int]) -> tuple[pb.SplitBlockBloomFilter, ReferenceFilter]:
+    ours, ref = pb.SplitBlockBloomFilter(num_bytes), ReferenceFilter(num_bytes)
+    ours.insert_hashes(np.array(hashes, dtype=np.uint64))
+    for h in hashes:
+        ref.insert(h)
+    return ours, ref
+
+
+@settings(max_examples=60, deadline=None)
+@given(NUM_BYTES, st.lists(U64, max_size=300))
+def test_insert_matches_reference_bit_for_bit(num_bytes: int, hashes: list[int]) -> None:
+    ours, ref = filled(num_bytes, hashes)
+    assert ours.to_bytes() == ref.to_bytes()
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from([32, 1024, 1 << 16, 1 << 19]), st.integers(0, 2**32), st.integers(1, 5))
+def test_dense_and_sparse_paths_match_reference(num_bytes: int, seed: int, parts: int) -> None:
+    # Enough values to take the paged path, inserted in several calls.
+    rng = np.random.default_rng(seed)
+    hashes = rng.integers(0, 2**64, size=int(rng.integers(1, 40_000)), dtype=np.uint64)
+    ours, ref = pb.SplitBlockBloomFilter(num_bytes), ReferenceFilter(num_bytes)
+    for part in np.array_split(hashes, parts):
+        ours.insert_hashes(part)
+    for h in hashes.tolist():
+        ref.insert(h)
+    assert ours.to_bytes() == ref.to_bytes()
+    assert ours.find_hashes(hashes).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(NUM_BYTES, st.lists(U64, max_size=200), st.lists(U64, max_size=200))
+def test_find_matches_reference(num_bytes: int, inserted: list[int], probes: list[int]) -> None:
+    ours, ref = filled(num_bytes, inserted)
+    assert ours.find_hashes(np.array(inserted, dtype=np.uint64)).all()  # no false negatives
+    expected = [ref.find(h) for h in probes]
+    assert ours.find_hashes(np.array(probes, dtype=np.uint64)).tolist() == expected
+    assert [ours.find_hash(h) for h in probes] == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(NUM_BYTES, st.lists(U64, max_size=200))
+def test_bytes_round_trip(num_bytes: int, hashes: list[int]) -> None:
+    ours, _ = filled(num_bytes, hashes)
+    again = pb.SplitBlockBloomFilter.from_bytes(ours.to_bytes())
+    assert again == ours and again.to_bytes() == ours.to_bytes()
+    assert pickle.loads(pickle.dumps(ours)) == ours
+    assert len(pickle.dumps(ours)) < num_bytes + 200  # pickles as its bitset, nothing more
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 22), st.integers(0, 22), st.lists(U64, max_size=300))
+def test_fold_equals_direct_build(log_blocks: int, down: int, hashes: list[int]) -> None:
+    big = 32 << log_blocks
+    small = max(32, big >> down)
+    folded = filled(big, hashes)[0].fold(small) if big <= 1 << 20 else None
+    if folded is None:
+        return
+    assert folded == filled(small, hashes)[0]
+
+
+def test_union_is_the_filter_of_all_values() -> None:
+    rng = np.random.default_rng(7)
+    a, b = (
+        rng.integers(0, 2**64, 5000, dtype=np.uint64),
+        rng.integers(0, 2**64, 5000, dtype=np.uint64),
+    )
+    fa, fb, both = (pb.SplitBlockBloomFilter(4096) for _ in range(3))
+    fa.insert_hashes(a)
+    fb.insert_hashes(b)
+    both.insert_hashes(np.concatenate([a, b]))
+    assert fa | fb == both
+    assert sbbf.union([fa, fb]) == both
+    with pytest.raises(ValueError, match="cannot union"):
+        fa | pb.SplitBlockBloomFilter(8192)
+
+
+@pytest.mark.parametrize("num_bytes", [0, 16, 48, 100, 2**28, -32])
+def test_sizes_outside_the_spec_are_refused(num_bytes: int) -> None:
+    with pytest.raises(ValueError, match="power of two"):
+        pb.SplitBlockBloomFilter(num_bytes)
+    with pytest.raises(ValueError, match="power of two"):
+        pb.SplitBlockBloomFilter.from_bytes(b"\0" * max(num_bytes, 0) if num_bytes < 2**20 else b"")
+
+
+def test_wrong_types_are_type_errors() -> None:
+    with pytest.raises(TypeError):
+        pb.SplitBlockBloomFilter(32.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        pb.SplitBlockBloomFilter.from_bytes("not bytes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        pb.SplitBlockBloomFilter(32).insert_hashes(np.array([1.5]))
+    with pytest.raises(ValueError, match="unsigned 64-bit"):
+        pb.SplitBlockBloomFilter(32).insert_hashes([2**64])
+
+
+def test_signed_hashes_are_read_as_their_bit_pattern() -> None:
+    # Spark's xxhash64 and other JVM tools hand out signed longs.
+    signed, unsigned = pb.SplitBlockBloomFilter(64), pb.SplitBlockBloomFilter(64)
+    signed.insert_hashes(np.array([-1, -(2**63)], dtype=np.int64))
+    unsigned.insert_hashes(np.array([2**64 - 1, 2**63], dtype=np.uint64))
+    assert signed == unsigned
+
+
+def test_fold_refuses_growing_and_bad_sizes() -> None:
+    f = pb.SplitBlockBloomFilter(1024)
+    with pytest.raises(ValueError, match="cannot fold"):
+        f.fold(2048)
+    with pytest.raises(ValueError, match="power of two"):
+        f.fold(96)
+
+
+@pytest.mark.parametrize(
+    ("bits", "fpp"), [(6.0, 0.1), (10.5, 0.01), (16.9, 0.001), (26.4, 0.0001), (41.0, 0.00001)]
+)
+def test_expected_fpp_reproduces_the_spec_table(bits: float, fpp: float) -> None:
+    # BloomFilter.md's table of bits per distinct value was measured; the Poisson mixture over
+    # block loads must agree with it (the closed formula c = -8 / ln(1 - p ** (1/8)) does not:
+    # it ignores the load variance and gives 9.68 bits for 1 %).
+    num_bytes = 1 << 20
+    assert sbbf.expected_fpp(num_bytes * 8 / bits, num_bytes) == pytest.approx(fpp, rel=0.03)
+
+
+def test_bits_per_value_is_the_spec_formula() -> None:
+    for fpp in (0.1, 0.01, 0.001):
+        assert sbbf.bits_per_value(fpp) == pytest.approx(-8 / math.log(1 - fpp ** (1 / 8)))
+    assert sbbf.bits_per_value(0.01) == pytest.approx(9.68, abs=0.01)
+
+
+@pytest.mark.parametrize(
+    ("ndv", "fpp", "num_bytes"),
+    [
+        (0, 0.01, 32),
+        (1, 0.01, 32),
+        (27, 0.01, 64),
+        (100, 0.01, 128),
+        (1693, 0.01, 4096),
+        (1_000_000, 0.01, 2 << 20),
+        (10**12, 0.01, 128 << 20),
+    ],
+)
+def test_from_ndv_rounds_the_spec_bits_up_to_a_power_of_two(
+    ndv: int, fpp: float, num_bytes: int
+) -> None:
+    assert pb.SplitBlockBloomFilter.from_ndv(ndv, fpp).num_bytes == num_bytes
+    expected = min(
+        max(32, 1 << max(0, math.ceil(ndv * sbbf.bits_per_value(fpp) / 8) - 1).bit_length()),
+        128 << 20,
+    )
+    assert num_bytes == expected
+
+
+@pytest.mark.parametrize("fpp", [0.0, 1.0, -0.5, 2.0])
+def test_fpp_must_be_a_probability(fpp: float) -> None:
+    with pytest.raises(ValueError, match="fpp"):
+        pb.SplitBlockBloomFilter.from_ndv(100, fpp)
+
+
+def test_estimates_track_what_was_inserted() -> None:
+    rng = np.random.default_rng(3)
+    ndv = 20_000
+    f = pb.SplitBlockBloomFilter.from_ndv(ndv, 0.01)
+    f.insert_hashes(rng.integers(0, 2**64, ndv, dtype=np.uint64))
+    assert f.estimate_ndv() == pytest.approx(ndv, rel=0.03)
+    probes = rng.integers(0, 2**64, 400_000, dtype=np.uint64)
+    measured = f.find_hashes(probes).mean()
+    assert f.fpp() == pytest.approx(measured, rel=0.15)  # exact from the bits set
+    assert f.fpp(ndv) == pytest.approx(measured, rel=0.15)  # expected for this size and NDV
+    assert f.fpp() < 0.01
+
+
+def test_empty_and_saturated_filters() -> None:
+    empty = pb.SplitBlockBloomFilter(64)
+    assert empty.bits_set() == 0 and empty.estimate_ndv() == 0 and empty.fpp() == 0.0
+    assert not empty.find_hashes(np.arange(100, dtype=np.uint64)).any()
+    full = pb.SplitBlockBloomFilter.from_bytes(b"\xff" * 64)
+    assert full.fraction_set() == 1.0 and full.fpp() == 1.0
+    assert math.isfinite(full.estimate_ndv())
+    assert full.find_hashes(np.arange(100, dtype=np.uint64)).all()
+
+
+def test_copies_are_independent() -> None:
+    f = pb.SplitBlockBloomFilter(32)
+    g = copy.copy(f)
+    g.insert_hashes([12345])
+    assert f.bits_set() == 0 and g.bits_set() == 8
+    with pytest.raises(ValueError):
+        f.words[0, 0] = 1  # read-only view

@@ -1,0 +1,154 @@
+"""Parquet files with Bloom filters, written by the real writers inside the test run."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+ROWS = 6_000
+ROW_GROUP_SIZE = 2_000
+
+
+def sample_table(rows: int = ROWS, seed: int = 0) -> pa.Table:
+    """Columns of many Arrow types, with nulls, repeats and a nested struct and list."""
+    rng = np.random.default_rng(seed)
+    ints = rng.integers(-(2**40), 2**40, rows)
+    small = rng.integers(-100, 100, rows)
+    valid = rng.random(rows) > 0.05
+    base = dt.datetime(2024, 1, 1)
+
+    def masked(arr: pa.Array) -> pa.Array:
+        return pc.if_else(pa.array(valid), arr, pa.nulls(len(arr), arr.type))
+
+    strings = [f"user-{v:x}" for v in ints]
+    return pa.table(
+        {
+            "int8": pa.array(small, pa.int8()),
+            "int16": pa.array(small * 300, pa.int16()),
+            "int32": masked(pa.array(ints % 2**31, pa.int32())),
+            "int64": masked(pa.array(ints, pa.int64())),
+            "uint8": pa.array(small + 100, pa.uint8()),
+            "uint16": pa.array((small + 100) * 600, pa.uint16()),
+            "uint32": pa.array(ints % 2**32, pa.uint32()),
+            "uint64": pa.array((ints % 2**40) * 2**23, pa.uint64()),
+            "float32": pa.array(ints / 7, pa.float32()),
+            "float64": masked(pa.array(ints / 3, pa.float64())),
+            "float16": pa.array((small / 4).astype(np.float16), pa.float16()),
+            "decimal_9": pa.array(
+                [decimal.Decimal(int(v % 10**7)).scaleb(-2) for v in ints], pa.decimal128(9, 2)
+            ),
+            "decimal_18": pa.array(
+                [decimal.Decimal(int(v)).scaleb(-3) for v in ints], pa.decimal128(18, 3)
+            ),
+            "decimal_30": pa.array(
+                [decimal.Decimal(int(v) * 10**9).scaleb(-5) for v in ints], pa.decimal128(30, 5)
+            ),
+            "date": pa.array(
+                [(base + dt.timedelta(days=int(v % 5000))).date() for v in ints], pa.date32()
+            ),
+            "time_ms": pa.array(ints % 86_400_000, pa.int32()).cast(pa.time32("ms")),
+            "time_us": pa.array(ints % 86_400_000_000, pa.int64()).cast(pa.time64("us")),
+            "ts_ms": pa.array(ints // 1000, pa.int64()).cast(pa.timestamp("ms")),
+            "ts_us_utc": masked(pa.array(ints, pa.int64()).cast(pa.timestamp("us", tz="UTC"))),
+            "ts_ns": pa.array(ints * 1000, pa.int64()).cast(pa.timestamp("ns")),
+            "string": masked(pa.array(strings, pa.string())),
+            "large_string": pa.array(strings, pa.large_string()),
+            "binary": pa.array([s.encode() * (1 + len(s) % 5) for s in strings], pa.binary()),
+            "fixed": pa.array([uuid.UUID(int=int(v) % 2**128).bytes for v in ints], pa.binary(16)),
+            "dict_string": pa.array([f"k{v % 97}" for v in ints]).dictionary_encode(),
+            "struct": pa.StructArray.from_arrays(
+                [pa.array(ints % 1000), pa.array([f"n{v % 50}" for v in ints])], names=["a", "b"]
+            ),
+            "tags": pa.array([[f"t{v % 7}", f"t{v % 11}"] for v in ints], pa.list_(pa.string())),
+        }
+    )
+
+
+def leaf_columns(table: pa.Table) -> dict[str, pa.ChunkedArray | pa.Array]:
+    """Leaf arrays by Parquet dotted path, as pyarrow names them."""
+    out: dict[str, pa.ChunkedArray | pa.Array] = {}
+
+    def walk(path: str, arr: pa.Array) -> None:
+        if pa.types.is_struct(arr.type):
+            for i in range(arr.type.num_fields):
+                walk(f"{path}.{arr.type.field(i).name}", pc.struct_field(arr, [i]))
+        elif pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+            walk(f"{path}.list.{arr.type.value_field.name}", pc.list_flatten(arr))
+        else:
+            out[path] = arr
+
+    for name in table.column_names:
+        walk(name, table.column(name).combine_chunks())
+    return out
+
+
+def write_pyarrow(path: Path, table: pa.Table, fpp: float = 0.01, **kwargs: object) -> Path:
+    columns = [c for c in leaf_columns(table)]
+    options = {c: {"ndv": ROW_GROUP_SIZE, "fpp": fpp} for c in columns}
+    pq.write_table(
+        table, path, row_group_size=ROW_GROUP_SIZE, bloom_filter_options=options, **kwargs
+    )
+    return path
+
+
+def write_deltalake(directory: Path, table: pa.Table, fpp: float = 0.01) -> list[Path]:
+    from deltalake import BloomFilterProperties, ColumnProperties, WriterProperties, write_deltalake
+
+    props = WriterProperties(
+        max_row_group_size=ROW_GROUP_SIZE,
+        default_column_properties=ColumnProperties(
+            bloom_filter_properties=BloomFilterProperties(True, fpp, ROW_GROUP_SIZE)
+        ),
+    )
+    write_deltalake(str(directory), table, writer_properties=props)
+    return sorted(directory.glob("*.parquet"))
+
+
+def write_duckdb(path: Path, rows: int = ROWS) -> Path:
+    import duckdb
+
+    with duckdb.connect() as con:
+        con.sql(
+            f"""
+            copy (
+              select i::bigint as int64, (i % 1000)::integer as int32, (i % 100)::smallint as int16,
+                     'v' || (i % 1500) as string, (i % 700)::double / 4 as float64,
+                     ((i % 300)::float / 8)::float as float32,
+                     date '2024-01-01' + (i % 400)::integer as date,
+                     timestamp '2024-01-01' + to_seconds(i % 900) as ts,
+                     ((i % 800)::decimal(18, 3)) / 7 as decimal_18,
+                     ((i % 800)::decimal(9, 2)) / 3 as decimal_9
+              from range({rows}) t(i)
+            ) to '{path}' (format parquet, row_group_size {ROW_GROUP_SIZE})
+            """
+        )
+    return path
+
+
+def rewrite_footer(src: Path, dst: Path, mutate: object) -> Path:
+    """Copy ``src`` to ``dst`` with its footer decoded, passed to ``mutate(metadata)`` and
+    re-encoded: a way to make footers that no writer makes (old, odd or hostile)."""
+    from parquet_bloom import format as fmt
+
+    data = src.read_bytes()
+    footer_len = int.from_bytes(data[-8:-4], "little")
+    footer_start = len(data) - 8 - footer_len
+    md = fmt.decode_file_metadata(data[footer_start:-8], full=True)
+    mutate(md)  # type: ignore[operator]
+    footer = fmt.encode_file_metadata(md)
+    dst.write_bytes(data[:footer_start] + footer + len(footer).to_bytes(4, "little") + b"PAR1")
+    return dst
+
+
+def drop_bloom_filter_lengths(md: object) -> None:
+    """Make a footer look like one from before format 2.10, which had no bloom_filter_length."""
+    for rg in md.row_groups:  # type: ignore[attr-defined]
+        for chunk in rg.columns:
+            chunk.meta_data.bloom_filter_length = None
