@@ -7,6 +7,7 @@ flow through :mod:`~parquet_bloom.hashing` (PLAIN bytes, XXH64) into the filters
 
 from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
 from parquet_bloom.hashing import PHYSICAL_TYPES, hash_value, hash_values
+from parquet_bloom.prune import PruneReport, PruneResult, prune
 from parquet_bloom.reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom.sbbf import SplitBlockBloomFilter, optimal_num_bytes
 
@@ -16,10 +17,13 @@ __all__ = [
     "BloomFilterReader",
     "BloomFilterWarning",
     "CorruptFileError",
+    "PruneReport",
+    "PruneResult",
     "SplitBlockBloomFilter",
     "UnsupportedFileError",
     "hash_value",
     "hash_values",
     "optimal_num_bytes",
+    "prune",
 ]
 __version__ = "0.1.0"

@@ -21,10 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, NamedTuple
 
-import numpy as np
-
+from parquet_bloom import encoding
 from parquet_bloom import format as fmt
-from parquet_bloom import hashing
 from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
 from parquet_bloom.sbbf import MAX_NUM_BYTES, MIN_NUM_BYTES, SplitBlockBloomFilter
 
@@ -389,10 +387,20 @@ class BloomFilterReader:
         return self._load([chunk])[(row_group, column)]
 
     def filters(
-        self, columns: Iterable[str] | None = None, row_groups: Iterable[int] | None = None
+        self,
+        columns: Iterable[str] | None = None,
+        row_groups: Iterable[int] | None = None,
+        *,
+        errors: str = "raise",
     ) -> dict[tuple[int, str], SplitBlockBloomFilter]:
         """Every filter present among the given columns and row groups (default: all), keyed by
-        ``(row_group, column)``, read with coalesced reads."""
+        ``(row_group, column)``, read with coalesced reads.
+
+        ``errors="raise"`` raises on the first unusable filter; ``errors="warn"`` leaves unusable
+        filters out with a :class:`BloomFilterWarning` each, and returns the usable ones.
+        """
+        if errors not in ("raise", "warn"):
+            raise ValueError(f'errors must be "raise" or "warn", not {errors!r}')
         wanted_columns = None if columns is None else set(columns)
         for column in wanted_columns or ():
             self._check_column(column)
@@ -403,30 +411,32 @@ class BloomFilterReader:
             if (wanted_columns is None or c.path in wanted_columns)
             and (wanted_groups is None or c.row_group in wanted_groups)
         ]
-        return {k: f for k, f in self._load(chunks).items() if f is not None}
+        return {k: f for k, f in self._load(chunks, errors).items() if f is not None}
 
     def row_groups_might_contain(self, column: str, values: Any) -> list[int]:
         """The row groups whose filter for ``column`` might contain any of ``values`` (IN).
 
-        Values are PLAIN-encoded as the column stores them. A row group without a filter, or
-        whose filter cannot be read, is kept (with a :class:`BloomFilterWarning` for the latter):
-        pruning must never drop a row group that holds a value.
+        Literals are encoded as the column stores them, through its physical and logical type
+        (see :func:`parquet_bloom.encoding.literal_probe`): a literal the column cannot hold
+        matches nothing, and one that cannot be probed safely (NaN, None, a BOOLEAN column) keeps
+        every row group. A row group without a filter, or whose filter cannot be read, is kept
+        (with a :class:`BloomFilterWarning` for the latter): pruning must never drop a row group
+        that holds a value.
         """
-        leaf = self._check_column(column)
-        hashes = self._probe_hashes(leaf, values)
-        chunks = [self._by_key[(rg, column)] for rg in range(self.num_row_groups)]
+        probe = encoding.literal_probe(values, self._check_column(column))
+        everything = list(range(self.num_row_groups))
+        if probe.always_keep:
+            return everything
+        if probe.hashes.size == 0:
+            return []
+        chunks = [self._by_key[(rg, column)] for rg in everything]
         filters = self._load(chunks, errors="warn")
         kept = []
-        for rg in range(self.num_row_groups):
+        for rg in everything:
             f = filters.get((rg, column))
-            if f is None or bool(f.find_hashes(hashes).any()):
+            if f is None or probe.keeps(f):
                 kept.append(rg)
         return kept
-
-    def _probe_hashes(self, leaf: fmt.SchemaLeaf, values: Any) -> np.ndarray:
-        if isinstance(values, str | bytes) or not isinstance(values, Iterable):
-            values = [values]
-        return hashing.hash_values(list(values), leaf.physical_type, type_length=leaf.type_length)
 
     def _check_column(self, column: str) -> fmt.SchemaLeaf:
         if not isinstance(column, str):

@@ -52,6 +52,8 @@ _CHUNK = 1 << 15
 _PAGE_BLOCKS = 2048
 # Below one value per this many blocks, unpacking pages costs more than sorting the few values.
 _DENSE_RATIO = 8
+# Up to this many hashes, probing one at a time beats the fixed cost of the numpy passes.
+_SCALAR_PROBES = 16
 
 _WORD = np.dtype("<u4")
 _U32_MASK = 0xFFFFFFFF
@@ -203,6 +205,8 @@ class SplitBlockBloomFilter:
     def find_hashes(self, hashes: npt.ArrayLike) -> npt.NDArray[np.bool_]:
         """For each hash, False if it was certainly never inserted, True if it might have been."""
         h = _as_hashes(hashes)
+        if h.size <= _SCALAR_PROBES:
+            return np.array([self.find_hash(x) for x in h.tolist()], dtype=bool)
         out = np.empty(h.size, dtype=bool)
         z = np.uint64(self._words.shape[0])
         pos = np.empty(min(h.size, _CHUNK), dtype=np.uint32)
@@ -228,12 +232,12 @@ class SplitBlockBloomFilter:
     def find_hash(self, h: int) -> bool:
         """Scalar :meth:`find_hashes`, without numpy's per-call overhead."""
         h = int(h) & 0xFFFFFFFFFFFFFFFF
-        block = self._words[((h >> 32) * self._words.shape[0]) >> 32]
+        block = self._words[((h >> 32) * self._words.shape[0]) >> 32].tolist()
         key = h & _U32_MASK
-        for i, salt in enumerate(_SALTS):
-            if not (int(block[i]) >> (((key * salt) & _U32_MASK) >> 27)) & 1:
-                return False
-        return True
+        return all(
+            word >> (((key * salt) & _U32_MASK) >> 27) & 1
+            for word, salt in zip(block, _SALTS, strict=True)
+        )
 
     # -- values ----------------------------------------------------------------------------
 

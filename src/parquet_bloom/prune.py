@@ -1,0 +1,742 @@
+"""Prune a pyarrow dataset's row groups with the Bloom filters of its Parquet files.
+
+``prune(dataset, filter)`` returns the dataset restricted to the row groups whose filters might
+hold a row that ``filter`` keeps, so that ``prune(d, f).dataset.to_table(filter=f)`` equals
+``d.to_table(filter=f)`` while reading only those row groups. Only equality, ``isin`` and AND/OR
+of them can be decided by a Bloom filter; anything else keeps the row group. Pruning never drops
+a row group that holds a matching row: a NaN or null literal, a BOOLEAN column, a column absent
+from the file (a hive partition key, a newer column), a file column whose type the dataset casts,
+and a filter that cannot be read (with a :class:`BloomFilterWarning`) all keep it.
+
+Reading the filter. A ``pyarrow.compute.Expression`` offers no Python view of its structure, and
+its ``str()`` is not a grammar (field names and string literals print unescaped). The structural
+route is the one pickling takes: ``Expression.__reduce__`` hands over Arrow C++'s
+``compute::Serialize`` buffer, an Arrow IPC file holding one record batch whose schema metadata
+lists the expression in prefix order as key/value pairs (``call``/``end`` around arguments,
+``field_ref``, ``nested_field_ref`` with a child count, ``literal`` and ``options`` naming a
+column of the batch that holds the scalar). The pairs repeat keys, which ``Schema.metadata``
+(a dict) loses, so they are read in order through the Arrow C data interface, whose
+``ArrowSchema.metadata`` keeps them all. Pickled expressions are read back from this format, so
+Arrow keeps it stable; anything in it we do not recognise becomes "unknown" (keep everything).
+
+IO. Files are pruned concurrently in threads (the work is waiting on reads). For each file the
+footer is read once by us (for the filter offsets) and once by pyarrow (which keeps it for the
+scan), and all filters the filter needs from that file are loaded in one coalesced
+``BloomFilterReader.filters`` call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+
+from parquet_bloom import format as fmt
+from parquet_bloom.encoding import literal_probe
+from parquet_bloom.errors import BloomFilterError
+from parquet_bloom.reader import BloomFilterReader, BloomFilterWarning
+from parquet_bloom.sbbf import SplitBlockBloomFilter
+
+# Files pruned at once. Pruning waits on reads (a footer and one filter read per file), so more
+# threads than cores pay off, most on object storage; pyarrow's own IO pool defaults to 8.
+DEFAULT_MAX_WORKERS = 8
+
+# Up to this many hashes a row group's filter is probed hash by hash: a point lookup or a short
+# IN list costs microseconds that way, while a vectorised probe pays a fixed numpy overhead
+# (measured: scalar wins below about 40 hashes).
+SCALAR_PROBE_MAX_HASHES = 32
+
+# -- the filter as a tree --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A part of the filter that Bloom filters cannot decide: any row group might match it."""
+
+    def __repr__(self) -> str:
+        return "Unknown()"
+
+
+UNKNOWN = Unknown()
+
+
+@dataclass(frozen=True)
+class Equal:
+    """``column == value``; ``column`` is the field path (``("s", "a")`` for ``s.a``)."""
+
+    column: tuple[str, ...]
+    value: pa.Scalar
+
+    @property
+    def values(self) -> pa.Array:
+        return pa.array([self.value], type=self.value.type)
+
+
+@dataclass(frozen=True)
+class IsIn:
+    """``column`` is one of ``values``."""
+
+    column: tuple[str, ...]
+    values: pa.Array
+
+
+@dataclass(frozen=True)
+class And:
+    children: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    children: tuple[Node, ...]
+
+
+Node: TypeAlias = "Unknown | Equal | IsIn | And | Or"
+
+
+def conjunction(children: Sequence[Node]) -> Node:
+    """AND: flattened; an Unknown child constrains nothing and is dropped."""
+    flat: list[Node] = []
+    for child in children:
+        if isinstance(child, And):
+            flat.extend(child.children)
+        elif not isinstance(child, Unknown):
+            flat.append(child)
+    if not flat:
+        return UNKNOWN
+    return flat[0] if len(flat) == 1 else And(tuple(flat))
+
+
+def disjunction(children: Sequence[Node]) -> Node:
+    """OR: flattened; an Unknown child might match anything, and so does the whole."""
+    flat: list[Node] = []
+    for child in children:
+        if isinstance(child, Unknown):
+            return UNKNOWN
+        flat.extend(child.children if isinstance(child, Or) else (child,))
+    if not flat:
+        return UNKNOWN
+    return flat[0] if len(flat) == 1 else Or(tuple(flat))
+
+
+def translate(expression: pc.Expression) -> Node:
+    """The part of ``expression`` that Bloom filters can decide, as a tree.
+
+    Only ``equal`` between a field and a scalar, ``is_in`` on a field and AND/OR (Kleene or
+    not) are understood; every other call, and any expression Arrow cannot serialize (a field
+    referenced by position), becomes :class:`Unknown`.
+    """
+    if not isinstance(expression, pc.Expression):
+        raise TypeError(
+            f"filter must be a pyarrow.compute.Expression, not {type(expression).__name__}"
+        )
+    try:
+        pairs, batch = _serialized(expression)
+    except pa.ArrowNotImplementedError:
+        return UNKNOWN
+    return _parse(pairs, batch)
+
+
+# -- reading Arrow's serialized expression ---------------------------------------------------
+
+# Keys of compute::Serialize in Arrow C++ (cpp/src/arrow/compute/expression.cc).
+_CALL, _END, _OPTIONS = "call", "end", "options"
+_LITERAL, _FIELD_REF, _NESTED_FIELD_REF = "literal", "field_ref", "nested_field_ref"
+# Function names: the Python operators build the Kleene forms (``&`` -> and_kleene, ``|`` ->
+# or_kleene, ``==`` -> equal, ``isin`` -> is_in); "and"/"or" are the plain forms.
+_AND_FUNCTIONS = frozenset({"and", "and_kleene"})
+_OR_FUNCTIONS = frozenset({"or", "or_kleene"})
+_EQUAL_FUNCTION = "equal"
+_IS_IN_FUNCTION = "is_in"
+# The name SetLookupOptions serializes under, and its field holding the values.
+_SET_LOOKUP_OPTIONS = b"SetLookupOptions"
+
+
+class _ArrowSchemaStruct(ctypes.Structure):
+    """``struct ArrowSchema`` of the Arrow C data interface (an ABI-stable layout)."""
+
+    _fields_ = (
+        ("format", ctypes.c_char_p),
+        ("name", ctypes.c_char_p),
+        ("metadata", ctypes.c_void_p),
+        ("flags", ctypes.c_int64),
+        ("n_children", ctypes.c_int64),
+        ("children", ctypes.c_void_p),
+        ("dictionary", ctypes.c_void_p),
+        ("release", ctypes.c_void_p),
+        ("private_data", ctypes.c_void_p),
+    )
+
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = (ctypes.py_object, ctypes.c_char_p)
+
+
+def _metadata_pairs(schema: pa.Schema) -> list[tuple[str, str]]:
+    """A schema's metadata as ordered key/value pairs, repeated keys included.
+
+    C data interface, ``ArrowSchema.metadata``: an int32 count of pairs, then for each an int32
+    key length, the key bytes, an int32 value length and the value bytes, in native byte order.
+    The capsule owns (and releases) the exported struct, so it must live while we read.
+    """
+    capsule = schema.__arrow_c_schema__()
+    exported = _ArrowSchemaStruct.from_address(_capsule_pointer(capsule, b"arrow_schema"))
+    address = exported.metadata
+    if not address:
+        return []
+
+    def int32(at: int) -> int:
+        return int.from_bytes(ctypes.string_at(at, 4), sys.byteorder, signed=True)
+
+    pairs, at = [], address + 4
+    for _ in range(int32(address)):
+        parts = []
+        for _ in range(2):
+            length = int32(at)
+            parts.append(ctypes.string_at(at + 4, length).decode())
+            at += 4 + length
+        pairs.append((parts[0], parts[1]))
+    return pairs
+
+
+def _serialized(expression: pc.Expression) -> tuple[list[tuple[str, str]], pa.RecordBatch]:
+    _, (buffer,) = expression.__reduce__()
+    batch = pa.ipc.open_file(buffer).get_batch(0)
+    return _metadata_pairs(batch.schema), batch
+
+
+@dataclass(frozen=True)
+class _Field:
+    path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Literal:
+    value: pa.Scalar
+
+
+_Term: TypeAlias = "_Field | _Literal | Node"
+
+
+@dataclass
+class _OpenCall:
+    function: str
+    arguments: list[_Term] = field(default_factory=list)
+    options: pa.Scalar | None = None
+
+
+@dataclass
+class _OpenNestedRef:
+    remaining: int
+    path: list[str] = field(default_factory=list)
+
+
+class _Malformed(Exception):
+    """The serialized expression does not have the shape Arrow writes."""
+
+
+def _parse(pairs: list[tuple[str, str]], batch: pa.RecordBatch) -> Node:
+    """Prefix pairs -> tree, with an explicit stack: ``a | b | c | ...`` nests as deep as it
+    is long, deeper than Python's recursion limit allows."""
+
+    def scalar(column: str) -> pa.Scalar:
+        if not column.isdigit() or int(column) >= batch.num_columns:
+            raise _Malformed(f"no column {column!r} in the serialized expression")
+        return batch.column(int(column))[0]
+
+    stack: list[_OpenCall | _OpenNestedRef] = []
+    done: list[_Term] = []
+
+    def finish(term: _Term) -> None:
+        while stack:
+            top = stack[-1]
+            if isinstance(top, _OpenCall):
+                top.arguments.append(term)
+                return
+            if not isinstance(term, _Field):
+                raise _Malformed("a nested field reference holds something else")
+            top.path.extend(term.path)
+            top.remaining -= 1
+            if top.remaining:
+                return
+            stack.pop()
+            term = _Field(tuple(top.path))
+        done.append(term)
+
+    try:
+        for key, value in pairs:
+            if key == _LITERAL:
+                finish(_Literal(scalar(value)))
+            elif key == _FIELD_REF:
+                finish(_Field((value,)))
+            elif key == _NESTED_FIELD_REF:
+                if not value.isdigit() or int(value) == 0:
+                    raise _Malformed(f"nested field reference of {value!r} parts")
+                stack.append(_OpenNestedRef(int(value)))
+            elif key == _CALL:
+                stack.append(_OpenCall(value))
+            elif key in (_OPTIONS, _END):
+                top = stack[-1] if stack else None
+                if not isinstance(top, _OpenCall):
+                    raise _Malformed(f"{key!r} outside a call")
+                if key == _OPTIONS:
+                    top.options = scalar(value)
+                else:
+                    stack.pop()
+                    finish(_call_node(top))
+            else:
+                raise _Malformed(f"unknown key {key!r}")
+        if stack or len(done) != 1:
+            raise _Malformed("unterminated expression")
+    except _Malformed:
+        # Arrow changed its serialization: keep everything rather than guess.
+        return UNKNOWN
+    return _as_node(done[0])
+
+
+def _as_node(term: _Term) -> Node:
+    # A bare boolean field or literal (``filter=pc.field("flag")``) is not decidable here.
+    return UNKNOWN if isinstance(term, _Field | _Literal) else term
+
+
+def _plain(value: pa.Scalar) -> pa.Scalar:
+    """A dictionary-encoded literal as its value: filters hash values, not indices."""
+    if not isinstance(value, pa.DictionaryScalar):
+        return value
+    return value.value if value.is_valid else pa.scalar(None, value.type.value_type)
+
+
+def _call_node(call: _OpenCall) -> Node:
+    args = call.arguments
+    if call.function in _AND_FUNCTIONS:
+        return conjunction([_as_node(a) for a in args])
+    if call.function in _OR_FUNCTIONS:
+        return disjunction([_as_node(a) for a in args])
+    if call.function == _EQUAL_FUNCTION and len(args) == 2:
+        left, right = args
+        if isinstance(left, _Literal) and isinstance(right, _Field):
+            left, right = right, left
+        if isinstance(left, _Field) and isinstance(right, _Literal):
+            return Equal(left.path, _plain(right.value))
+    if call.function == _IS_IN_FUNCTION and len(args) == 1 and isinstance(args[0], _Field):
+        options = call.options
+        value_set = None
+        if (
+            isinstance(options, pa.StructScalar)
+            and "_type_name" in options
+            and options["_type_name"].as_py() == _SET_LOOKUP_OPTIONS
+            and "value_set" in options
+        ):
+            value_set = getattr(options["value_set"], "values", None)
+        if isinstance(value_set, pa.Array):
+            values = value_set
+            if isinstance(values, pa.DictionaryArray):
+                values = values.dictionary_decode()
+            return IsIn(args[0].path, values)
+    return UNKNOWN
+
+
+def _members(node: Node) -> Iterator[Equal | IsIn]:
+    if isinstance(node, Equal | IsIn):
+        yield node
+    elif isinstance(node, And | Or):
+        for child in node.children:
+            yield from _members(child)
+
+
+# -- the result ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    """What pruning skipped and what it cost.
+
+    Sizes are the row groups' compressed column chunk bytes (``total_compressed_size``), what a
+    scan of all columns would read. ``reads`` and ``bytes_read`` are our own reads (footers and
+    filters); ``filter_reads`` those for filters alone, at most one per file when a writer keeps
+    a file's filters together. ``filters_unreadable`` counts column chunk filters that could not
+    be used (their row groups were kept, with a :class:`BloomFilterWarning`). A filter with
+    nothing a Bloom filter can decide reads nothing at all and counts only ``files``.
+    """
+
+    files: int = 0
+    files_skipped: int = 0
+    row_groups: int = 0
+    row_groups_skipped: int = 0
+    compressed_bytes: int = 0
+    compressed_bytes_skipped: int = 0
+    reads: int = 0
+    filter_reads: int = 0
+    bytes_read: int = 0
+    filters_unreadable: int = 0
+
+    def __add__(self, other: PruneReport) -> PruneReport:
+        return PruneReport(
+            **{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)}
+        )
+
+    def __str__(self) -> str:
+        return (
+            f"skipped {self.files_skipped} of {self.files} files, "
+            f"{self.row_groups_skipped} of {self.row_groups} row groups, "
+            f"{self.compressed_bytes_skipped:,} of {self.compressed_bytes:,} bytes; "
+            f"{self.reads} reads ({self.filter_reads} for filters), {self.bytes_read:,} bytes read"
+            + (f"; {self.filters_unreadable} filters unreadable" if self.filters_unreadable else "")
+        )
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    """The pruned ``dataset`` (a ``FileSystemDataset``, or a ``UnionDataset`` of them) and the
+    ``report``. A plain pair rather than a Dataset subclass: pyarrow's datasets are extension
+    types that cannot be subclassed from Python and keep their own state."""
+
+    dataset: ds.Dataset
+    report: PruneReport
+
+
+# -- pruning ---------------------------------------------------------------------------------
+
+
+def prune(
+    dataset: ds.Dataset | str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    filter: pc.Expression,  # the name pyarrow's scan methods use
+    *,
+    filesystem: Any | None = None,
+    max_workers: int = DEFAULT_MAX_WORKERS,
+) -> PruneResult:
+    """Restrict ``dataset`` to the row groups whose Bloom filters might hold a match of ``filter``.
+
+    ``dataset`` is a ``pyarrow.dataset`` Parquet ``FileSystemDataset`` (hive-partitioned or
+    not; fragments may already be row-group subsets), a ``UnionDataset`` of them, or a path or
+    list of paths, read with ``ds.dataset(paths, format="parquet", filesystem=filesystem)``
+    (``filesystem``: a pyarrow or fsspec filesystem, for paths only). Row groups are never
+    dropped unless every matching row is provably absent, so
+    ``prune(d, f).dataset.to_table(filter=f)`` equals ``d.to_table(filter=f)``; a filter that
+    cannot be read keeps its row group and warns with :class:`BloomFilterWarning`.
+
+    The pruned dataset holds ``ParquetFileFragment`` row-group subsets (files with nothing
+    left are dropped) with their partition expressions. Two pyarrow behaviours to know: a
+    dataset given ``.filter()`` hides its fragments, so prune first and filter the result;
+    and ``count_rows()`` *without* a filter answers from each file's footer, counting whole
+    files even for subsets (``count_rows(filter=f)`` and ``to_table()`` are exact).
+
+    ``max_workers`` files are pruned at once, in threads.
+    """
+    if isinstance(dataset, ds.Dataset):
+        if filesystem is not None:
+            raise ValueError("filesystem= is for paths; a dataset brings its own filesystem")
+    elif isinstance(dataset, str | os.PathLike) or (
+        isinstance(dataset, Sequence) and all(isinstance(p, str | os.PathLike) for p in dataset)
+    ):
+        dataset = ds.dataset(_paths(dataset), format="parquet", filesystem=filesystem)
+    else:
+        raise TypeError(
+            "dataset must be a pyarrow.dataset.Dataset, a path or a list of paths, "
+            f"not {type(dataset).__name__}"
+        )
+    if not isinstance(max_workers, int) or max_workers < 1:
+        raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
+    tree = translate(filter)
+    with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="prune") as pool:
+        pruned, report, problems = _prune_dataset(dataset, tree, pool)
+    for problem in problems:
+        warnings.warn(problem, BloomFilterWarning, stacklevel=2)
+    return PruneResult(pruned, report)
+
+
+def _paths(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> Any:
+    if isinstance(source, str | os.PathLike):
+        return os.fspath(source)
+    return [os.fspath(p) for p in source]
+
+
+def _prune_dataset(
+    dataset: ds.Dataset, tree: Node, pool: Executor
+) -> tuple[ds.Dataset, PruneReport, list[str]]:
+    if isinstance(dataset, ds.UnionDataset):
+        _fragments(dataset)  # refuses a filtered union, whose filter a rebuild would lose
+        children, report, problems = [], PruneReport(), []
+        for child in dataset.children:
+            pruned, child_report, child_problems = _prune_dataset(child, tree, pool)
+            children.append(pruned)
+            report += child_report
+            problems += child_problems
+        pruned = ds.UnionDataset(dataset.schema, children)
+    elif isinstance(dataset, ds.FileSystemDataset) and isinstance(
+        dataset.format, ds.ParquetFileFormat
+    ):
+        pruned, report, problems = _prune_files(dataset, tree, pool)
+    else:
+        raise TypeError(
+            "prune needs a Parquet FileSystemDataset (or a UnionDataset of them), not "
+            f"{type(dataset).__name__} of {type(getattr(dataset, 'format', None)).__name__}"
+        )
+    return pruned, report, problems
+
+
+def _prune_files(
+    dataset: ds.FileSystemDataset, tree: Node, pool: Executor
+) -> tuple[ds.Dataset, PruneReport, list[str]]:
+    fragments = _fragments(dataset)
+    if isinstance(tree, Unknown):
+        # Nothing to decide: read nothing, return the dataset as it is.
+        return dataset, PruneReport(files=len(fragments)), []
+    reader_filesystem = _reader_filesystem(dataset.filesystem)
+    outcomes = list(
+        pool.map(
+            lambda fragment: _prune_fragment(fragment, tree, dataset.schema, reader_filesystem),
+            fragments,
+        )
+    )
+    pruned = ds.FileSystemDataset(
+        [o.fragment for o in outcomes if o.fragment is not None],
+        dataset.schema,
+        dataset.format,
+        dataset.filesystem,
+        root_partition=dataset.partition_expression,
+    )
+    report = sum((o.report for o in outcomes), PruneReport())
+    return pruned, report, [o.problem for o in outcomes if o.problem is not None]
+
+
+def _fragments(dataset: ds.Dataset) -> list[ds.Fragment]:
+    try:
+        return list(dataset.get_fragments())
+    except ValueError as err:  # pyarrow hides the fragments of a dataset given .filter()
+        raise ValueError(
+            f"{err}: prune the dataset first, then filter it: prune(d, f).dataset.filter(...)"
+        ) from None
+
+
+def _reader_filesystem(filesystem: pafs.FileSystem) -> Any:
+    """What to open a fragment's path with: None for local paths (plain ``open``), the fsspec
+    filesystem behind a wrapped one (so filter reads use its ``cat_ranges``), or the pyarrow
+    filesystem itself (its ``open_input_file``)."""
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        return None
+    if isinstance(filesystem, pafs.PyFileSystem) and isinstance(
+        filesystem.handler, pafs.FSSpecHandler
+    ):
+        return filesystem.handler.fs
+    return filesystem
+
+
+def _open_reader(path: str, filesystem: Any, stack: ExitStack) -> BloomFilterReader:
+    if filesystem is None:
+        return stack.enter_context(BloomFilterReader(path))
+    if isinstance(filesystem, pafs.FileSystem):
+        source = stack.enter_context(filesystem.open_input_file(path))
+        return stack.enter_context(BloomFilterReader(source))
+    return stack.enter_context(BloomFilterReader(path, filesystem=filesystem))
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    fragment: ds.ParquetFileFragment | None  # None: every row group was skipped
+    report: PruneReport
+    problem: str | None  # a warning to give, in the caller's thread
+
+
+def _prune_fragment(
+    fragment: ds.ParquetFileFragment, tree: Node, schema: pa.Schema, filesystem: Any
+) -> _Outcome:
+    # pyarrow's view of the fragment: the row groups it covers (it may be a subset already)
+    # and the Arrow types its file holds. Reading them loads pyarrow's copy of the footer,
+    # which the subset made below keeps for the scan.
+    row_groups = {rg.id: _compressed_size(rg.metadata) for rg in fragment.row_groups}
+    physical_schema = fragment.physical_schema
+    report = PruneReport(
+        files=1, row_groups=len(row_groups), compressed_bytes=sum(row_groups.values())
+    )
+    if not any(_field_type(physical_schema, m.column) is not None for m in _members(tree)):
+        # None of the filter's columns is in this file (a partition key, a newer column).
+        return _Outcome(fragment, report, None)
+    with ExitStack() as stack:
+        try:
+            reader = _open_reader(fragment.path, filesystem, stack)
+        except BloomFilterError as err:
+            return _Outcome(fragment, report, f"{err}; keeping all row groups of the file")
+        footer_reads = reader.reads
+        pruning = _FilePruning(reader, schema, physical_schema, list(row_groups))
+        keep = pruning.might_match(tree)
+        kept = [rg for rg, k in zip(row_groups, keep, strict=True) if k]
+        report = replace(
+            report,
+            files_skipped=int(not kept),
+            row_groups_skipped=len(row_groups) - len(kept),
+            compressed_bytes_skipped=sum(row_groups[rg] for rg in row_groups.keys() - set(kept)),
+            reads=reader.reads,
+            filter_reads=reader.reads - footer_reads,
+            bytes_read=reader.bytes_read,
+            filters_unreadable=len(pruning.unreadable),
+        )
+    problem = None
+    if pruning.unreadable:
+        problem = (
+            f"{len(pruning.unreadable)} Bloom filter(s) of {fragment.path} could not be read, "
+            f"so their row groups were kept; first: {pruning.unreadable[0]}"
+        )
+    if len(kept) == len(row_groups):
+        return _Outcome(fragment, report, problem)
+    subset = fragment.subset(row_group_ids=kept) if kept else None
+    return _Outcome(subset, report, problem)
+
+
+def _compressed_size(row_group: Any) -> int:
+    """A row group's column chunks' ``total_compressed_size`` (pyarrow RowGroupMetaData)."""
+    return sum(row_group.column(j).total_compressed_size for j in range(row_group.num_columns))
+
+
+class _FilePruning:
+    """Evaluates the tree against one file's filters, one boolean per row group."""
+
+    def __init__(
+        self,
+        reader: BloomFilterReader,
+        schema: pa.Schema,
+        physical_schema: pa.Schema,
+        row_groups: list[int],
+    ) -> None:
+        self.reader = reader
+        self.row_groups = row_groups
+        self.unreadable: list[str] = []
+        self._schema = schema
+        self._physical_schema = physical_schema
+        self._leaves = {leaf.path_in_schema: leaf for leaf in fmt.schema_leaves(reader.metadata)}
+        self._filters: dict[tuple[int, str], SplitBlockBloomFilter] = {}
+        self._hashes: dict[int, tuple[str, npt.NDArray[np.uint64]] | None] = {}
+        self._unchanged: dict[tuple[str, ...], bool] = {}
+
+    def might_match(self, tree: Node) -> npt.NDArray[np.bool_]:
+        if any(not 0 <= rg < self.reader.num_row_groups for rg in self.row_groups):
+            # pyarrow and the footer we read disagree: the file changed under us.
+            self.unreadable.append(
+                f"row groups {self.row_groups} do not fit the {self.reader.num_row_groups} "
+                "row groups of the footer"
+            )
+            return np.ones(len(self.row_groups), dtype=bool)
+        for member in _members(tree):
+            self._hashes[id(member)] = self._probe(member)
+        columns = {probe[0] for probe in self._hashes.values() if probe is not None}
+        if columns:
+            self._load(sorted(columns))
+        return self._evaluate(tree)
+
+    def _probe(self, member: Equal | IsIn) -> tuple[str, npt.NDArray[np.uint64]] | None:
+        """The column chunk path and hashes to look for, or None when the member cannot prune
+        in this file: keep every row group for it."""
+        leaf = self._leaves.get(member.column)
+        if leaf is None or not self._reads_unchanged(member.column):
+            return None
+        try:
+            probe = literal_probe(member.values, leaf)
+        except TypeError:
+            # A literal this library cannot compare with the column (pyarrow casts more
+            # freely than the Parquet types allow a probe to); the scan decides, not us.
+            return None
+        if probe.always_keep:
+            return None
+        return leaf.path, np.asarray(probe.hashes, dtype=np.uint64)
+
+    def _reads_unchanged(self, column: tuple[str, ...]) -> bool:
+        if column not in self._unchanged:
+            self._unchanged[column] = _reads_unchanged(self._schema, self._physical_schema, column)
+        return self._unchanged[column]
+
+    def _load(self, columns: list[str]) -> None:
+        try:
+            self._filters = self.reader.filters(columns=columns, row_groups=self.row_groups)
+            return
+        except BloomFilterError:
+            pass
+        # One bad filter spoils the coalesced load; load one by one to keep the good ones.
+        for rg in self.row_groups:
+            for column in columns:
+                try:
+                    loaded = self.reader.filter(rg, column)
+                except BloomFilterError as err:
+                    self.unreadable.append(str(err))
+                    continue
+                if loaded is not None:
+                    self._filters[(rg, column)] = loaded
+
+    def _evaluate(self, node: Node) -> npt.NDArray[np.bool_]:
+        if isinstance(node, And | Or):
+            combine = np.logical_and if isinstance(node, And) else np.logical_or
+            masks = [self._evaluate(c) for c in node.children]
+            result: npt.NDArray[np.bool_] = combine.reduce(masks, axis=0)
+            return result
+        probe = self._hashes.get(id(node)) if isinstance(node, Equal | IsIn) else None
+        if probe is None:
+            return np.ones(len(self.row_groups), dtype=bool)
+        column, hashes = probe
+        scalar = [int(h) for h in hashes] if hashes.size <= SCALAR_PROBE_MAX_HASHES else None
+        keep = np.ones(len(self.row_groups), dtype=bool)
+        for i, rg in enumerate(self.row_groups):
+            bloom = self._filters.get((rg, column))
+            if bloom is None:
+                continue
+            if scalar is not None:
+                keep[i] = any(bloom.find_hash(h) for h in scalar)
+            else:
+                keep[i] = bool(bloom.find_hashes(hashes).any())
+        return keep
+
+
+def _reads_unchanged(schema: pa.Schema, physical_schema: pa.Schema, path: tuple[str, ...]) -> bool:
+    """Whether the scan compares the file's own values: the dataset's type of the field is the
+    file's, up to dictionary encoding and string/binary layout. Integer widening is exact too.
+    Another cast (numbers read as strings, timestamps truncated to a coarser unit) could make
+    values equal that the file does not store, so such a column keeps its row groups."""
+    dataset_type, file_type = _field_type(schema, path), _field_type(physical_schema, path)
+    if dataset_type is None or file_type is None:
+        return False
+    dataset_type, file_type = _value_type(dataset_type), _value_type(file_type)
+    if pa.types.is_integer(dataset_type) and pa.types.is_integer(file_type):
+        # Widening keeps every value (an int32 file in an int64 dataset).
+        return bool(
+            pa.types.is_signed_integer(dataset_type) == pa.types.is_signed_integer(file_type)
+            and dataset_type.bit_width >= file_type.bit_width
+        )
+    return bool(dataset_type == file_type)
+
+
+def _field_type(schema: pa.Schema, path: tuple[str, ...]) -> pa.DataType | None:
+    """The type at ``path`` (names down through structs), or None if there is none."""
+    arrow_type: Any = pa.struct(list(schema))
+    for name in path:
+        if not pa.types.is_struct(arrow_type):
+            return None
+        index = arrow_type.get_field_index(name)
+        if index < 0:
+            return None
+        arrow_type = arrow_type.field(index).type
+    return arrow_type
+
+
+_SAME_VALUES = {
+    pa.large_string(): pa.string(),
+    pa.string_view(): pa.string(),
+    pa.large_binary(): pa.binary(),
+    pa.binary_view(): pa.binary(),
+}
+
+
+def _value_type(arrow_type: pa.DataType) -> pa.DataType:
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    return _SAME_VALUES.get(arrow_type, arrow_type)
