@@ -24,8 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import parquet_bloom as pb
-from parquet_bloom import prune as pr
-from parquet_bloom.prune import And, Equal, IsIn, Or, PruneReport, prune, translate
+from parquet_bloom.prune import UNKNOWN, And, Equal, IsIn, Or, PruneReport, prune, translate
 from tests import writers
 
 FILES = 4
@@ -424,7 +423,7 @@ def test_translate_keeps_names_with_dots_apart_from_nested_paths() -> None:
     ids=str,
 )
 def test_translate_turns_what_it_cannot_decide_into_unknown(expression: pc.Expression) -> None:
-    assert translate(expression) == pr.UNKNOWN
+    assert translate(expression) == UNKNOWN
 
 
 def test_translate_drops_unknown_conjuncts_and_unwraps_dictionaries() -> None:
