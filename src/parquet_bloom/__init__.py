@@ -5,24 +5,35 @@ Data flows one way: bytes -> :mod:`~parquet_bloom.format` (footer structs) ->
 flow through :mod:`~parquet_bloom.hashing` (PLAIN bytes, XXH64) into the filters.
 """
 
+from parquet_bloom.audit import CheckReport, FileReport, Violation, check_file, inspect_file
 from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
 from parquet_bloom.hashing import PHYSICAL_TYPES, hash_value, hash_values
 from parquet_bloom.prune import PruneReport, PruneResult, prune
 from parquet_bloom.reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom.sbbf import SplitBlockBloomFilter, optimal_num_bytes
+from parquet_bloom.sizing import FLAVORS, expected_num_bytes, fold_to_fpp, matching_flavors
 
 __all__ = [
+    "FLAVORS",
     "PHYSICAL_TYPES",
     "BloomFilterError",
     "BloomFilterReader",
     "BloomFilterWarning",
+    "CheckReport",
     "CorruptFileError",
+    "FileReport",
     "PruneReport",
     "PruneResult",
     "SplitBlockBloomFilter",
     "UnsupportedFileError",
+    "Violation",
+    "check_file",
+    "expected_num_bytes",
+    "fold_to_fpp",
     "hash_value",
     "hash_values",
+    "inspect_file",
+    "matching_flavors",
     "optimal_num_bytes",
     "prune",
 ]

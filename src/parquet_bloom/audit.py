@@ -1,0 +1,708 @@
+"""What a Parquet file's Bloom filters look like, and whether they are right.
+
+Two questions, for two audiences:
+
+- :func:`inspect_file` (for anyone holding a file): which column chunks have filters, where they
+  lie, how full they are, what false-positive rate that gives, and whether a filter is badly
+  sized (parquet-java's default 1 MiB for a few hundred values, or so small that most probes
+  pass). It reads only the footer and the filters.
+- :func:`check_file` (for people who write Parquet writers): is every filter usable and correct?
+  Header, offset and length are valid; every value of every filtered chunk is found (a missing
+  value is a false negative, which makes readers drop rows that exist); the size is what some
+  writer's rule gives for the chunk's actual NDV; the rate is within a bound. It also reads the
+  column chunks' values, one chunk at a time, through pyarrow.
+
+Filters come from :class:`~parquet_bloom.reader.BloomFilterReader`; a chunk's values become the
+hashes the writer should have inserted through :func:`parquet_bloom.encoding.column_hashes`.
+A filter that cannot be read is a finding (a violation), not a crash.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from parquet_bloom import encoding, sizing
+from parquet_bloom import format as fmt
+from parquet_bloom.errors import BloomFilterError, UnsupportedFileError
+from parquet_bloom.reader import BloomFilterReader, locate_filter
+from parquet_bloom.sbbf import SplitBlockBloomFilter, expected_fpp
+
+__all__ = [
+    "CheckReport",
+    "ChunkCheck",
+    "ChunkInspection",
+    "FileReport",
+    "SizeMatch",
+    "Violation",
+    "check_file",
+    "inspect_file",
+]
+
+# -- thresholds for warnings ---------------------------------------------------------------------
+
+# "Oversized": at least this many times the bytes that the filter's estimated NDV needs at
+# OVERSIZE_REFERENCE_FPP, and at least OVERSIZE_MIN_BYTES (below that the waste does not matter).
+# parquet-java's default, a 1 MiB filter for a chunk of a few hundred values, is the case in mind.
+OVERSIZE_FACTOR = 8
+OVERSIZE_MIN_BYTES = 64 * 1024
+OVERSIZE_REFERENCE_FPP = 0.01
+# "Useless": a filter that lets through more than half of the values it never saw saves less
+# than the read of the filter costs.
+USELESS_FPP = 0.5
+
+_BOOLEAN_NOTE = (
+    "BOOLEAN column: writers disagree on how booleans are hashed, so this filter cannot be used "
+    "for pruning (not checked for missing values)"
+)
+
+
+# -- reports -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChunkInspection:
+    """One column chunk's filter as :func:`inspect_file` sees it."""
+
+    row_group: int
+    column: str
+    physical_type: str
+    present: bool  # the footer gives a bloom_filter_offset
+    offset: int | None = None
+    length: int | None = None  # bloom_filter_length: header + bitset (format >= 2.10)
+    location: str | None = None  # e.g. "after row group 2", "before the footer, ..."
+    num_bytes: int | None = None  # bitset size
+    fraction_set: float | None = None
+    estimated_ndv: float | None = None  # distinct values that best explain the bits set
+    fpp: float | None = None  # rate at which values never inserted pass, from the bits set
+    warnings: tuple[str, ...] = ()
+    error: str | None = None  # why the filter could not be read
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """Every column chunk of one file, with or without a filter."""
+
+    path: str
+    num_rows: int
+    num_row_groups: int
+    created_by: str | None
+    chunks: tuple[ChunkInspection, ...]
+
+    @property
+    def filters(self) -> tuple[ChunkInspection, ...]:
+        """The chunks that have a filter (readable or not)."""
+        return tuple(c for c in self.chunks if c.present)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = _plain(asdict(self))
+        return out
+
+
+@dataclass(frozen=True)
+class Violation:
+    """Something a reader would get wrong, or refuse, because of how the file was written.
+
+    ``kind``: "offset", "length" or "header" (the filter cannot be located or decoded),
+    "unsupported" (a header this library cannot read), "overlap" (the filter's bytes overlap
+    column data or another filter), "false-negative" (a value of the chunk is not in its
+    filter; ``value`` is the first one), "fpp" (the rate exceeds ``max_fpp``) or "data" (the
+    chunk's values could not be read to check the filter).
+    """
+
+    kind: str
+    file: str
+    row_group: int | None
+    column: str | None
+    value: Any
+    message: str
+
+    def __str__(self) -> str:
+        where = [self.file]
+        if self.row_group is not None:
+            where.append(f"row group {self.row_group}")
+        if self.column is not None:
+            where.append(f"column {self.column!r}")
+        return f"{', '.join(where)}: {self.message}"
+
+
+@dataclass(frozen=True)
+class SizeMatch:
+    """A writer rule that reproduces a filter's size, and what it was asked about."""
+
+    flavor: str
+    basis: str  # "chunk NDV" or "no NDV configured"
+    ndv: int | None
+    fpp: float | None
+
+
+@dataclass(frozen=True)
+class ChunkCheck:
+    """One filtered column chunk as :func:`check_file` measured it."""
+
+    row_group: int
+    column: str
+    physical_type: str
+    num_bytes: int
+    num_values: int | None = None  # non-null values read from the chunk
+    ndv: int | None = None  # distinct values (distinct hashes) in the chunk
+    missing: int | None = None  # distinct values not found in the filter
+    fpp: float = 0.0  # rate from the bits actually set
+    fpp_at_ndv: float | None = None  # rate expected for `ndv` values at this size
+    exact: bool | None = None  # the filter is exactly the one its values give at this size
+    matching_flavors: tuple[str, ...] = ()
+    size_matches: tuple[SizeMatch, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The result of :func:`check_file`: ``ok`` when there are no violations."""
+
+    path: str
+    chunks: tuple[ChunkCheck, ...]
+    violations: tuple[Violation, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = _plain(asdict(self))
+        out["ok"] = self.ok
+        return out
+
+
+# -- layout: where filters lie -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Extent:
+    start: int
+    end: int  # exclusive
+
+
+def _chunk_extent(chunk: fmt.ColumnChunkInfo) -> _Extent:
+    start = chunk.data_page_offset
+    dictionary = chunk.dictionary_page_offset
+    if dictionary is not None and 0 < dictionary < start:
+        start = dictionary
+    return _Extent(start, start + chunk.total_compressed_size)
+
+
+def _row_group_extents(chunks: Sequence[fmt.ColumnChunkInfo]) -> dict[int, _Extent]:
+    extents: dict[int, _Extent] = {}
+    for chunk in chunks:
+        if chunk.encrypted:
+            continue
+        e = _chunk_extent(chunk)
+        old = extents.get(chunk.row_group)
+        if old is not None:
+            e = _Extent(min(old.start, e.start), max(old.end, e.end))
+        extents[chunk.row_group] = e
+    return extents
+
+
+def _describe_locations(
+    filtered: Sequence[fmt.ColumnChunkInfo], extents: dict[int, _Extent]
+) -> dict[tuple[int, str], str]:
+    """Describe each filter's place relative to the row groups' column data.
+
+    Writers differ (SPEC_FACTS "Placement"): arrow-rs writes each row group's filters after it,
+    Arrow C++ all filters after the last row group, parquet-java after the page indexes, DuckDB
+    just before the footer. So the description says what the offsets show, not whose it is.
+    """
+    ordered = sorted(extents.items(), key=lambda item: item[1].start)
+    last_row_group = max(extents) if extents else None
+    first_start = ordered[0][1].start if ordered else None
+    places: dict[tuple[int, str], tuple[str, int | None]] = {}
+    for chunk in filtered:
+        offset = chunk.bloom_filter_offset
+        assert offset is not None
+        place: tuple[str, int | None] = ("end", None)
+        for row_group, e in ordered:
+            if e.start <= offset < e.end:
+                place = ("inside", row_group)
+                break
+        else:
+            if first_start is not None and offset < first_start:
+                place = ("before", None)
+            else:
+                before = [rg for rg, e in ordered if e.end <= offset]
+                later = [rg for rg, e in ordered if e.start > offset]
+                if later and before:
+                    place = ("between", before[-1])
+        places[(chunk.row_group, chunk.path)] = place
+    at_end = [key for key, place in places.items() if place[0] == "end"]
+    between = any(place[0] == "between" for place in places.values())
+    # With filters after each earlier row group, those at the end are the last row group's.
+    end_is_last_row_group = between and all(rg == last_row_group for rg, _ in at_end)
+    out = {}
+    for key, (kind, near) in places.items():
+        if kind == "inside":
+            out[key] = f"inside row group {near}'s column data"
+        elif kind == "before":
+            out[key] = "before the first row group"
+        elif kind == "between":
+            out[key] = f"after row group {near}"
+        elif end_is_last_row_group:
+            out[key] = f"after row group {last_row_group}"
+        elif len(at_end) > 1:
+            out[key] = "before the footer, with the other filters"
+        else:
+            out[key] = "before the footer"
+    return out
+
+
+# -- inspect -------------------------------------------------------------------------------------
+
+
+def _format_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" or n == int(n) else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def _size_warnings(f: SplitBlockBloomFilter, estimated_ndv: float, fpp: float) -> list[str]:
+    out = []
+    needed = sizing.expected_num_bytes(max(math.ceil(estimated_ndv), 0), OVERSIZE_REFERENCE_FPP)
+    if f.num_bytes >= OVERSIZE_FACTOR * needed and f.num_bytes >= OVERSIZE_MIN_BYTES:
+        hint = (
+            " (parquet-java's size when no NDV is configured)"
+            if f.num_bytes == sizing.PARQUET_JAVA_DEFAULT_MAX_BYTES
+            else ""
+        )
+        out.append(
+            f"oversized: {_format_bytes(f.num_bytes)}{hint} for about {estimated_ndv:.0f} "
+            f"distinct values, which need {_format_bytes(needed)} for a "
+            f"{OVERSIZE_REFERENCE_FPP:.0%} rate ({f.num_bytes // needed}x)"
+        )
+    if fpp > USELESS_FPP:
+        out.append(
+            f"too small to be useful: {f.fraction_set():.0%} of bits set, so {fpp:.0%} of "
+            "values never inserted pass the filter"
+        )
+    return out
+
+
+def inspect_file(path: str | os.PathLike[str], *, filesystem: Any | None = None) -> FileReport:
+    """Describe every column chunk's filter in ``path`` (reads the footer and the filters).
+
+    Raises :class:`~parquet_bloom.errors.BloomFilterError` when the footer itself is unusable;
+    a filter that cannot be read is reported in its chunk's ``error``.
+    """
+    name = os.fspath(path) if filesystem is None else str(path)
+    with BloomFilterReader(name, filesystem=filesystem) as reader:
+        chunks = reader.column_chunks
+        filtered = [c for c in chunks if c.bloom_filter_offset is not None]
+        locations = _describe_locations(filtered, _row_group_extents(chunks))
+        filters, errors = _load_filters(reader, filtered)
+        out = []
+        for chunk in chunks:
+            key = (chunk.row_group, chunk.path)
+            if chunk.bloom_filter_offset is None:
+                out.append(ChunkInspection(chunk.row_group, chunk.path, chunk.physical_type, False))
+                continue
+            location = locations[key]
+            warnings = []
+            if location.startswith("inside"):
+                warnings.append("the filter's offset lies inside the row group's column data")
+            if chunk.physical_type == "BOOLEAN":
+                warnings.append(_BOOLEAN_NOTE.split(" (")[0])
+            f = filters.get(key)
+            if f is None:
+                out.append(
+                    ChunkInspection(
+                        chunk.row_group,
+                        chunk.path,
+                        chunk.physical_type,
+                        True,
+                        chunk.bloom_filter_offset,
+                        chunk.bloom_filter_length,
+                        location,
+                        warnings=tuple(warnings),
+                        error=errors.get(key, "unreadable"),
+                    )
+                )
+                continue
+            estimated_ndv = f.estimate_ndv()
+            fpp = f.fpp()
+            warnings.extend(_size_warnings(f, estimated_ndv, fpp))
+            out.append(
+                ChunkInspection(
+                    chunk.row_group,
+                    chunk.path,
+                    chunk.physical_type,
+                    True,
+                    chunk.bloom_filter_offset,
+                    chunk.bloom_filter_length,
+                    location,
+                    f.num_bytes,
+                    f.fraction_set(),
+                    estimated_ndv,
+                    fpp,
+                    tuple(warnings),
+                )
+            )
+        md = reader.metadata
+        return FileReport(
+            path=name,
+            num_rows=int(md.num_rows or 0),
+            num_row_groups=reader.num_row_groups,
+            created_by=md.created_by,
+            chunks=tuple(out),
+        )
+
+
+def _load_filters(
+    reader: BloomFilterReader, chunks: Sequence[fmt.ColumnChunkInfo]
+) -> tuple[dict[tuple[int, str], SplitBlockBloomFilter], dict[tuple[int, str], str]]:
+    """All filters in one coalesced read; if any fails, each on its own, to say which."""
+    try:
+        return reader.filters(row_groups=None, columns=None), {}
+    except BloomFilterError:
+        pass
+    filters: dict[tuple[int, str], SplitBlockBloomFilter] = {}
+    errors: dict[tuple[int, str], str] = {}
+    for chunk in chunks:
+        key = (chunk.row_group, chunk.path)
+        try:
+            f = reader.filter(*key)
+        except BloomFilterError as err:
+            errors[key] = err.reason
+            continue
+        if f is not None:
+            filters[key] = f
+    return filters, errors
+
+
+# -- check ---------------------------------------------------------------------------------------
+
+
+def _select_columns(
+    columns: Iterable[str] | None, leaves: Sequence[fmt.SchemaLeaf], name: str
+) -> set[str]:
+    paths = [leaf.path for leaf in leaves]
+    if columns is None:
+        return set(paths)
+    if isinstance(columns, str):
+        columns = [columns]
+    selected: set[str] = set()
+    for column in columns:
+        if not isinstance(column, str):
+            raise TypeError(f"columns must be dotted path strings, not {type(column).__name__}")
+        # A leaf, or a group (a struct, a list) standing for all the leaves under it.
+        hits = [p for p in paths if p == column or p.startswith(column + ".")]
+        if not hits:
+            raise ValueError(f"no column {column!r} in {name}; its columns are {', '.join(paths)}")
+        selected.update(hits)
+    return selected
+
+
+def _violation_kind(err: BloomFilterError, chunk: fmt.ColumnChunkInfo, footer_start: int) -> str:
+    if isinstance(err, UnsupportedFileError):
+        return "unsupported"
+    try:
+        locate_filter(chunk, footer_start=footer_start)
+    except BloomFilterError as located:
+        return "length" if "bloom_filter_length" in located.reason else "offset"
+    if "bloom_filter_length" in err.reason or "short read" in err.reason:
+        return "length"
+    return "header"
+
+
+def _overlaps(
+    reader: BloomFilterReader, filtered: Sequence[fmt.ColumnChunkInfo], name: str
+) -> list[Violation]:
+    """Filters whose bytes (as bloom_filter_length gives them) overlap column data or each other."""
+    data = [(c, _chunk_extent(c)) for c in reader.column_chunks if not c.encrypted]
+    spans = sorted(
+        (
+            (c.bloom_filter_offset, c.bloom_filter_offset + c.bloom_filter_length, c)
+            for c in filtered
+            if c.bloom_filter_offset is not None and c.bloom_filter_length is not None
+        ),
+        key=lambda span: span[0],
+    )
+    out = []
+    for start, end, chunk in spans:
+        for other, e in data:
+            if start < e.end and e.start < end:
+                out.append(
+                    Violation(
+                        "overlap",
+                        name,
+                        chunk.row_group,
+                        chunk.path,
+                        None,
+                        f"the filter's bytes [{start}, {end}) overlap the column data of row group "
+                        f"{other.row_group}, column {other.path!r} [{e.start}, {e.end})",
+                    )
+                )
+                break
+    for (start_a, end_a, a), (start_b, _, b) in itertools.pairwise(spans):
+        if start_b < end_a:
+            out.append(
+                Violation(
+                    "overlap",
+                    name,
+                    b.row_group,
+                    b.path,
+                    None,
+                    f"the filter at offset {start_b} overlaps the filter of row group "
+                    f"{a.row_group}, column {a.path!r} [{start_a}, {end_a})",
+                )
+            )
+    return out
+
+
+class _Unmapped(Exception):
+    """pyarrow's columns do not line up with the schema's leaves."""
+
+
+class _ChunkValues:
+    """Column chunk values as pyarrow reads them, one top-level column of a row group at a time."""
+
+    def __init__(self, path: str, leaves: Sequence[fmt.SchemaLeaf]) -> None:
+        self._path = path
+        self._file: pq.ParquetFile | None = None  # opened on first use, inside the caller's try
+        self._leaves = leaves
+        self._cached: tuple[tuple[int, str], list[Any]] | None = None
+
+    def leaf(self, row_group: int, leaf: fmt.SchemaLeaf) -> Any:
+        """The leaf's values in ``row_group`` (an Arrow array, nulls included)."""
+        top = leaf.path_in_schema[0]
+        key = (row_group, top)
+        if self._cached is None or self._cached[0] != key:
+            if self._file is None:
+                self._file = pq.ParquetFile(self._path)
+            table = self._file.read_row_group(row_group, columns=[top])
+            arrays = _leaf_arrays(table.column(0).combine_chunks())
+            self._cached = (key, arrays)
+        arrays = self._cached[1]
+        siblings = [x for x in self._leaves if x.path_in_schema[0] == top]
+        if len(arrays) != len(siblings):
+            raise _Unmapped(
+                f"pyarrow reads {len(arrays)} leaf columns under {top!r} where the schema has "
+                f"{len(siblings)}"
+            )
+        return arrays[siblings.index(leaf)]
+
+
+def _leaf_arrays(arr: Any) -> list[Any]:
+    """The leaf arrays of a (nested) Arrow array, depth first, as Parquet orders its leaves."""
+    t = arr.type
+    if isinstance(t, pa.BaseExtensionType) and pa.types.is_nested(t.storage_type):
+        return _leaf_arrays(arr.storage)
+    if pa.types.is_struct(t):
+        return [leaf for child in arr.flatten() for leaf in _leaf_arrays(child)]
+    if pa.types.is_map(t):
+        entries = pa.struct([t.key_field, t.item_field])
+        as_list = arr.cast(pa.list_(pa.field("entries", entries, nullable=False)))
+        return _leaf_arrays(pc.list_flatten(as_list))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _leaf_arrays(pc.list_flatten(arr))
+    return [arr]
+
+
+def _first_missing_value(values: Any, found: npt.NDArray[np.bool_], num_hashes: int) -> Any:
+    """The first value whose hash was not found, as a Python value (None if unknown)."""
+    non_null = values.drop_null()
+    missing = np.flatnonzero(~found)
+    if len(non_null) != num_hashes or missing.size == 0:
+        return None
+    return non_null[int(missing[0])].as_py()
+
+
+def _size_matches(
+    num_bytes: int, ndv: int, max_fpp: float | None, hashes: npt.NDArray[np.uint64]
+) -> list[SizeMatch]:
+    """Which writers' rules give ``num_bytes``, asked what can be asked honestly.
+
+    The file records neither the NDV nor the rate its writer was configured with. So each
+    writer's rule is asked about the chunk's actual NDV (folding writers: that NDV or more, which
+    covers their large defaults) at the writer's own default rate, and at ``max_fpp`` when the
+    caller names the rate they target; and parquet-java's size when no NDV is configured.
+    """
+    bits_set = sizing.bits_set_by_size(hashes)
+    fpps = sorted(set(sizing.DEFAULT_FPP.values()) | ({max_fpp} if max_fpp is not None else set()))
+    out = []
+    for fpp in fpps:
+        for flavor in sizing.matching_flavors(num_bytes, ndv, fpp, bits_set=bits_set):
+            if fpp in (sizing.DEFAULT_FPP[flavor], max_fpp):
+                out.append(SizeMatch(flavor, "chunk NDV", ndv, fpp))
+    # parquet-java without an expected NDV writes filters of its maximum size.
+    if num_bytes == sizing.PARQUET_JAVA_DEFAULT_MAX_BYTES:
+        out.append(SizeMatch("parquet-java", "no NDV configured", None, None))
+    return out
+
+
+def check_file(
+    path: str | os.PathLike[str],
+    columns: Iterable[str] | None = None,
+    max_fpp: float | None = None,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> CheckReport:
+    """Check every filter of ``path`` (or those of ``columns``) as a writer author needs to.
+
+    Violations (see :class:`Violation`): a filter that cannot be located or decoded, whose bytes
+    overlap column data or another filter, that misses a value of its chunk, or whose rate
+    (from the bits set) exceeds ``max_fpp``. For each filtered chunk the report also gives its
+    actual NDV, rate, whether the filter is exactly the one its values give, and which writers'
+    sizing rules reproduce its size (for the chunk's NDV, at each writer's default rate and at
+    ``max_fpp``). ``progress(done, total)`` is called after each chunk.
+
+    Raises :class:`~parquet_bloom.errors.BloomFilterError` when the footer itself is unusable,
+    ValueError/TypeError for an unknown column or a bad ``max_fpp``.
+    """
+    if max_fpp is not None:
+        if isinstance(max_fpp, bool) or not isinstance(max_fpp, float | int):
+            raise TypeError(f"max_fpp must be a float, not {type(max_fpp).__name__}")
+        if not 0.0 < max_fpp < 1.0:
+            raise ValueError(f"max_fpp must be strictly between 0 and 1, got {max_fpp!r}")
+        max_fpp = float(max_fpp)
+    name = os.fspath(path)
+    with BloomFilterReader(name) as reader:
+        leaves = fmt.schema_leaves(reader.metadata)
+        selected = _select_columns(columns, leaves, name)
+        by_path = {leaf.path: leaf for leaf in leaves}
+        filtered = [
+            c
+            for c in reader.column_chunks
+            if c.path in selected and c.bloom_filter_offset is not None
+        ]
+        violations = _overlaps(reader, filtered, name)
+        notes = [] if filtered else ["no Bloom filters in the columns checked"]
+        if filtered and any(c.bloom_filter_length is None for c in filtered):
+            notes.append(
+                "some filters have no bloom_filter_length (format < 2.10): readers must guess "
+                "how much to read"
+            )
+        values: _ChunkValues | None = None
+        checks = []
+        for done, chunk in enumerate(filtered, 1):
+            try:
+                f = reader.filter(chunk.row_group, chunk.path)
+            except BloomFilterError as err:
+                kind = _violation_kind(err, chunk, reader.footer_start)
+                findings = [_Finding(kind, None, err.reason)]
+                f = None
+            if f is not None:
+                if values is None:
+                    values = _ChunkValues(name, leaves)
+                check, findings = _check_chunk(chunk, by_path[chunk.path], f, values, max_fpp)
+                checks.append(check)
+            violations.extend(
+                Violation(x.kind, name, chunk.row_group, chunk.path, x.value, x.message)
+                for x in findings
+            )
+            if progress is not None:
+                progress(done, len(filtered))
+    order = {leaf.path: leaf.column_index for leaf in leaves}
+
+    def place(v: Violation) -> tuple[int, int]:
+        return (-1 if v.row_group is None else v.row_group, order.get(v.column or "", -1))
+
+    return CheckReport(name, tuple(checks), tuple(sorted(violations, key=place)), tuple(notes))
+
+
+@dataclass(frozen=True)
+class _Finding:
+    """A violation before it is given its place (file, row group, column)."""
+
+    kind: str
+    value: Any
+    message: str
+
+
+def _check_chunk(
+    chunk: fmt.ColumnChunkInfo,
+    leaf: fmt.SchemaLeaf,
+    f: SplitBlockBloomFilter,
+    values: _ChunkValues,
+    max_fpp: float | None,
+) -> tuple[ChunkCheck, list[_Finding]]:
+    """Measure one chunk; return its report and what is wrong with it."""
+    fpp = f.fpp()
+    findings = []
+    if max_fpp is not None and fpp > max_fpp:
+        message = f"false-positive rate {fpp:.4g} (from the bits set) exceeds max_fpp {max_fpp:g}"
+        findings.append(_Finding("fpp", None, message))
+    base = ChunkCheck(chunk.row_group, chunk.path, chunk.physical_type, f.num_bytes, fpp=fpp)
+    if chunk.physical_type == "BOOLEAN":
+        return replace(base, notes=(_BOOLEAN_NOTE,)), findings
+    try:
+        arr = values.leaf(chunk.row_group, leaf)
+    except _Unmapped as err:
+        return replace(base, notes=(f"values not checked: {err}",)), findings
+    except (pa.ArrowException, OSError) as err:  # pyarrow cannot decode the chunk
+        findings.append(_Finding("data", None, f"cannot read the chunk's values: {err}"))
+        return base, findings
+    try:
+        hashes = encoding.column_hashes(arr, leaf)
+    except (TypeError, ValueError) as err:
+        return replace(base, notes=(f"values not checked: {err}",)), findings
+    found = f.find_hashes(hashes)
+    distinct = np.unique(hashes)
+    ndv = int(distinct.size)
+    missing = int(np.unique(hashes[~found]).size)
+    if missing:
+        first = _first_missing_value(arr, found, hashes.size)
+        message = (
+            f"{missing} of {ndv} distinct values are not in the filter (false negatives), "
+            f"the first {first!r}"
+        )
+        findings.append(_Finding("false-negative", first, message))
+    rebuilt = SplitBlockBloomFilter(f.num_bytes)
+    rebuilt.insert_hashes(distinct)
+    matches = _size_matches(f.num_bytes, ndv, max_fpp, distinct)
+    flavors = tuple(fl for fl in sizing.FLAVORS if any(m.flavor == fl for m in matches))
+    notes = []
+    if not missing and rebuilt != f:
+        notes.append("the filter has bits set that the chunk's values do not set")
+    check = replace(
+        base,
+        num_values=int(hashes.size),
+        ndv=ndv,
+        missing=missing,
+        fpp_at_ndv=expected_fpp(ndv, f.num_bytes),
+        exact=rebuilt == f,
+        matching_flavors=flavors,
+        size_matches=tuple(matches),
+        notes=tuple(notes),
+    )
+    return check, findings
+
+
+# -- JSON ----------------------------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with everything JSON cannot hold turned into text (NaN, bytes, dates, ...)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "0x" + bytes(value).hex()
+    if isinstance(value, np.generic):
+        return _plain(value.item())
+    return str(value)

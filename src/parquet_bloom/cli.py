@@ -1,0 +1,572 @@
+"""The ``parquet-bloom`` command: inspect, probe, check, add, resize and remove Bloom filters.
+
+Every command prints a table for people by default and JSON with ``--json``. Bad input (a file
+that is not Parquet, a truncated file, an unknown column, a value the column cannot hold) is one
+line on stderr and exit status 2, never a traceback. With several files, a progress bar goes to
+stderr when stderr is a terminal or ``--progress`` is given.
+
+Exit status: 0 success; 1 ``probe`` found every row group excluded, or ``check`` found a
+violation; 2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import decimal
+import json
+import os
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from typing import IO, Any, NoReturn
+
+import pyarrow as pa
+
+from parquet_bloom import audit, encoding
+from parquet_bloom import format as fmt
+from parquet_bloom.errors import BloomFilterError
+from parquet_bloom.reader import BloomFilterReader
+from parquet_bloom.sizing import FLAVORS
+
+__all__ = ["main"]
+
+PROG = "parquet-bloom"
+
+EXIT_OK = 0
+EXIT_FOUND_NOTHING = 1  # probe: every row group excluded; check: violations
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT
+
+# Errors that mean "this input is bad" (file, arguments, values), reported in one line. Anything
+# else is a bug in this library, reported in one line too, but saying so.
+_INPUT_ERRORS = (BloomFilterError, OSError, ValueError, TypeError, pa.ArrowException)
+
+_PROGRESS_WIDTH = 24  # characters of bar
+_PROGRESS_LINE = 79  # the whole line, so that it fits an 80-column terminal
+
+
+class _UsageError(Exception):
+    """Bad command-line usage, reported like argparse's own errors but on one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{message} (see {self.prog} --help)")
+
+
+# -- output helpers ------------------------------------------------------------------------------
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB"):
+        value /= 1024
+        if value < 1024 or unit == "GiB":
+            break
+    return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+
+
+def _rate(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if x == 0:
+        return "0%"
+    if x < 1e-4:
+        return f"{x:.1e}"
+    return f"{x:.2%}"
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(out).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return text or type(err).__name__
+
+
+class _Progress:
+    """A progress bar on stderr, drawn over itself with carriage returns (no dependencies)."""
+
+    def __init__(self, total: int, enabled: bool, stream: IO[str]) -> None:
+        self.total = total
+        self.enabled = enabled
+        self.stream = stream
+        self._width = 0
+
+    def show(self, done: int, detail: str = "") -> None:
+        if not self.enabled:
+            return
+        filled = _PROGRESS_WIDTH * done // max(self.total, 1)
+        bar = "#" * filled + "-" * (_PROGRESS_WIDTH - filled)
+        text = f"[{bar}] {done}/{self.total} "
+        room = _PROGRESS_LINE - len(text)
+        text += detail if len(detail) <= room else "..." + detail[len(detail) - room + 3 :]
+        self.stream.write("\r" + text.ljust(self._width))
+        self.stream.flush()
+        self._width = len(text)
+
+    def close(self) -> None:
+        if self.enabled and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+
+
+def _progress(args: argparse.Namespace, total: int, stderr: IO[str]) -> _Progress:
+    tty = getattr(stderr, "isatty", lambda: False)()
+    return _Progress(total, bool(args.progress) or (tty and total > 1), stderr)
+
+
+# -- inspect -------------------------------------------------------------------------------------
+
+
+def _inspect_text(report: audit.FileReport) -> str:
+    head = (
+        f"{report.path}: {report.num_row_groups} row groups, {report.num_rows:,} rows, "
+        f"{len(report.filters)} of {len(report.chunks)} column chunks with a Bloom filter"
+    )
+    if report.created_by:
+        head += f"\n  written by {report.created_by}"
+    rows = []
+    for c in report.chunks:
+        if not c.present:
+            rows.append([str(c.row_group), c.column, "no"] + ["-"] * 7 + [""])
+            continue
+        notes = list(c.warnings) + ([f"unreadable: {c.error}"] if c.error else [])
+        rows.append(
+            [
+                str(c.row_group),
+                c.column,
+                "yes",
+                str(c.offset),
+                "-" if c.length is None else str(c.length),
+                c.location or "-",
+                _size(c.num_bytes),
+                "-" if c.fraction_set is None else f"{c.fraction_set:.1%}",
+                "-" if c.estimated_ndv is None else f"{c.estimated_ndv:,.0f}",
+                _rate(c.fpp),
+                "; ".join(notes),
+            ]
+        )
+    headers = ["rg", "column", "filter", "offset", "length", "location", "bytes", "set"]
+    headers += ["est. NDV", "fpp", "warnings"]
+    return head + "\n" + _table(headers, rows, right=(0, 3, 4, 6, 7, 8, 9))
+
+
+def _cmd_inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    status = EXIT_OK
+    results: list[dict[str, Any]] = []
+    progress = _progress(args, len(args.files), err)
+    for i, path in enumerate(args.files):
+        progress.show(i, os.path.basename(path))
+        try:
+            report = audit.inspect_file(path)
+        except _INPUT_ERRORS as e:
+            progress.close()
+            _error(err, f"{path}: {_one_line(e)}")
+            results.append({"path": path, "error": _one_line(e)})
+            status = EXIT_BAD_INPUT
+            continue
+        if args.json:
+            results.append(report.to_dict())
+        else:
+            progress.close()
+            out.write(("\n" if i else "") + _inspect_text(report) + "\n")
+    progress.close()
+    if args.json:
+        json.dump({"files": results}, out, indent=2)
+        out.write("\n")
+    return status
+
+
+# -- probe ---------------------------------------------------------------------------------------
+
+
+def _logical_name(leaf: fmt.SchemaLeaf) -> str | None:
+    logical = leaf.logical_type
+    if logical is not None:
+        for name in logical.__slots__:
+            if getattr(logical, name) is not None:
+                return str(name)
+    return leaf.converted_type
+
+
+_STRING_ANNOTATIONS = {"STRING", "UTF8", "ENUM", "JSON", "BSON"}
+
+
+def _parse_literal(text: str, leaf: fmt.SchemaLeaf) -> Any:
+    """A command-line value as the Python value the column's type reads it as.
+
+    Integers, floats, ISO dates, times and timestamps, decimals and UUIDs are parsed; strings
+    stay strings; a binary column (no string annotation) also takes ``0x``-prefixed hex.
+    :func:`parquet_bloom.encoding.literal_probe` then encodes the value as the file stores it.
+    """
+    name = _logical_name(leaf)
+    physical = leaf.physical_type
+    try:
+        if name in _STRING_ANNOTATIONS or physical == "BOOLEAN":
+            return text
+        if name == "DECIMAL":
+            return decimal.Decimal(text)
+        if name == "DATE":
+            return dt.date.fromisoformat(text)
+        if name in ("TIME", "TIME_MILLIS", "TIME_MICROS"):
+            return dt.time.fromisoformat(text)
+        if name in ("TIMESTAMP", "TIMESTAMP_MILLIS", "TIMESTAMP_MICROS") or physical == "INT96":
+            return dt.datetime.fromisoformat(text)
+        if name == "UUID":
+            return uuid.UUID(text)
+        if name == "FLOAT16" or physical in ("FLOAT", "DOUBLE"):
+            return float(text)
+        if physical in ("INT32", "INT64"):
+            return int(text)
+        if physical in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY") and text.startswith("0x"):
+            return bytes.fromhex(text[2:])
+    except (ValueError, decimal.InvalidOperation) as e:
+        kind = name or physical
+        raise ValueError(f"cannot read {text!r} as {kind} for column {leaf.path!r}: {e}") from None
+    return text
+
+
+def _probe_file(path: str, column: str, texts: Sequence[str]) -> dict[str, Any]:
+    with BloomFilterReader(path) as reader:
+        leaves = {leaf.path: leaf for leaf in fmt.schema_leaves(reader.metadata)}
+        if column not in leaves:
+            raise ValueError(f"no column {column!r} in {path}; its columns are {', '.join(leaves)}")
+        leaf = leaves[column]
+        probe = encoding.literal_probe([_parse_literal(t, leaf) for t in texts], leaf)
+        row_groups = []
+        for rg in range(reader.num_row_groups):
+            try:
+                f = reader.filter(rg, column)
+            except BloomFilterError as e:
+                result, reason = "might contain", f"filter unreadable: {e.reason}"
+            else:
+                if f is None:
+                    result, reason = "might contain", "no filter"
+                elif probe.always_keep:
+                    result, reason = "might contain", "a value the filter cannot exclude"
+                elif probe.keeps(f):
+                    result, reason = "might contain", "in the filter"
+                else:
+                    result, reason = "excluded", "not in the filter"
+            row_groups.append({"row_group": rg, "result": result, "reason": reason})
+    return {"path": path, "column": column, "values": list(texts), "row_groups": row_groups}
+
+
+def _cmd_probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    column, *texts = args.column
+    if not texts:
+        raise _UsageError(f"probe needs values after --column {column} (see {PROG} probe --help)")
+    status = EXIT_OK
+    results: list[dict[str, Any]] = []
+    progress = _progress(args, len(args.files), err)
+    for i, path in enumerate(args.files):
+        progress.show(i, os.path.basename(path))
+        try:
+            results.append(_probe_file(path, column, texts))
+        except _INPUT_ERRORS as e:
+            progress.close()
+            _error(err, f"{path}: {_one_line(e)}")
+            results.append({"path": path, "error": _one_line(e)})
+            status = EXIT_BAD_INPUT
+    progress.close()
+    outcomes = [rg["result"] for r in results for rg in r.get("row_groups", ())]
+    might = "might contain" in outcomes
+    if args.json:
+        json.dump({"files": results, "might_contain": might}, out, indent=2)
+        out.write("\n")
+    elif len(outcomes) or status == EXIT_OK:
+        rows = [
+            [r["path"], str(rg["row_group"]), rg["result"], rg["reason"]]
+            for r in results
+            for rg in r.get("row_groups", ())
+        ]
+        values = ", ".join(texts)
+        out.write(f"{column} in ({values})\n")
+        out.write(_table(["file", "rg", "result", "why"], rows, right=(1,)) + "\n")
+        kept = outcomes.count("might contain")
+        out.write(f"{kept} of {len(outcomes)} row groups might contain a value\n")
+    if status != EXIT_OK:
+        return status
+    return EXIT_OK if might else EXIT_FOUND_NOTHING
+
+
+# -- check ---------------------------------------------------------------------------------------
+
+
+def _check_text(report: audit.CheckReport) -> str:
+    lines = [f"{report.path}:"]
+    if report.chunks:
+        rows = []
+        for c in report.chunks:
+            rows.append(
+                [
+                    str(c.row_group),
+                    c.column,
+                    _size(c.num_bytes),
+                    "-" if c.num_values is None else f"{c.num_values:,}",
+                    "-" if c.ndv is None else f"{c.ndv:,}",
+                    "-" if c.missing is None else f"{c.missing:,}",
+                    _rate(c.fpp),
+                    _rate(c.fpp_at_ndv),
+                    "-" if c.exact is None else ("yes" if c.exact else "no"),
+                    ", ".join(c.matching_flavors) or "none",
+                    "; ".join(c.notes),
+                ]
+            )
+        headers = ["rg", "column", "bytes", "values", "NDV", "missing", "fpp", "fpp@NDV"]
+        headers += ["exact", "sized like", "notes"]
+        lines.append(_table(headers, rows, right=(0, 2, 3, 4, 5, 6, 7)))
+    lines.extend(f"  note: {n}" for n in report.notes)
+    for v in report.violations:
+        lines.append(f"  VIOLATION [{v.kind}] {v}")
+    checked = len(report.chunks)
+    if report.ok:
+        lines.append(f"OK: {checked} filters checked, no violations")
+    else:
+        lines.append(f"FAILED: {len(report.violations)} violations ({checked} filters checked)")
+    return "\n".join(lines)
+
+
+def _cmd_check(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    status = EXIT_OK
+    results: list[dict[str, Any]] = []
+    progress = _progress(args, len(args.files), err)
+    for i, path in enumerate(args.files):
+        name = os.path.basename(path)
+        progress.show(i, name)
+
+        def chunk_progress(done: int, total: int, i: int = i, name: str = name) -> None:
+            progress.show(i, f"{name} (filter {done}/{total})")
+
+        try:
+            report = audit.check_file(path, args.column, args.max_fpp, progress=chunk_progress)
+        except _INPUT_ERRORS as e:
+            progress.close()
+            _error(err, f"{path}: {_one_line(e)}")
+            results.append({"path": path, "error": _one_line(e)})
+            status = EXIT_BAD_INPUT
+            continue
+        if not report.ok and status == EXIT_OK:
+            status = EXIT_FOUND_NOTHING
+        if args.json:
+            results.append(report.to_dict())
+        else:
+            progress.close()
+            out.write(("\n" if i else "") + _check_text(report) + "\n")
+    progress.close()
+    if args.json:
+        ok = all(r.get("ok", False) for r in results)
+        json.dump({"files": results, "ok": ok}, out, indent=2)
+        out.write("\n")
+    return status
+
+
+# -- add, resize, remove (parquet_bloom.writer) ----------------------------------------------------
+
+
+def _rewrite(args: argparse.Namespace, out: IO[str], **kwargs: Any) -> int:
+    if args.in_place and args.dst is not None:
+        raise _UsageError("pass DST or --in-place, not both")
+    if not args.in_place and args.dst is None:
+        raise _UsageError("pass DST, or --in-place to rewrite SRC itself")
+    # Imported here so that inspect, probe and check never depend on the writer.
+    from parquet_bloom.writer import rewrite_bloom_filters
+
+    report = rewrite_bloom_filters(
+        args.src, args.dst, in_place=args.in_place, force=args.force, **kwargs
+    )
+    if args.json:
+        json.dump(
+            {
+                "src": report.src,
+                "dst": report.dst,
+                "filters_written": [
+                    {"row_group": rg, "column": column, "num_bytes": n}
+                    for rg, column, n in report.filters_written
+                ],
+                "filters_removed": report.filters_removed,
+                "bytes_before": report.bytes_before,
+                "bytes_after": report.bytes_after,
+            },
+            out,
+            indent=2,
+        )
+        out.write("\n")
+        return EXIT_OK
+    written = sum(n for _, _, n in report.filters_written)
+    out.write(
+        f"{report.src} -> {report.dst}: wrote {len(report.filters_written)} filters "
+        f"({_size(written)}), removed {report.filters_removed}; "
+        f"file {report.bytes_before:,} -> {report.bytes_after:,} bytes\n"
+    )
+    if report.filters_written:
+        rows = [[str(rg), column, _size(n)] for rg, column, n in report.filters_written]
+        out.write(_table(["rg", "column", "bytes"], rows, right=(0, 2)) + "\n")
+    return EXIT_OK
+
+
+def _cmd_add(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    if args.bytes is not None and (args.fpp is not None or args.ndv is not None):
+        raise _UsageError("--bytes sets the size itself; do not combine it with --fpp or --ndv")
+    kwargs: dict[str, Any] = {"columns": args.column, "num_bytes": args.bytes}
+    if args.fpp is not None:
+        kwargs["fpp"] = args.fpp
+    if args.ndv is not None:
+        kwargs["ndv"] = args.ndv
+    if args.flavor is not None:
+        kwargs["flavor"] = args.flavor
+    return _rewrite(args, out, **kwargs)
+
+
+def _cmd_resize(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    kwargs: dict[str, Any] = {"columns": args.column or "existing"}
+    if args.fpp is not None:
+        kwargs["fpp"] = args.fpp
+    return _rewrite(args, out, **kwargs)
+
+
+def _cmd_remove(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    return _rewrite(args, out, columns=None, remove=args.column)
+
+
+# -- the parser ----------------------------------------------------------------------------------
+
+
+def _fpp(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="Inspect, probe, check and rewrite the Bloom filters of Parquet files.",
+        epilog="Exit status: 0 ok; 1 probe excluded everything / check found violations; "
+        "2 bad input.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def command(name: str, help: str, run: Callable[..., int]) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        p.set_defaults(run=run)
+        return p
+
+    def reading(p: argparse.ArgumentParser) -> None:
+        p.add_argument("files", nargs="+", metavar="FILE", help="Parquet files")
+        p.add_argument(
+            "--progress", action="store_true", help="show progress on stderr even if not a TTY"
+        )
+
+    p = command("inspect", "Describe every column chunk's Bloom filter.", _cmd_inspect)
+    reading(p)
+
+    p = command(
+        "probe",
+        "Which row groups might contain any of the values (exit 1 if none might).",
+        _cmd_probe,
+    )
+    reading(p)
+    p.add_argument(
+        "--column",
+        nargs="+",
+        required=True,
+        metavar=("C", "VALUE"),
+        help="the column (dotted path), then the values, read as the column's type: integers, "
+        "floats, ISO dates/times/timestamps, decimals, UUIDs, strings; 0x-hex for binary",
+    )
+
+    p = command(
+        "check",
+        "Check filters for writer conformance: header, offset, length, no missing values, "
+        "size (exit 1 on any violation).",
+        _cmd_check,
+    )
+    reading(p)
+    p.add_argument("--column", action="append", help="check only this column (repeatable)")
+    p.add_argument("--max-fpp", type=_fpp, help="also flag filters whose rate exceeds this")
+
+    def rewriting(p: argparse.ArgumentParser) -> None:
+        p.add_argument("src", metavar="SRC", help="the Parquet file to read")
+        p.add_argument("dst", metavar="DST", nargs="?", help="where to write the result")
+        p.add_argument("--in-place", action="store_true", help="replace SRC instead of DST")
+        p.add_argument(
+            "--force", action="store_true", help="rewrite even if the footer does not round-trip"
+        )
+
+    p = command("add", "Add (or replace) filters for columns, sized per chunk.", _cmd_add)
+    rewriting(p)
+    p.add_argument("--column", action="append", required=True, help="column (repeatable)")
+    p.add_argument("--fpp", type=_fpp, help="false-positive rate (default 0.01)")
+    p.add_argument("--ndv", type=_count, help="size for this many values (default: the chunk's)")
+    p.add_argument("--bytes", type=_count, help="bitset size, a power of two from 32")
+    p.add_argument("--flavor", choices=FLAVORS, help="round sizes as this writer does")
+
+    p = command(
+        "resize", "Rebuild filters at a new rate (default: every existing filter).", _cmd_resize
+    )
+    rewriting(p)
+    p.add_argument("--column", action="append", help="column (repeatable)")
+    p.add_argument("--fpp", type=_fpp, help="false-positive rate (default 0.01)")
+
+    p = command("remove", "Remove the filters of columns.", _cmd_remove)
+    rewriting(p)
+    p.add_argument("--column", action="append", required=True, help="column (repeatable)")
+    return parser
+
+
+def _error(err: IO[str], message: str) -> None:
+    err.write(f"{PROG}: error: {message}\n")
+    err.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (see the module docstring)."""
+    out, err = sys.stdout, sys.stderr
+    try:
+        args = _parser().parse_args(argv)
+        status: int = args.run(args, out, err)
+        return status
+    except SystemExit as e:  # --help and --version exit through argparse
+        return e.code if isinstance(e.code, int) else EXIT_OK
+    except _UsageError as e:
+        _error(err, str(e))
+    except _INPUT_ERRORS as e:
+        _error(err, _one_line(e))
+    except KeyboardInterrupt:
+        _error(err, "interrupted")
+        return EXIT_INTERRUPTED
+    except Exception as e:  # a bug: still one line, but say so
+        _error(err, f"internal error ({type(e).__name__}: {_one_line(e)}); please report it")
+    return EXIT_BAD_INPUT

@@ -1,0 +1,368 @@
+"""The parquet-bloom command, run through main() and once as a real process, on files written by
+pyarrow, deltalake (arrow-rs) and DuckDB, and on broken and truncated files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+import parquet_bloom as pb
+from parquet_bloom import audit, encoding
+from parquet_bloom import format as fmt
+from parquet_bloom.cli import main
+from tests import writers
+from tests.test_audit import NUM_ROW_GROUPS, sample_table, write_pyarrow, zero_bitset
+
+Capture = pytest.CaptureFixture[str]
+
+
+@pytest.fixture(scope="module")
+def pyarrow_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_pyarrow(tmp_path_factory.mktemp("pyarrow") / "t.parquet")
+
+
+@pytest.fixture(scope="module")
+def duckdb_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("duckdb")
+    return writers.write_duckdb(tmp_path_factory.mktemp("duckdb") / "t.parquet")
+
+
+@pytest.fixture(scope="module")
+def deltalake_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("deltalake")
+    table = sample_table().select(["int64", "small", "s", "date", "dec"])
+    (path,) = writers.write_deltalake(tmp_path_factory.mktemp("delta"), table)
+    return path
+
+
+@pytest.fixture(scope="module")
+def broken_file(pyarrow_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return zero_bitset(pyarrow_file, tmp_path_factory.mktemp("broken") / "zero.parquet", 1, "s")
+
+
+@pytest.fixture(scope="module")
+def truncated_file(pyarrow_file: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("cut") / "cut.parquet"
+    path.write_bytes(pyarrow_file.read_bytes()[:-1000])
+    return path
+
+
+def run(capsys: Capture, *argv: object) -> tuple[int, str, str]:
+    status = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def assert_one_line_error(err: str) -> None:
+    assert err.startswith("parquet-bloom: error: "), err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+
+
+# -- inspect -------------------------------------------------------------------------------------
+
+
+def test_inspect_table(capsys: Capture, pyarrow_file: Path) -> None:
+    status, out, err = run(capsys, "inspect", pyarrow_file)
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"{pyarrow_file}: 3 row groups, 6,000 rows, 36 of 39 column chunks with a Bloom filter"
+    )
+    assert lines[1].startswith("  written by parquet-cpp-arrow")
+    assert lines[2].split() == [
+        "rg", "column", "filter", "offset", "length", "location", "bytes", "set", "est.", "NDV",
+        "fpp", "warnings",
+    ]  # fmt: skip
+    rows = lines[4:]
+    assert len(rows) == 39
+    report = audit.inspect_file(pyarrow_file)
+    for row, chunk in zip(rows, report.chunks, strict=True):
+        cells = row.split()
+        assert cells[:3] == [str(chunk.row_group), chunk.column, "yes" if chunk.present else "no"]
+        if chunk.present:
+            assert cells[3:5] == [str(chunk.offset), str(chunk.length)]
+            assert "before the footer, with the other filters" in row
+
+
+def test_inspect_json_has_the_same_facts(
+    capsys: Capture, pyarrow_file: Path, duckdb_file: Path
+) -> None:
+    status, out, _ = run(capsys, "inspect", "--json", pyarrow_file, duckdb_file)
+    assert status == 0
+    files = json.loads(out)["files"]
+    assert files == [audit.inspect_file(p).to_dict() for p in (pyarrow_file, duckdb_file)]
+    duckdb_chunks = [c for c in files[1]["chunks"] if c["present"]]
+    assert duckdb_chunks and all(c["num_bytes"] >= 32 for c in duckdb_chunks)
+
+
+def test_inspect_through_a_real_process(capsys: Capture, pyarrow_file: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "parquet_bloom", "inspect", str(pyarrow_file)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stderr == ""
+    _, out, _ = run(capsys, "inspect", pyarrow_file)
+    assert done.stdout == out
+
+
+def test_inspect_warns_in_the_table(capsys: Capture, tmp_path: Path, pyarrow_file: Path) -> None:
+    from tests.test_audit import chunk_hashes, splice_filter
+
+    tiny = pb.SplitBlockBloomFilter(32)
+    tiny.insert_hashes(chunk_hashes(pyarrow_file, 0, "int64"))
+    path = splice_filter(pyarrow_file, tmp_path / "tiny.parquet", 0, "int64", tiny)
+    status, out, _ = run(capsys, "inspect", path)
+    assert status == 0
+    (row,) = [line for line in out.splitlines() if line.split()[:2] == ["0", "int64"]]
+    assert "too small to be useful: 100% of bits set" in row
+
+
+# -- probe ---------------------------------------------------------------------------------------
+
+
+def expected_results(path: Path, column: str, values: list[object]) -> list[str]:
+    """What each row group's filter says, straight from the reader and encoding."""
+    with pb.BloomFilterReader(path) as reader:
+        leaf = {x.path: x for x in fmt.schema_leaves(reader.metadata)}[column]
+        probe = encoding.literal_probe(values, leaf)
+        out = []
+        for rg in range(reader.num_row_groups):
+            f = reader.filter(rg, column)
+            out.append("might contain" if f is None or probe.keeps(f) else "excluded")
+    return out
+
+
+def test_probe_a_present_value(capsys: Capture, pyarrow_file: Path) -> None:
+    value = pq.ParquetFile(pyarrow_file).read_row_group(1, columns=["s"]).column(0)[0].as_py()
+    status, out, err = run(capsys, "probe", pyarrow_file, "--column", "s", value)
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0] == f"s in ({value})"
+    results = ["might contain" if "might contain" in line else "excluded" for line in lines[3:-1]]
+    assert results == expected_results(pyarrow_file, "s", [value])
+    assert results[1] == "might contain"
+    assert lines[-1].endswith(f"of {NUM_ROW_GROUPS} row groups might contain a value")
+
+
+def test_probe_absent_values_exit_1(capsys: Capture, pyarrow_file: Path, duckdb_file: Path) -> None:
+    values = ["absent-1", "absent-2"]
+    assert expected_results(pyarrow_file, "s", values) == ["excluded"] * NUM_ROW_GROUPS
+    status, out, _ = run(capsys, "probe", pyarrow_file, "--column", "s", *values)
+    assert status == 1
+    assert out.count("excluded") == NUM_ROW_GROUPS
+    assert out.splitlines()[-1] == f"0 of {NUM_ROW_GROUPS} row groups might contain a value"
+    # DuckDB's int16 column holds 0..99: 1000 is in no row group.
+    status, out, _ = run(capsys, "probe", "--json", duckdb_file, "--column", "int16", "1000")
+    assert status == 1
+    result = json.loads(out)
+    assert result["might_contain"] is False
+    assert [rg["result"] for rg in result["files"][0]["row_groups"]] == ["excluded"] * 3
+
+
+@pytest.mark.parametrize(
+    ("column", "text", "value"),
+    [
+        ("int16", "42", 42),  # INT16 stored as INT32: widened before hashing
+        ("date", "2024-01-05", "2024-01-05"),
+        ("ts", "2024-01-01T00:00:07", "2024-01-01 00:00:07"),
+        ("decimal_9", "1.00", "1.00"),
+        ("decimal_18", "2.000", "2.000"),
+        ("float32", "2.5", 2.5),
+        ("string", "v7", "v7"),
+    ],
+)
+def test_probe_types_values_through_the_logical_type(
+    capsys: Capture, duckdb_file: Path, column: str, text: str, value: object
+) -> None:
+    status, out, _ = run(capsys, "probe", "--json", duckdb_file, "--column", column, text)
+    result = json.loads(out)
+    (file,) = result["files"]
+    got = [rg["result"] for rg in file["row_groups"]]
+    with duckdb.connect() as con:
+        query = f"select count(*) from '{duckdb_file}' where {column} = ?"
+        present = con.execute(query, [value]).fetchall()[0]
+    assert present is not None
+    if present[0]:
+        assert status == 0 and "might contain" in got  # never a false negative
+    assert result["might_contain"] == (status == 0)
+    assert file["values"] == [text]
+
+
+def test_probe_deltalake(capsys: Capture, deltalake_file: Path) -> None:
+    day = pq.read_table(deltalake_file, columns=["date"]).column(0)[10].as_py()
+    status, out, _ = run(capsys, "probe", deltalake_file, "--column", "date", day.isoformat())
+    assert status == 0 and "in the filter" in out
+
+
+def test_probe_bad_input(capsys: Capture, pyarrow_file: Path) -> None:
+    status, out, err = run(capsys, "probe", pyarrow_file, "--column", "int64", "abc")
+    assert status == 2 and out == ""
+    assert_one_line_error(err)
+    assert "cannot read 'abc' as INT64 for column 'int64'" in err
+    status, _, err = run(capsys, "probe", pyarrow_file, "--column", "nope", "1")
+    assert status == 2 and "no column 'nope'" in err
+    assert_one_line_error(err)
+    status, _, err = run(capsys, "probe", pyarrow_file, "--column", "int64")
+    assert status == 2 and "needs values" in err
+    assert_one_line_error(err)
+
+
+# -- check ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fixture", ["pyarrow_file", "deltalake_file", "duckdb_file"])
+def test_check_ok(capsys: Capture, fixture: str, request: pytest.FixtureRequest) -> None:
+    path: Path = request.getfixturevalue(fixture)
+    status, out, err = run(capsys, "check", path)
+    assert status == 0 and err == ""
+    report = audit.check_file(path)
+    assert out.splitlines()[-1] == f"OK: {len(report.chunks)} filters checked, no violations"
+    assert "VIOLATION" not in out
+
+
+def test_check_a_broken_file(capsys: Capture, broken_file: Path) -> None:
+    status, out, _ = run(capsys, "check", broken_file)
+    assert status == 1
+    (line,) = [x for x in out.splitlines() if "VIOLATION" in x]
+    value = pq.ParquetFile(broken_file).read_row_group(1, columns=["s"]).column(0)[0].as_py()
+    assert line.startswith(f"  VIOLATION [false-negative] {broken_file}, row group 1, column 's': ")
+    assert repr(value) in line
+    assert out.splitlines()[-1].startswith("FAILED: 1 violations")
+    status, out, _ = run(capsys, "check", "--json", broken_file)
+    assert status == 1
+    result = json.loads(out)
+    assert result["ok"] is False
+    (v,) = result["files"][0]["violations"]
+    assert v == {
+        "kind": "false-negative",
+        "file": str(broken_file),
+        "row_group": 1,
+        "column": "s",
+        "value": value,
+        "message": audit.check_file(broken_file).violations[0].message,
+    }
+    # Only other columns: no violation.
+    status, _, _ = run(capsys, "check", broken_file, "--column", "int64", "--column", "st")
+    assert status == 0
+
+
+def test_check_max_fpp(capsys: Capture, pyarrow_file: Path) -> None:
+    status, out, _ = run(capsys, "check", pyarrow_file, "--column", "small", "--max-fpp", "1e-9")
+    assert status == 1 and out.count("VIOLATION [fpp]") == NUM_ROW_GROUPS
+    status, _, err = run(capsys, "check", pyarrow_file, "--max-fpp", "2")
+    assert status == 2
+    assert_one_line_error(err)
+
+
+def test_check_json_has_the_same_facts(capsys: Capture, duckdb_file: Path) -> None:
+    status, out, _ = run(capsys, "check", "--json", duckdb_file)
+    assert status == 0
+    result = json.loads(out)
+    assert result["ok"] is True
+    assert result["files"] == [audit.check_file(duckdb_file).to_dict()]
+    assert all("duckdb" in c["matching_flavors"] for c in result["files"][0]["chunks"])
+
+
+# -- bad input -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["inspect"],
+        ["probe", "--column", "int64", "1"],
+        ["check"],
+        ["check", "--json"],
+        ["inspect", "--json"],
+    ],
+)
+def test_truncated_file_is_one_line_exit_2(
+    capsys: Capture, truncated_file: Path, argv: list[str]
+) -> None:
+    command, *options = argv
+    status, out, err = run(capsys, command, truncated_file, *options)
+    assert status == 2
+    assert_one_line_error(err)
+    assert str(truncated_file) in err and "not a Parquet file" in err
+    if "--json" in argv:
+        message = err.removeprefix("parquet-bloom: error: ").rstrip("\n").split(": ", 1)[1]
+        assert json.loads(out)["files"] == [{"path": str(truncated_file), "error": message}]
+
+
+def test_truncated_file_through_a_real_process(truncated_file: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "parquet_bloom", "check", str(truncated_file)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert_one_line_error(done.stderr)
+
+
+def test_other_bad_files(capsys: Capture, tmp_path: Path, pyarrow_file: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not parquet at all, but long enough to have a trailer\n")
+    for path in (text, tmp_path / "missing.parquet", tmp_path):
+        status, _, err = run(capsys, "inspect", path)
+        assert status == 2, path
+        assert_one_line_error(err)
+    # A bad file among good ones: the good ones are still reported.
+    status, out, err = run(capsys, "inspect", pyarrow_file, text)
+    assert status == 2 and out.startswith(f"{pyarrow_file}: 3 row groups")
+    assert_one_line_error(err)
+
+
+def test_usage_errors(capsys: Capture, pyarrow_file: Path, tmp_path: Path) -> None:
+    for argv in ([], ["frobnicate"], ["inspect"], ["check", pyarrow_file, "--max-fpp", "x"]):
+        status, out, err = run(capsys, *argv)
+        assert status == 2 and out == "", argv
+        assert_one_line_error(err)
+        assert "--help" in err
+    status, out, _ = run(capsys, "--help")
+    assert status == 0 and "inspect" in out and "probe" in out and "check" in out
+    for command in ("add", "resize", "remove"):
+        assert run(capsys, command, "--help")[0] == 0
+    # Rewriting needs exactly one of DST and --in-place (checked before any work).
+    status, _, err = run(capsys, "remove", pyarrow_file, "--column", "s")
+    assert status == 2 and "pass DST, or --in-place" in err
+    status, _, err = run(
+        capsys, "remove", pyarrow_file, tmp_path / "o.parquet", "--in-place", "--column", "s"
+    )
+    assert status == 2 and "not both" in err
+    status, _, err = run(
+        capsys,
+        "add",
+        pyarrow_file,
+        tmp_path / "o.parquet",
+        "--column",
+        "s",
+        "--bytes",
+        "64",
+        "--fpp",
+        "0.1",
+    )
+    assert status == 2 and "--bytes" in err
+
+
+# -- progress ------------------------------------------------------------------------------------
+
+
+def test_progress_only_when_asked_or_on_a_terminal(
+    capsys: Capture, pyarrow_file: Path, duckdb_file: Path
+) -> None:
+    status, _, err = run(capsys, "check", "--json", pyarrow_file, duckdb_file)
+    assert status == 0 and err == ""  # stderr is not a terminal under capsys
+    status, out, err = run(capsys, "check", "--json", "--progress", pyarrow_file, duckdb_file)
+    assert status == 0 and json.loads(out)["ok"] is True
+    total = len(audit.check_file(duckdb_file).chunks)
+    assert "\r[" in err and f"] 1/2 t.parquet (filter {total}/{total})" in err
+    assert err.endswith("\r")  # the bar is cleared, leaving the terminal clean
