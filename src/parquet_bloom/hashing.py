@@ -14,7 +14,8 @@ building one therefore needs two things, and this module provides both:
   ~185 ns a value, so the hash is written here in numpy ``uint64`` arithmetic, which wraps
   modulo 2**64 exactly as XXH64 requires. The 4- and 8-byte cases (INT32, INT64, FLOAT,
   DOUBLE) are unrolled and run in cache-sized chunks with in-place operations; variable
-  length values (strings) are hashed across all values at once, stripe by stripe.
+  length values (strings) are hashed across all values at once, step by step (values of
+  4 KiB or more, where a per-value C call costs nothing in comparison, go to xxhash).
 
 Only :func:`hash_value` (one probe value) goes through the ``xxhash`` package; it encodes with
 :func:`plain_encode`, which is written independently of the vectorised encoders so the two
@@ -26,7 +27,6 @@ from __future__ import annotations
 import struct
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -83,6 +83,14 @@ _H8_INIT = np.uint64(0x27D4EB2F165667C5 + 8)
 # Values per chunk in the hot loops: three uint64 buffers of this size (input, state,
 # scratch) stay in a 1 MiB L2 cache, which measured ~2.5x faster than whole-array passes.
 _CHUNK = 32768
+# Strings keep about a dozen arrays of this many values live at once (see _hash_spans_chunk).
+_SPAN_CHUNK = 16384
+# Values this long are hashed one by one in C (see _hash_huge); shorter ones bound the stripe
+# rounds of the vectorised path to 4096 / 32 = 128 per chunk.
+_HUGE_VALUE = 4096
+# Zero words after a chunk's bytes: a tail (< 32 bytes) is read as up to 4 words, plus the
+# straddled next word, from its 8-byte-aligned start.
+_SPARE_WORDS = 6
 
 # Days between the Julian day epoch and 1970-01-01: INT96 timestamps store (nanoseconds of
 # the day, Julian day) (parquet-format LogicalTypes.md, "INT96 timestamps", deprecated).
@@ -221,14 +229,18 @@ def _hash_u32(lanes: NDArray[np.uint32]) -> U64:
     return out
 
 
-def _column_u64(rows: U8, at: int) -> U64:
-    """Bytes at..at+8 of every row as little-endian uint64."""
-    return np.ascontiguousarray(rows[:, at : at + 8]).view("<u8").reshape(-1).astype(np.uint64)
-
-
 def _hash_rows_chunk(rows: U8) -> U64:
-    """XXH64 of every row of a (m, width) uint8 array; every row has the same control flow."""
+    """XXH64 of every row of a (m, width) uint8 array; every row has the same control flow.
+
+    The rows are viewed (padded to whole words if need be) as (m, words) uint64, so each
+    8-byte lane is a column: no gathers, and the steps are the scalar algorithm's, in order.
+    """
     m, width = rows.shape
+    if width % 8:
+        padded = np.zeros((m, width + 8 - width % 8), dtype=np.uint8)
+        padded[:, :width] = rows
+        rows = padded
+    lanes = np.ascontiguousarray(rows).view("<u8")
     tmp = np.empty(m, dtype=np.uint64)
     tmp2 = np.empty(m, dtype=np.uint64)
     at = 0
@@ -236,28 +248,32 @@ def _hash_rows_chunk(rows: U8) -> U64:
         v = [np.full(m, c, dtype=np.uint64) for c in (_V1_INIT, _V2_INIT, _V3_INIT, _V4_INIT)]
         while at + 32 <= width:
             for j in range(4):
-                _round(v[j], _column_u64(rows, at + 8 * j), tmp)
+                _round(v[j], lanes[:, at // 8 + j], tmp)
             at += 32
         h = _converge(v)
     else:
         h = np.full(m, _P5, dtype=np.uint64)
     h += np.uint64(width)
     while at + 8 <= width:
-        _mix_lane8(h, _column_u64(rows, at), tmp, tmp2)
+        _mix_lane8(h, lanes[:, at // 8], tmp, tmp2)
         at += 8
-    if at + 4 <= width:
-        lane = np.ascontiguousarray(rows[:, at : at + 4]).view("<u4").reshape(-1)
-        _mix_lane4(h, lane, tmp)
-        at += 4
-    while at < width:
-        _mix_byte(h, rows[:, at], tmp)
-        at += 1
+    if at < width:  # the last partial word: a 4-byte lane and/or 1-3 bytes
+        word = lanes[:, at // 8].astype(np.uint64)
+        if at + 4 <= width:
+            _mix_lane4(h, word & np.uint64(0xFFFFFFFF), tmp)
+            word >>= np.uint64(32)
+            at += 4
+        while at < width:
+            _mix_byte(h, word & np.uint64(0xFF), tmp)
+            word >>= np.uint64(8)
+            at += 1
     _avalanche(h, tmp)
     return h
 
 
 def _hash_rows(rows: U8) -> U64:
-    """XXH64 of every row of a C-contiguous (n, width) uint8 array."""
+    """XXH64 of every row of a (n, width) uint8 array."""
+    rows = np.ascontiguousarray(rows)
     n, width = rows.shape
     if width == 8:
         return _hash_u64(rows.view("<u8").reshape(n).astype(np.uint64, copy=False))
@@ -271,120 +287,256 @@ def _hash_rows(rows: U8) -> U64:
     return out
 
 
-@dataclass(frozen=True)
-class _Gather:
-    """Unaligned little-endian word reads from one byte buffer, without copying it.
+def _chunk_words(
+    data: U8, starts: I64, lengths: I64, scratch: list[NDArray[np.uint64]]
+) -> tuple[U64, I64]:
+    """Copy the bytes one chunk of spans covers into a zero-padded, aligned uint64 buffer.
 
-    ``u64[p]`` is the uint64 stored at byte offset p: a strided view with a stride of one
-    byte, so fancy indexing reads 8 bytes at any offset (numpy handles unaligned arrays).
+    Returns the buffer and the span starts rebased into it. One copy of the chunk's bytes
+    (cache-sized) replaces unaligned reads from the whole buffer: every 8-byte read becomes
+    two aligned loads and a funnel shift, and spare zero words at the end let reads run past
+    a value's last byte without a bounds check (a tail's lanes are read for every value, up
+    to four words past its start, see _hash_spans_chunk). Spans far apart (e.g. short values in a
+    wide numpy 'S' array) are packed instead of copying the gaps. ``scratch`` holds the
+    buffer between chunks, so it is allocated (and page-faulted) once. The words are read
+    in native order: this assumes a little-endian host (x86-64, ARM64).
+    """
+    ends = starts + lengths
+    lo, hi = int(starts.min()), int(ends.max())
+    total = int(lengths.sum())
+    if hi - lo > 8 * total + 4096:
+        rebased = np.cumsum(lengths) - lengths
+        source = data[np.repeat(starts - rebased, lengths) + np.arange(total)]
+    else:
+        rebased = starts - lo
+        source = data[lo:hi]
+    size = source.shape[0]
+    nwords = size // 8 + _SPARE_WORDS
+    if scratch[0].shape[0] < nwords:
+        scratch[0] = np.empty(max(nwords, 2 * scratch[0].shape[0]), dtype=np.uint64)
+    words = scratch[0][:nwords]
+    words[-_SPARE_WORDS:] = 0
+    words.view(np.uint8)[:size] = source
+    return words, rebased
+
+
+def _stripes(words: U64, starts: I64, nstripes: I64) -> U64:
+    """Accumulate the 32-byte stripes of values of 32 bytes or more, then converge.
+
+    The values are put in order of their stripe count, most first (a radix argsort), so
+    the values that take stripe s are a prefix: no masks, no wasted work.
+    """
+    m = starts.shape[0]
+    top = int(nstripes.max())
+    key = top - nstripes
+    order = np.argsort(key.astype(np.uint16) if top < 1 << 16 else key, kind="stable")
+    ordered = nstripes[order]
+    taking = m - np.cumsum(np.bincount(ordered, minlength=top + 1))  # values with > s
+    pos = starts[order]
+    q = pos >> 3  # a value's stripes all share its alignment: shifts computed once
+    sh = ((pos & 7) << 3).astype(np.uint64)
+    ish = np.subtract(np.uint64(64), sh)
+    acc = np.empty((4, m), dtype=np.uint64)
+    for j, init in enumerate((_V1_INIT, _V2_INIT, _V3_INIT, _V4_INIT)):
+        acc[j] = init
+    lo, hi, lane, t = np.empty((4, m), dtype=np.uint64)
+    base = np.empty(m, dtype=np.int64)
+    for s in range(top):
+        k = int(taking[s])
+        b = base[:k]
+        np.add(q[:k], 4 * s, out=b)
+        np.take(words, b, out=lo[:k])
+        for j in range(4):
+            b += 1
+            np.take(words, b, out=hi[:k])
+            np.right_shift(lo[:k], sh[:k], out=lane[:k])
+            np.left_shift(hi[:k], ish[:k], out=t[:k])
+            lane[:k] |= t[:k]
+            _round(acc[j, :k], lane[:k], t[:k])
+            lo, hi = hi, lo
+    out = np.empty(m, dtype=np.uint64)
+    out[order] = _converge([acc[0], acc[1], acc[2], acc[3]])
+    return out
+
+
+def _step_tables() -> tuple[NDArray[np.int64], U64, U64]:
+    """Which tail steps a value takes, by its tail length r = length % 32 (0-31).
+
+    Rows: the 8-byte lanes k = 0, 1, 2 (r >= 8k + 8), the 4-byte lane (r & 4), the single
+    bytes j = 0, 1, 2 (r & 3 > j). Returns the rows as 0/1 (to count takers from a histogram
+    of r), as all-ones/zero uint64 masks (to blend), and the shift that drops the 4-byte lane
+    from the last partial word (32 if r & 4 else 0).
+    """
+    r = np.arange(32)
+    rows = [r >= 8 * (k + 1) for k in range(3)] + [(r & 4) > 0] + [(r & 3) > j for j in range(3)]
+    applies = np.array(rows, dtype=np.int64)
+    masks = np.where(applies > 0, np.uint64(_M64), np.uint64(0)).astype(np.uint64)
+    return applies, masks, ((r & 4) << 3).astype(np.uint64)
+
+
+_STEP_APPLIES, _STEP_MASKS, _LANE4_SHIFT = _step_tables()
+
+
+class _Chain:
+    """Run nested XXH64 steps on the values that take them, branch-free.
+
+    Strings of different lengths take different tail steps, but within one phase the takers
+    of each step are a subset of the previous step's (a value with three 8-byte lanes also
+    has two). Gathering the takers (fancy indexing) costs more than the step itself, so once
+    a step is not taken by all, the phase runs on a copy of every state, ``running``, and
+    after each step the takers' states are blended into ``h`` under a mask (looked up by
+    tail length). Values that have stopped keep stepping in ``running``, harmlessly.
     """
 
-    data: U8
-    u64: NDArray[Any]
-    u32: NDArray[Any]
+    def __init__(self, h: U64, running: U64, mask: U64, tmp: U64, rem: I64) -> None:
+        self.h, self.running, self.mask, self.tmp, self.rem = h, running, mask, tmp, rem
+        self.split = False
 
-    @classmethod
-    def over(cls, data: U8) -> _Gather:
-        size = data.shape[0]
-        u64 = np.ndarray(shape=(max(size - 7, 0),), dtype="<u8", buffer=data, strides=(1,))
-        u32 = np.ndarray(shape=(max(size - 3, 0),), dtype="<u4", buffer=data, strides=(1,))
-        return cls(data, u64, u32)
+    def state(self, takers: int) -> U64:
+        """The array to run the next step on."""
+        if not self.split and takers == self.h.shape[0]:
+            return self.h  # everyone so far: step in place
+        if not self.split:
+            np.copyto(self.running, self.h)
+            self.split = True
+        return self.running
 
-
-def _stripes(g: _Gather, starts: I64, nstripes: I64) -> U64:
-    """Accumulate all 32-byte stripes of values with at least one, then converge."""
-    m = starts.shape[0]
-    v = [np.full(m, c, dtype=np.uint64) for c in (_V1_INIT, _V2_INIT, _V3_INIT, _V4_INIT)]
-    tmp = np.empty(m, dtype=np.uint64)
-    active: I64 | None = None  # None: every value still has stripes left
-    s = 0
-    while True:
-        if active is None:
-            base = starts + 32 * s
-            for j in range(4):
-                _round(v[j], g.u64[base + 8 * j], tmp)
-        else:
-            base = starts[active] + 32 * s
-            t = tmp[: active.shape[0]]
-            for j in range(4):
-                acc = v[j][active]
-                _round(acc, g.u64[base + 8 * j], t)
-                v[j][active] = acc
-        s += 1
-        if active is None:
-            more = np.flatnonzero(nstripes > s)
-            if more.shape[0] < m:
-                active = more
-        else:
-            active = active[nstripes[active] > s]
-        if active is not None and active.shape[0] == 0:
-            break
-    return _converge(v)
+    def commit(self, step: int) -> None:
+        """Keep the step's result for the values that take it."""
+        if self.split:  # h ^= (h ^ running) & mask
+            np.take(_STEP_MASKS[step], self.rem, out=self.mask)
+            np.bitwise_xor(self.running, self.h, out=self.tmp)
+            self.tmp &= self.mask
+            self.h ^= self.tmp
 
 
-def _take(h: U64, sel: I64) -> U64:
-    """The states selected by ``sel``; the array itself (no copy) if that is all of them."""
-    return h if sel.shape[0] == h.shape[0] else h[sel]
+def _hash_spans_chunk(
+    data: U8,
+    starts: I64,
+    lengths: I64,
+    h: U64,
+    ws: U64,
+    wi: I64,
+    scratch: list[NDArray[np.uint64]],
+) -> None:
+    """XXH64 of data[starts[i] : starts[i] + lengths[i]] for every i, into ``h``.
 
-
-def _put(h: U64, sel: I64, part: U64) -> None:
-    if part is not h:
-        h[sel] = part
-
-
-def _hash_spans_chunk(g: _Gather, starts: I64, lengths: I64) -> U64:
-    """XXH64 of data[starts[i] : starts[i] + lengths[i]] for every i, vectorised over i.
-
-    Values differ in length, so each step of XXH64 applies to a subset: the k-th stripe to
-    values with more than k stripes, the k-th tail lane to values with more than k lanes
-    left. Subsets only shrink, so each is filtered from the previous one.
+    ``ws``/``wi`` are preallocated rows of scratch (uint64, int64), so the steps below
+    allocate nothing: fresh temporaries cost page faults that doubled the time. Every pass
+    over the chunk counts (about 0.3 ns a value each), hence the lookup tables.
     """
     n = starts.shape[0]
-    h = np.full(n, _P5, dtype=np.uint64)
-    big = np.flatnonzero(lengths >= 32)
-    if big.shape[0]:
-        h[big] = _stripes(g, starts[big], lengths[big] >> 5)
-    h += lengths.astype(np.uint64)
-    rem = lengths & 31
-    tail = starts + (lengths - rem)
-    tmp = np.empty(n, dtype=np.uint64)
-    tmp2 = np.empty(n, dtype=np.uint64)
-    sel = np.flatnonzero(rem >= 8)
-    k = 0
-    while sel.shape[0]:
-        m = sel.shape[0]
-        part = _take(h, sel)
-        _mix_lane8(part, g.u64[tail[sel] + 8 * k], tmp[:m], tmp2[:m])
-        _put(h, sel, part)
-        k += 1
-        sel = sel[rem[sel] >= 8 * (k + 1)]
-    sel = np.flatnonzero(rem & 4)
-    if sel.shape[0]:
-        part = _take(h, sel)
-        _mix_lane4(part, g.u32[tail[sel] + (rem[sel] & 24)], tmp[: sel.shape[0]])
-        _put(h, sel, part)
-    nbytes = rem & 3
-    sel = np.flatnonzero(nbytes)
-    first = tail + (rem & 28)
-    k = 0
-    while sel.shape[0]:
-        part = _take(h, sel)
-        _mix_byte(part, g.data[first[sel] + k], tmp[: sel.shape[0]])
-        _put(h, sel, part)
-        k += 1
-        sel = sel[nbytes[sel] > k]
-    _avalanche(h, tmp)
-    return h
+    words, pos = _chunk_words(data, starts, lengths, scratch)
+    t, t2, w, lo, hi, sh, ish, running, mask = (row[:n] for row in ws)
+    rem, q0, qi = (row[:n] for row in wi)
+    longest = int(lengths.max())
+    # The state before the tail: P5 + length, or for 32 bytes and more the converged
+    # stripes + length. (Lengths are >= 0: their int64 bits are their uint64 bits.)
+    np.add(lengths.view(np.uint64), _P5, out=h)
+    if longest >= 32:
+        big = np.flatnonzero((lengths >= 32) & (lengths < _HUGE_VALUE))
+        if big.shape[0]:
+            long_lengths = lengths[big]
+            h[big] = _stripes(words, pos[big], long_lengths >> 5) + long_lengths.view(np.uint64)
+    np.bitwise_and(lengths, 31, out=rem)  # bytes left after the stripes, < 32
+    counts = (_STEP_APPLIES @ np.bincount(rem, minlength=32)).tolist()  # takers per step
+    # Where the tail starts; all its words share that alignment, so word k is the funnel of
+    # words[q0 + k] and words[q0 + k + 1]: each aligned word is loaded once, shifts computed
+    # once.
+    np.subtract(lengths, rem, out=qi)
+    qi += pos
+    np.bitwise_and(qi, 7, out=sh, casting="unsafe")
+    sh <<= np.uint64(3)
+    np.subtract(np.uint64(64), sh, out=ish)
+    np.right_shift(qi, 3, out=q0)
+    chain = _Chain(h, running, mask, t, rem)
+    if counts[0]:
+        np.take(words, q0, out=lo)
+        np.copyto(qi, q0)
+        for k in range(3):  # 8-byte lanes: values with more than k left
+            if counts[k] == 0:
+                break
+            qi += 1
+            np.take(words, qi, out=hi)
+            np.right_shift(lo, sh, out=w)
+            np.left_shift(hi, ish, out=t)
+            w |= t
+            lo, hi = hi, lo
+            _mix_lane8(chain.state(counts[k]), w, t, t2)
+            chain.commit(k)
+    if counts[3] == 0 and counts[4] == 0:
+        _avalanche(h, t)
+        _replace_huge(data, starts, lengths, h, longest)
+        return
+    # The last partial word (a 4-byte lane and/or 1-3 bytes): read once, taken apart. It
+    # is word rem // 8 of the tail.
+    np.right_shift(rem, 3, out=qi)
+    qi += q0
+    np.take(words, qi, out=w)
+    qi += 1
+    np.take(words, qi, out=hi)
+    w >>= sh
+    hi <<= ish
+    w |= hi
+    if counts[3]:
+        chain = _Chain(h, running, mask, t, rem)
+        np.bitwise_and(w, np.uint64(0xFFFFFFFF), out=lo)
+        _mix_lane4(chain.state(counts[3]), lo, t2)
+        chain.commit(3)
+        np.take(_LANE4_SHIFT, rem, out=lo)  # the bytes follow the lane
+        w >>= lo
+    chain = _Chain(h, running, mask, t, rem)
+    for j in range(3):  # single bytes: values with more than j left
+        if counts[4 + j] == 0:
+            break
+        np.bitwise_and(w, np.uint64(0xFF), out=lo)
+        _mix_byte(chain.state(counts[4 + j]), lo, t2)
+        chain.commit(4 + j)
+        w >>= np.uint64(8)
+    _avalanche(h, t)
+    _replace_huge(data, starts, lengths, h, longest)
+
+
+def _replace_huge(data: U8, starts: I64, lengths: I64, h: U64, longest: int) -> None:
+    """Put the hashes of values of _HUGE_VALUE bytes or more over the garbage the
+    vectorised steps left in their states."""
+    if longest >= _HUGE_VALUE:
+        huge = np.flatnonzero(lengths >= _HUGE_VALUE)
+        h[huge] = _hash_huge(data, starts[huge], lengths[huge])
+
+
+def _hash_huge(data: U8, starts: I64, lengths: I64) -> U64:
+    """XXH64 of values of _HUGE_VALUE bytes or more, one xxhash call each.
+
+    The vectorised path costs a round of numpy calls per 32-byte stripe index, so one
+    1 MiB value would cost 32768 rounds; xxhash's C loop hashes it at memory speed, and at
+    this size its per-call overhead is a few percent.
+    """
+    spans = zip(starts.tolist(), lengths.tolist(), strict=True)
+    view = np.ascontiguousarray(data).data  # a memoryview: xxhash reads it in place
+    digests = (xxhash.xxh64_intdigest(view[s : s + n]) for s, n in spans)
+    return np.fromiter(digests, dtype=np.uint64, count=starts.shape[0])
 
 
 def _hash_spans(data: U8, starts: I64, lengths: I64) -> U64:
-    """XXH64 of every byte span; spans may overlap, leave gaps or come in any order."""
+    """XXH64 of every byte span data[starts[i] : starts[i] + lengths[i]]."""
+    starts = starts.astype(np.int64, copy=False)
+    lengths = lengths.astype(np.int64, copy=False)
     n = starts.shape[0]
     out = np.empty(n, dtype=np.uint64)
-    g = _Gather.over(data)
-    for lo in range(0, n, _CHUNK):
-        out[lo : lo + _CHUNK] = _hash_spans_chunk(
-            g, starts[lo : lo + _CHUNK], lengths[lo : lo + _CHUNK]
+    size = min(n, _SPAN_CHUNK)
+    ws = np.empty((9, size), dtype=np.uint64)
+    wi = np.empty((3, size), dtype=np.int64)
+    scratch = [np.empty(0, dtype=np.uint64)]
+    for lo in range(0, n, _SPAN_CHUNK):
+        _hash_spans_chunk(
+            data,
+            starts[lo : lo + _SPAN_CHUNK],
+            lengths[lo : lo + _SPAN_CHUNK],
+            out[lo : lo + _SPAN_CHUNK],
+            ws,
+            wi,
+            scratch,
         )
     return out
 
@@ -542,6 +694,9 @@ def _float_lanes(arr: NDArray[Any], physical_type: str) -> NDArray[Any]:
     rather than silently becoming infinity.
     """
     target = np.dtype(np.float32 if physical_type == "FLOAT" else np.float64)
+    if arr.dtype.kind in "iu":
+        # An integer becomes a double first, as float(value) does in plain_encode.
+        arr = arr.astype(np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         cast = arr.astype(target, copy=False)
     if arr.dtype.kind == "f" and arr.dtype.itemsize > target.itemsize:
@@ -551,53 +706,53 @@ def _float_lanes(arr: NDArray[Any], physical_type: str) -> NDArray[Any]:
     return cast.view(np.uint32 if physical_type == "FLOAT" else np.uint64)
 
 
-def _trimmed_lengths(matrix: NDArray[Any]) -> I64:
-    """Per row, the number of items before the trailing zeros (numpy 'S'/'U' semantics:
-    a value ends at its last non-NUL character)."""
-    n, width = matrix.shape
-    if width == 0:
-        return np.zeros(n, dtype=np.int64)
-    nonzero = matrix != 0
-    last = width - np.argmax(nonzero[:, ::-1], axis=1)
-    return np.where(nonzero.any(axis=1), last, 0).astype(np.int64)
+def _utf8_from_unicode(arr: NDArray[np.str_]) -> tuple[U8, I64, I64]:
+    """UTF-8 of a 1-D numpy 'U' array as (data, starts, lengths), vectorised.
+
+    numpy stores UTF-32; a value ends before its trailing NULs (``np.char.str_len``). ASCII
+    (checked with one max over the codepoints) keeps the fixed-width layout, one byte per
+    codepoint, so its values are spans with gaps; anything else is encoded codepoint-wise.
+    """
+    n, chars = arr.shape[0], arr.dtype.itemsize // 4
+    native = arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
+    cps = np.ascontiguousarray(native).view(np.uint32).reshape(n, chars)
+    nchars = np.char.str_len(native).astype(np.int64)
+    if chars == 0 or int(cps.max()) < 0x80:
+        starts = np.arange(n, dtype=np.int64) * chars
+        return cps.astype(np.uint8).reshape(-1), starts, nchars
+    return _utf8_from_codepoints(cps, nchars)
 
 
 def _utf8_continuation(cps: NDArray[np.uint32], shift: int) -> U8:
+    """The UTF-8 continuation byte 10xxxxxx holding bits shift..shift+5 of each codepoint."""
     return (((cps >> shift) & 0x3F) | 0x80).astype(np.uint8)
 
 
 def _utf8_from_codepoints(cps: NDArray[np.uint32], nchars: I64) -> tuple[U8, I64, I64]:
     """Vectorised UTF-8 encoding of a (n, k) UTF-32 matrix whose rows hold nchars[i] chars.
 
-    Returns (data, starts, lengths) of the encoded strings packed back to back.
+    Every codepoint gets 4 byte slots (lead byte, then continuation bytes) and a size of
+    1-4; keeping the first ``size`` slots of each packs the strings back to back.
     """
     n, k = cps.shape
-    live = np.arange(k) < nchars[:, None]
-    surrogate = live & (cps >= 0xD800) & (cps <= 0xDFFF)
+    surrogate = (cps >= 0xD800) & (cps <= 0xDFFF)  # padding is 0, never a surrogate
     if surrogate.any():
         row = int(np.argmax(surrogate.any(axis=1)))
         text = "".join(map(chr, cps[row, : nchars[row]].tolist()))
         raise _cannot(text, "BYTE_ARRAY", "a lone surrogate has no UTF-8 encoding")
-    if not (cps[live] >= 0x80).any():  # ASCII: one byte per character
-        data: U8 = cps[live].astype(np.uint8)
-        lengths = nchars
-    else:
-        size = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4)))
-        size = np.where(live, size, 0)
-        two, three = size == 2, size == 3
-        lead = np.where(
-            two, 0xC0 | (cps >> 6), np.where(three, 0xE0 | (cps >> 12), 0xF0 | (cps >> 18))
-        )
-        out = np.empty((n, k, 4), dtype=np.uint8)
-        out[..., 0] = np.where(size == 1, cps, lead).astype(np.uint8)
-        c0, c6, c12 = (_utf8_continuation(cps, s) for s in (0, 6, 12))
-        out[..., 1] = np.where(two, c0, np.where(three, c6, c12))
-        out[..., 2] = np.where(three, c0, c6)
-        out[..., 3] = c0
-        data = out[np.arange(4) < size[..., None]]
-        lengths = size.sum(axis=1).astype(np.int64)
-    starts = np.cumsum(lengths) - lengths
-    return np.ascontiguousarray(data), starts.astype(np.int64), lengths
+    size = np.where(cps < 0x80, 1, np.where(cps < 0x800, 2, np.where(cps < 0x10000, 3, 4)))
+    size[np.arange(k) >= nchars[:, None]] = 0  # padding after the value's last char
+    two, three = size == 2, size == 3
+    lead = np.where(two, 0xC0 | (cps >> 6), np.where(three, 0xE0 | (cps >> 12), 0xF0 | (cps >> 18)))
+    out = np.empty((n, k, 4), dtype=np.uint8)
+    out[..., 0] = np.where(size == 1, cps, lead).astype(np.uint8)
+    c0, c6, c12 = (_utf8_continuation(cps, s) for s in (0, 6, 12))
+    out[..., 1] = np.where(two, c0, np.where(three, c6, c12))
+    out[..., 2] = np.where(three, c0, c6)
+    out[..., 3] = c0
+    data: U8 = out[np.arange(4) < size[..., None]]
+    lengths = size.sum(axis=1).astype(np.int64)
+    return data, np.cumsum(lengths) - lengths, lengths
 
 
 def _spans_to_rows(
@@ -710,12 +865,11 @@ def _hash_ndarray(arr: NDArray[Any], physical_type: str | None, type_length: int
             # A numpy 'S' value ends before its trailing NULs; a fixed-width column keeps
             # every byte instead (a UUID may end in zero bytes).
             starts = np.arange(n, dtype=np.int64) * arr.dtype.itemsize
-            return _hash_spans(rows.reshape(-1), starts, _trimmed_lengths(rows))
+            lengths = np.char.str_len(arr).astype(np.int64)
+            return _hash_spans(rows.reshape(-1), starts, lengths)
         return _hash_rows_as(rows, physical_type, type_length, show)
     if kind == "U":
-        chars = arr.dtype.itemsize // 4
-        cps = np.ascontiguousarray(arr.astype(f"=U{chars}")).view(np.uint32).reshape(n, chars)
-        data, starts, lengths = _utf8_from_codepoints(cps, _trimmed_lengths(cps))
+        data, starts, lengths = _utf8_from_unicode(arr)
         return _hash_spans_as(data, starts, lengths, physical_type, type_length, show)
     if kind == "f" and arr.dtype.itemsize == 2 and physical_type == "FIXED_LEN_BYTE_ARRAY":
         # Half floats: pyarrow writes FIXED_LEN_BYTE_ARRAY(2) of the little-endian bits.
@@ -754,14 +908,39 @@ def _encodes(text: str) -> bool:
 
 
 def _hash_blobs(values: list[Any], kind: type, physical_type: str, type_length: int | None) -> U64:
-    """Hash same-typed str/bytes-like values: encoded and concatenated by C-level map/join,
-    then hashed as spans of the joined buffer."""
+    """Hash same-typed str/bytes-like values as spans of one concatenated buffer."""
     if physical_type not in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY", "INT96"):
         raise _cannot(values[0], physical_type, "a string is not a number")
+    if issubclass(kind, str) and physical_type == "INT96":
+        raise _cannot(values[0], physical_type, "INT96 values are 12 raw bytes")
+    packed = _pack_with_arrow(values, kind)
+    if packed is None:
+        packed = _pack_with_join(values, kind, physical_type)
+    data, starts, lengths = packed
+    return _hash_spans_as(data, starts, lengths, physical_type, type_length, values.__getitem__)
+
+
+def _pack_with_arrow(values: list[Any], kind: type) -> tuple[U8, I64, I64] | None:
+    """UTF-8 encode and concatenate with pyarrow (a dependency): one C loop, about three
+    times faster than str.encode + bytes.join. None if pyarrow refuses the values."""
+    import pyarrow as pa
+
+    try:
+        arr = pa.array(
+            values, type=pa.large_string() if issubclass(kind, str) else pa.large_binary()
+        )
+    except (pa.ArrowException, UnicodeError, TypeError, ValueError):
+        return None
+    offsets = _arrow_offsets(arr, "<i8")
+    buf = arr.buffers()[2]
+    data = np.frombuffer(buf, dtype=np.uint8) if buf is not None else np.empty(0, np.uint8)
+    return data, offsets[:-1], np.diff(offsets)
+
+
+def _pack_with_join(values: list[Any], kind: type, physical_type: str) -> tuple[U8, I64, I64]:
+    """The same with C-level str.encode/bytes.join; also finds the value that fails."""
     blobs: list[Any] = values
     if issubclass(kind, str):
-        if physical_type == "INT96":
-            raise _cannot(values[0], physical_type, "INT96 values are 12 raw bytes")
         try:
             blobs = list(map(str.encode, values))
         except UnicodeEncodeError:
@@ -771,8 +950,7 @@ def _hash_blobs(values: list[Any], kind: type, physical_type: str, type_length: 
         blobs = list(map(memoryview.tobytes, values))
     lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
     data = np.frombuffer(b"".join(blobs), dtype=np.uint8)
-    starts = np.cumsum(lengths) - lengths
-    return _hash_spans_as(data, starts, lengths, physical_type, type_length, values.__getitem__)
+    return data, np.cumsum(lengths) - lengths, lengths
 
 
 def _hash_ints(values: list[Any], kind: type, physical_type: str) -> U64:
@@ -842,19 +1020,16 @@ def _hash_list(values: list[Any], physical_type: str | None, type_length: int | 
     types = set(map(type, values))
     if len(types) == 1 and _NONE_TYPE not in types:
         return _hash_same_type(values, types.pop(), physical_type, type_length)
-    types.discard(_NONE_TYPE)
-    if not types:
-        return _empty()
+    code = {kind: i for i, kind in enumerate(types)}
+    codes = np.fromiter(map(code.__getitem__, map(type, values)), dtype=np.intp, count=len(values))
     objs = np.fromiter(values, dtype=object, count=len(values))
-    kinds = np.fromiter(map(type, values), dtype=object, count=len(values))
-    present = kinds != _NONE_TYPE
-    objs, kinds = objs[present], kinds[present]
-    if len(types) == 1:
-        return _hash_same_type(objs.tolist(), types.pop(), physical_type, type_length)
+    present = codes != code.get(_NONE_TYPE, -1)
+    codes, objs = codes[present], objs[present]
     out = np.empty(objs.shape[0], dtype=np.uint64)
-    for kind in types:
-        idx = np.flatnonzero(kinds == kind)
-        out[idx] = _hash_same_type(objs[idx].tolist(), kind, physical_type, type_length)
+    for kind, i in code.items():
+        if kind is not _NONE_TYPE:
+            idx = np.flatnonzero(codes == i)
+            out[idx] = _hash_same_type(objs[idx].tolist(), kind, physical_type, type_length)
     return out
 
 
@@ -966,12 +1141,17 @@ def _hash_arrow(values: Any, physical_type: str | None, type_length: int | None)
 
 def _check_arrow_type(pa: Any, t: Any) -> None:
     """Reject types without a hashable leaf early (also for empty chunked arrays)."""
-    while isinstance(t, pa.ExtensionType):
+    while isinstance(t, pa.BaseExtensionType):
         t = t.storage_type
     if pa.types.is_dictionary(t):
         t = t.value_type
     if pa.types.is_boolean(t):
         raise ValueError(_BOOLEAN_MESSAGE)
+    if pa.types.is_run_end_encoded(t):
+        raise TypeError(
+            f"cannot hash Arrow type {t}: pyarrow.parquet does not write it; decode it first "
+            "(arr.cast(arr.type.value_type))"
+        )
     if pa.types.is_nested(t):
         raise TypeError(
             f"cannot hash a nested Arrow type ({t}): Bloom filters belong to leaf columns, "
@@ -985,7 +1165,7 @@ def _hash_arrow_array(pa: Any, arr: Any, target: str | None, tl: int | None) -> 
     (format version 2.6; each conversion below was checked against a written file), or, with
     ``target`` given, as that physical type."""
     _check_arrow_type(pa, arr.type)
-    while isinstance(arr.type, pa.ExtensionType):  # e.g. arrow.uuid: written as its storage
+    while isinstance(arr.type, pa.BaseExtensionType):  # e.g. arrow.uuid: written as storage
         arr = arr.storage
     t = arr.type
     types = pa.types
@@ -1108,8 +1288,9 @@ def hash_values(
     """XXH64 (seed 0) of the PLAIN encoding of every non-null value, as a uint64 array.
 
     ``values``: a Python scalar (int, float, str, bytes-like), a sequence of them, a numpy
-    array, or a pyarrow Array/ChunkedArray. None and Arrow nulls are skipped (Bloom filters
-    hold no nulls), so the result can be shorter than the input.
+    array, or a pyarrow Array/ChunkedArray (a pandas Series goes through pyarrow, as
+    pyarrow.parquet writes it). None and Arrow nulls are skipped (Bloom filters hold no
+    nulls), so the result can be shorter than the input.
 
     ``physical_type`` (one of :data:`PHYSICAL_TYPES`, any case) says how to encode; with None
     it is inferred: Python int -> INT64, float -> DOUBLE, str/bytes -> BYTE_ARRAY; numpy by
@@ -1132,8 +1313,13 @@ def hash_values(
         return _hash_list([values], target, tl)
     if values is None:
         return _empty()
+    if type(values).__module__.partition(".")[0] == "pandas":
+        # As pyarrow.parquet writes pandas data: missing values (None, NaN, NA) are nulls.
+        import pyarrow
+
+        return _hash_arrow(pyarrow.Array.from_pandas(values), target, tl)
     if hasattr(values, "__array__") and not isinstance(values, Sequence):
-        return _hash_ndarray(np.asarray(values), target, tl)  # e.g. a pandas Series
+        return _hash_ndarray(np.asarray(values), target, tl)
     if isinstance(values, Iterable) and not isinstance(values, Mapping):
         return _hash_list(list(values), target, tl)
     raise TypeError(
