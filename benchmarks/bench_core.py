@@ -8,6 +8,7 @@ inserting. Ratios, not seconds, are the figures: machines here are noisy.
 from __future__ import annotations
 
 import io
+import sys
 import time
 from collections.abc import Callable
 
@@ -137,4 +138,4 @@ SALTS = [int(s) for s in pb.sbbf.SALT]
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(0 if main() else 1)
