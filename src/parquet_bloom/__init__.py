@@ -12,6 +12,13 @@ from parquet_bloom.prune import PruneReport, PruneResult, prune
 from parquet_bloom.reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom.sbbf import SplitBlockBloomFilter, optimal_num_bytes
 from parquet_bloom.sizing import FLAVORS, expected_num_bytes, fold_to_fpp, matching_flavors
+from parquet_bloom.writer import (
+    RewriteReport,
+    rewrite_bloom_filters,
+    rewrite_files,
+    serialize_bloom_filter,
+    set_bloom_filter_location,
+)
 
 __all__ = [
     "FLAVORS",
@@ -24,6 +31,7 @@ __all__ = [
     "FileReport",
     "PruneReport",
     "PruneResult",
+    "RewriteReport",
     "SplitBlockBloomFilter",
     "UnsupportedFileError",
     "Violation",
@@ -36,5 +44,9 @@ __all__ = [
     "matching_flavors",
     "optimal_num_bytes",
     "prune",
+    "rewrite_bloom_filters",
+    "rewrite_files",
+    "serialize_bloom_filter",
+    "set_bloom_filter_location",
 ]
 __version__ = "0.1.0"

@@ -907,3 +907,60 @@ def encode_bloom_filter_header(num_bytes: int) -> bytes:
     if not 0 <= num_bytes <= _INT32_MAX:
         raise ValueError(f"num_bytes must be in [0, {_INT32_MAX}], got {num_bytes}")
     return b"\x15" + _varint(num_bytes << 1) + _BLOCK_XXHASH_UNCOMPRESSED + b"\x00"
+
+
+# =============================================================================================
+# Page index: OffsetIndex
+# =============================================================================================
+#
+# parquet.thrift PageLocation.offset is the "offset of the page in the file": an absolute
+# position, so a rewrite that moves data pages (removing the Bloom filters that arrow-rs
+# writes after each row group) must re-encode the OffsetIndex of every chunk whose pages
+# moved. The ColumnIndex holds no offsets and is always copied as it is.
+
+OffsetIndex = _tt.OffsetIndex
+PageLocation = _tt.PageLocation
+# ColumnMetaData.encoding_stats says which encodings the data pages use; a rewrite reads a chunk
+# whose pages are all dictionary-encoded (few distinct values) differently from one that is not.
+Encoding = _tt.Encoding
+PageType = _tt.PageType
+_OFFSET_INDEX_SPEC: tuple[Any, ...] = _tt.OffsetIndex.thrift_spec  # type: ignore[attr-defined]
+
+
+def decode_offset_index(buf: bytes | memoryview) -> Any:
+    """Decode a Thrift compact ``OffsetIndex`` (every field, so that it re-encodes losslessly).
+
+    Returns the generated ``OffsetIndex``. Raises ``CorruptFileError`` when the bytes do not
+    decode or a page location lacks a required field.
+    """
+    data = bytes(buf)
+    if len(data) > MAX_FOOTER_SIZE:
+        raise UnsupportedFileError(
+            f"OffsetIndex of {len(data)} bytes exceeds this library's limit of "
+            f"{MAX_FOOTER_SIZE} bytes"
+        )
+    try:
+        offset_index = _decode_struct(data, _tt.OffsetIndex, _OFFSET_INDEX_SPEC)
+    except Exception as err:  # the Thrift runtime's zoo of errors, as in decode_file_metadata
+        raise CorruptFileError(f"cannot decode the OffsetIndex: {_describe(err)}") from err
+    locations = offset_index.page_locations
+    if locations is None:
+        raise CorruptFileError("the OffsetIndex has no page_locations")
+    for i, location in enumerate(locations):
+        for field in ("offset", "compressed_page_size", "first_row_index"):
+            if getattr(location, field) is None:
+                raise CorruptFileError(f"page location {i} of the OffsetIndex has no {field}")
+    return offset_index
+
+
+def encode_offset_index(offset_index: Any) -> bytes:
+    """Serialize an ``OffsetIndex`` with the Thrift compact protocol (fields in id order, as
+    every writer we know encodes it, so an unchanged index re-encodes to the same bytes)."""
+    fastbinary = _fastbinary
+    if fastbinary is not None:
+        out: bytes = fastbinary.encode_compact(offset_index, [_tt.OffsetIndex, _OFFSET_INDEX_SPEC])
+        return out
+    transport = TMemoryBuffer()
+    offset_index.write(TCompactProtocol(transport))
+    value: bytes = transport.getvalue()
+    return value

@@ -1,0 +1,289 @@
+"""Rewriting Bloom filters: time and peak memory against reading the same columns with pyarrow.
+
+The issue's targets, for a ~1 GB file with 10 filtered columns:
+
+- time: ``rewrite_bloom_filters(columns=those 10)`` at most 1.5x
+  ``pyarrow.parquet.read_table(columns=those 10)``;
+- memory: peak at most 2x the largest column chunk, plus the filters.
+
+Each measurement runs in a fresh subprocess, which reports its own peak RSS (``VmHWM`` in
+``/proc/self/status``; not ``getrusage().ru_maxrss``, which a child started by vfork and exec
+inherits from its parent's peak) and its RSS after imports; the difference is what the operation
+needed. RSS includes what the allocators keep after freeing (mimalloc for Arrow, glibc for
+numpy), so a second figure counts live allocations: the peak of Arrow's memory pool
+(``max_memory()``) plus the peak of numpy's buffers (tracemalloc, in a separate run because
+tracing slows Python down); their sum bounds the peak of live bytes from above. Neither figure
+alone would do: tracemalloc does not see Arrow's buffers, and Arrow's pool does not see numpy's.
+The file is read once before timing, so both sides read from the page cache; the rewrite's time
+includes writing and fsyncing the new file.
+
+"Largest column chunk" is reported two ways: its ``total_uncompressed_size`` in the footer
+(encoded, so dictionary-encoded chunks are small) and its size decoded by pyarrow (what any
+reader of the values must hold).
+
+A second pass times the rewrite's steps one by one over the same chunks (pyarrow read, hashing,
+sorting, inserting) to show where the time goes.
+
+Run: ``.venv/bin/python benchmarks/bench_rewrite.py [--rows N] [--dir DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+TARGET_TIME_RATIO = 1.5
+TARGET_MEMORY_RATIO = 2.0
+# About 95 bytes a row on disk with the columns below: 11M rows make ~1 GB.
+DEFAULT_ROWS = 11_000_000
+ROW_GROUP_SIZE = 1024 * 1024  # pyarrow's default
+
+FILTERED = [
+    "id",
+    "user_id",
+    "uuid",
+    "email",
+    "category",
+    "country",
+    "ts",
+    "day",
+    "amount",
+    "code",
+]
+
+
+def _hex_strings(rng: np.random.Generator, n: int, width: int, prefix: bytes = b"") -> pa.Array:
+    """``n`` random lowercase hex strings of ``width`` characters, built without a Python loop."""
+    digits = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+    body = digits[rng.integers(0, 16, size=(n, width), dtype=np.uint8)]
+    if prefix:
+        body = np.hstack([np.tile(np.frombuffer(prefix, np.uint8), (n, 1)), body])
+    w = body.shape[1]
+    offsets = np.arange(0, (n + 1) * w, w, dtype=np.int64)
+    return pa.Array.from_buffers(
+        pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(body.tobytes())]
+    ).cast(pa.string())
+
+
+def _batch(rng: np.random.Generator, start: int, n: int) -> pa.Table:
+    categories = pa.array([f"category-{i}" for i in range(1000)])
+    countries = pa.array([f"country-{i:03d}" for i in range(200)])
+    return pa.table(
+        {
+            "id": pa.array(np.arange(start, start + n, dtype=np.int64)),
+            "user_id": pa.array(rng.integers(0, 1_000_000, n)),
+            "uuid": _hex_strings(rng, n, 32),
+            "email": _hex_strings(rng, n, 12, prefix=b"user-"),
+            "category": categories.take(pa.array(rng.integers(0, 1000, n))),
+            "country": countries.take(pa.array(rng.integers(0, 200, n))),
+            "ts": pa.array(rng.integers(1.7e15, 1.8e15, n), pa.int64()).cast(pa.timestamp("us")),
+            "day": pa.array(rng.integers(19_000, 20_000, n).astype(np.int32)).cast(pa.date32()),
+            "amount": pa.array(np.round(rng.random(n) * 1e6, 2)),
+            "code": pa.array(rng.integers(0, 10_000, n).astype(np.int32)),
+            "payload": _hex_strings(rng, n, 8),  # not filtered
+        }
+    )
+
+
+def build_file(path: Path, rows: int) -> None:
+    rng = np.random.default_rng(0)
+    first = _batch(rng, 0, min(rows, ROW_GROUP_SIZE))
+    with pq.ParquetWriter(path, first.schema) as out:
+        out.write_table(first, row_group_size=ROW_GROUP_SIZE)
+        done = first.num_rows
+        while done < rows:
+            n = min(ROW_GROUP_SIZE, rows - done)
+            out.write_table(_batch(rng, done, n), row_group_size=ROW_GROUP_SIZE)
+            done += n
+
+
+# -- measured in subprocesses --------------------------------------------------------------------
+
+_CHILD = r"""
+import json, os, sys, time, tracemalloc
+import pyarrow as pa
+import pyarrow.compute  # imported lazily by the rewrite: import it before the baseline
+import pyarrow.parquet as pq
+import parquet_bloom.encoding
+from parquet_bloom.writer import rewrite_bloom_filters
+
+def rss_kib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+
+def peak_rss_kib():
+    # VmHWM: this process's own high-water mark. Not getrusage's ru_maxrss, which a child
+    # started with vfork/exec inherits from its parent's peak.
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+what, src, dst, columns = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+baseline = rss_kib()
+if what == "rewrite-traced":  # numpy reports its buffers to tracemalloc; Arrow has its pool
+    tracemalloc.start()
+start = time.perf_counter()
+extra = {}
+if what == "read":
+    table = pq.read_table(src, columns=columns)
+    del table
+elif what == "read-chunk":
+    table = pq.ParquetFile(src).read_row_group(0, columns=columns)
+    del table
+else:
+    report = rewrite_bloom_filters(src, dst, columns=columns)
+    extra["filter_bytes"] = sum(n for _, _, n in report.filters_written)
+    extra["filters"] = len(report.filters_written)
+elapsed = time.perf_counter() - start
+if what == "rewrite-traced":
+    extra["numpy_peak"] = tracemalloc.get_traced_memory()[1]
+    extra["arrow_peak"] = pa.default_memory_pool().max_memory()
+peak = peak_rss_kib()
+print(json.dumps({"seconds": elapsed, "peak_kib": peak, "baseline_kib": baseline, **extra}))
+"""
+
+
+def measure(what: str, src: Path, dst: Path, columns: list[str] = FILTERED) -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, what, str(src), str(dst), json.dumps(columns)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, float] = json.loads(done.stdout)
+    return result
+
+
+def above_baseline(result: dict[str, float]) -> float:
+    """Peak RSS of a measurement above its RSS after imports, in bytes."""
+    return (result["peak_kib"] - result["baseline_kib"]) * 1024
+
+
+def step_times(path: Path) -> dict[str, float]:
+    """The rewrite's steps, timed one by one over every chunk of the filtered columns."""
+    from parquet_bloom.encoding import column_hashes
+    from parquet_bloom.format import schema_leaves
+    from parquet_bloom.reader import BloomFilterReader
+    from parquet_bloom.sbbf import SplitBlockBloomFilter, optimal_num_bytes
+
+    with BloomFilterReader(path) as reader:
+        leaves = {leaf.path: leaf for leaf in schema_leaves(reader.metadata)}
+    parquet_file = pq.ParquetFile(path)
+    times = dict.fromkeys(("read one chunk at a time", "hash", "sort", "insert"), 0.0)
+    for rg in range(parquet_file.metadata.num_row_groups):
+        for column in FILTERED:
+            t0 = time.perf_counter()
+            values = parquet_file.read_row_group(rg, columns=[column]).column(0)
+            t1 = time.perf_counter()
+            hashes = column_hashes(values, leaves[column])
+            t2 = time.perf_counter()
+            hashes.sort()
+            ndv = int(hashes.size - np.count_nonzero(hashes[1:] == hashes[:-1]))
+            t3 = time.perf_counter()
+            bloom_filter = SplitBlockBloomFilter(optimal_num_bytes(ndv, 0.01))
+            bloom_filter.insert_hashes(hashes)
+            t4 = time.perf_counter()
+            for key, dt in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                times[key] += dt
+    return times
+
+
+def largest_chunk(path: Path) -> tuple[int, str, int, str]:
+    """The largest filtered chunk by ``total_uncompressed_size`` and by decoded Arrow bytes:
+    (size, column, decoded bytes, column). Row groups are alike, so the decoded size is taken
+    from the first one."""
+    parquet_file = pq.ParquetFile(path)
+    md = parquet_file.metadata
+    encoded = max(
+        (md.row_group(rg).column(j).total_uncompressed_size, md.schema.column(j).path)
+        for rg in range(md.num_row_groups)
+        for j in range(md.num_columns)
+        if md.schema.column(j).path in FILTERED
+    )
+    decoded = max(
+        (parquet_file.read_row_group(0, columns=[column]).nbytes, column) for column in FILTERED
+    )
+    return encoded[0], encoded[1], decoded[0], decoded[1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=DEFAULT_ROWS)
+    parser.add_argument("--dir", type=Path, default=None, help="where to write the files")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        src, dst = Path(tmp) / "src.parquet", Path(tmp) / "dst.parquet"
+        t = time.perf_counter()
+        build_file(src, args.rows)
+        size = src.stat().st_size
+        md = pq.ParquetFile(src).metadata
+        print(
+            f"file: {size / 1e9:.2f} GB, {args.rows:,} rows, {md.num_row_groups} row groups, "
+            f"{len(FILTERED)} filtered columns of {md.num_columns} (built in "
+            f"{time.perf_counter() - t:.0f} s)"
+        )
+        with open(src, "rb") as f:  # into the page cache, for both sides alike
+            while f.read(1 << 24):
+                pass
+        load = os.getloadavg()[0]
+        read = min((measure("read", src, dst) for _ in range(2)), key=lambda r: r["seconds"])
+        rewrite = measure("rewrite", src, dst)
+        assert pq.read_table(dst, columns=["id"]).num_rows == args.rows
+        traced = measure("rewrite-traced", src, dst)
+        encoded, encoded_column, decoded, decoded_column = largest_chunk(src)
+        one_chunk = measure("read-chunk", src, dst, [decoded_column])
+
+        ratio = rewrite["seconds"] / read["seconds"]
+        print(
+            f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after, on "
+            f"{os.cpu_count()} CPUs (both sides run under the same load)"
+        )
+        print(f"read_table(10 columns):  {read['seconds']:6.2f} s")
+        print(
+            f"rewrite_bloom_filters:   {rewrite['seconds']:6.2f} s  ({rewrite['filters']:.0f} "
+            f"filters, {rewrite['filter_bytes'] / 2**20:.1f} MiB; writes and fsyncs the file)"
+        )
+        print(
+            f"time ratio: {ratio:.2f} (target <= {TARGET_TIME_RATIO}) "
+            f"{'OK' if ratio <= TARGET_TIME_RATIO else 'MISSED'}"
+        )
+        filters = rewrite["filter_bytes"]
+        mib = 2**20
+        print(
+            f"largest filtered chunk: {encoded / mib:.1f} MiB encoded ({encoded_column}), "
+            f"{decoded / mib:.1f} MiB decoded ({decoded_column}); filters {filters / mib:.1f} MiB"
+        )
+        rss = above_baseline(rewrite)
+        allocated = traced["numpy_peak"] + traced["arrow_peak"]
+        for name, used in (("peak RSS", rss), ("peak allocated (Arrow + numpy)", allocated)):
+            times = (used - filters) / decoded
+            verdict = "OK" if times <= TARGET_MEMORY_RATIO else "MISSED"
+            print(
+                f"rewrite, {name}: {used / mib:.1f} MiB = filters + {times:.2f}x the largest "
+                f"decoded chunk (target <= {TARGET_MEMORY_RATIO}x: {verdict})"
+            )
+        print(
+            f"  for scale: pyarrow reading that one chunk alone peaks at "
+            f"{above_baseline(one_chunk) / mib:.1f} MiB RSS; read_table(10 columns) at "
+            f"{above_baseline(read) / mib:.1f} MiB"
+        )
+        print("where the rewrite's time goes (single pass, same chunks):")
+        for step, seconds in step_times(src).items():
+            print(f"  {step:26s} {seconds:6.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1203 @@
+"""Add, resize and remove the Bloom filters of an existing Parquet file without re-encoding it.
+
+Most Parquet files were written without Bloom filters, or with filters of the wrong size (a
+1 MiB filter on a chunk of 300 values; one sized for a million values on a chunk of fifty
+million). Rewriting the data with another writer fixes that at the price of decoding and
+re-encoding every page. Here the pages stay as they are, byte for byte; only the filters and
+the footer change:
+
+1. The footer is decoded with every field (``format.decode_file_metadata(full=True)``) and must
+   re-encode to exactly its own bytes: a field our parquet.thrift does not know would otherwise
+   be dropped silently, so such a footer is refused unless the caller passes ``force=True``.
+2. Each chosen column chunk is read alone with pyarrow (memory stays bounded by one chunk), its
+   values are hashed as the file stores them (:func:`parquet_bloom.encoding.column_hashes`) and
+   a filter is sized for the chunk's own distinct count.
+3. The new file is the old one minus the old filters' byte ranges (wherever the writer put them:
+   arrow-rs after each row group, Arrow C++ between the data and the page index, DuckDB before
+   the footer), then every filter, kept or new, together, then the new footer. A reader fetches
+   all filters in one read.
+4. Removing bytes moves what came after them. Every absolute offset is relocated: in the footer
+   (page, index and filter offsets of each column chunk, row group ``file_offset``) and in the
+   page index, whose ``PageLocation.offset`` is "the offset of the page in the file"
+   (parquet.thrift): an OffsetIndex whose pages moved is re-encoded in place.
+5. The output appears only when complete: it is written to a temporary file next to ``dst``,
+   fsynced and renamed over ``dst``. ``src`` is only ever opened for reading.
+
+The plan (which bytes go, which move, which offsets change) is computed from the footer before
+any output is written; :class:`Relocation` is pure and tested without files.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import itertools
+import os
+import secrets
+import stat
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any, Literal, NamedTuple
+
+import numpy as np
+
+from parquet_bloom import format as fmt
+from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
+from parquet_bloom.sbbf import (
+    MAX_NUM_BYTES,
+    MIN_NUM_BYTES,
+    SplitBlockBloomFilter,
+    bits_per_value,
+    optimal_num_bytes,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "Relocation",
+    "RewriteReport",
+    "Splice",
+    "rewrite_bloom_filters",
+    "rewrite_files",
+    "serialize_bloom_filter",
+    "set_bloom_filter_location",
+]
+
+# Bytes copied per read and write when copying the unchanged part of the file: large enough that
+# system calls cost nothing next to the copy, small enough not to matter for memory.
+COPY_BUFFER_SIZE = 8 * 1024 * 1024
+
+# pyarrow reads a column chunk through a buffer of this size (ParquetFile(buffer_size=...)):
+# large enough for sequential reads to cost nothing extra, small next to a chunk.
+READ_BUFFER_SIZE = 1024 * 1024
+
+# Values hashed per call: the hashing's temporaries are a few times this many words, so they
+# stay a small fraction of a chunk while the per-call overhead stays negligible.
+HASH_BATCH_SIZE = 64 * 1024
+
+# A filter whose footer entry lacks bloom_filter_length (files from before format 2.10): read this
+# much at its offset to decode the header, which says how long the bitset is. Headers are 15 to
+# 19 bytes; the limit is the one format.parse_bloom_filter_header applies to unknown fields.
+HEADER_READ_SIZE = fmt.MAX_BLOOM_FILTER_HEADER_SIZE
+
+# Re-encoding an OffsetIndex can shrink it (smaller offsets have shorter varints), which moves
+# what follows it and may change other indexes in turn. Offsets only ever decrease, so this
+# settles in one or two rounds; the bound only guards against a bug looping forever.
+_MAX_RELOCATION_ROUNDS = 32
+
+# parquet-format README, "File format": the data starts after the 4-byte leading magic.
+_FIRST_DATA_OFFSET = len(fmt.MAGIC)
+_INT32_MAX = 2**31 - 1
+
+# Writers disagree on BOOLEAN filters (SPEC_FACTS: parquet-java writes an empty one, Arrow C++
+# refuses, arrow-rs hashes one byte), so no reader can rely on one: we do not write them.
+_UNFILTERABLE_TYPES = frozenset({"BOOLEAN"})
+
+Ndv = int | Literal["exact"]
+
+
+# =============================================================================================
+# Low-level pieces, for people writing their own writers
+# =============================================================================================
+
+
+def serialize_bloom_filter(bloom_filter: SplitBlockBloomFilter) -> bytes:
+    """A filter as a Parquet file stores it: the Thrift compact ``BloomFilterHeader`` (BLOCK,
+    XXHASH, UNCOMPRESSED) followed by the bitset (parquet-format BloomFilter.md, "File Format").
+
+    ``len()`` of the result is what goes into ``bloom_filter_length``.
+    """
+    if not isinstance(bloom_filter, SplitBlockBloomFilter):
+        raise TypeError(f"expected a SplitBlockBloomFilter, not {type(bloom_filter).__name__}")
+    return fmt.encode_bloom_filter_header(bloom_filter.num_bytes) + bloom_filter.to_bytes()
+
+
+def set_bloom_filter_location(
+    column_meta_data: Any, offset: int | None, length: int | None
+) -> None:
+    """Point a generated ``ColumnMetaData`` at a filter, or at none.
+
+    Sets field 14 ``bloom_filter_offset`` (absolute file offset of the header) and field 15
+    ``bloom_filter_length`` (header + bitset, the length of :func:`serialize_bloom_filter`'s
+    result). ``offset=None, length=None`` clears both: the chunk then has no filter.
+    """
+    if not isinstance(column_meta_data, fmt.ColumnMetaData):
+        raise TypeError(f"expected a parquet ColumnMetaData, not {type(column_meta_data).__name__}")
+    if offset is None or length is None:
+        if offset is not None or length is not None:
+            raise ValueError("offset and length are both None (no filter) or both ints")
+        column_meta_data.bloom_filter_offset = None
+        column_meta_data.bloom_filter_length = None
+        return
+    for name, value in (("offset", offset), ("length", length)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    if offset < _FIRST_DATA_OFFSET:
+        raise ValueError(
+            f"offset {offset} lies in the leading magic; filters start at "
+            f"{_FIRST_DATA_OFFSET} or later"
+        )
+    if not 0 < length <= _INT32_MAX:
+        raise ValueError(f"length must be in [1, {_INT32_MAX}] (a Thrift i32), got {length}")
+    column_meta_data.bloom_filter_offset = int(offset)
+    column_meta_data.bloom_filter_length = int(length)
+
+
+# =============================================================================================
+# Relocation: which bytes change, and where everything after them lands
+# =============================================================================================
+
+
+class Splice(NamedTuple):
+    """The new file holds ``replacement`` where the old one held ``[start, end)``."""
+
+    start: int
+    end: int
+    replacement: bytes = b""
+
+    @property
+    def growth(self) -> int:
+        return len(self.replacement) - (self.end - self.start)
+
+
+class Relocation:
+    """Maps offsets of the old file to the new one, given non-overlapping splices.
+
+    An offset before every splice stays; one after a splice moves by the splice's growth; one
+    inside a spliced range maps to where the replacement starts (only deprecated, unchecked
+    fields such as ``ColumnChunk.file_offset`` can point there).
+    """
+
+    def __init__(self, splices: Iterable[Splice]) -> None:
+        ordered = sorted(splices)
+        for before, after in itertools.pairwise(ordered):
+            if after.start < before.end:
+                raise ValueError(f"splices {before[:2]} and {after[:2]} overlap")
+        for splice in ordered:
+            if not 0 <= splice.start <= splice.end:
+                raise ValueError(f"splice {splice[:2]} is not a range of the file")
+        self.splices: tuple[Splice, ...] = tuple(ordered)
+        self._starts = [s.start for s in ordered]
+        self._growth_through: list[int] = []  # total growth of splices[0..i]
+        total = 0
+        for splice in ordered:
+            total += splice.growth
+            self._growth_through.append(total)
+
+    def __call__(self, offset: int) -> int:
+        i = bisect.bisect_right(self._starts, offset) - 1
+        if i < 0:
+            return offset
+        splice = self.splices[i]
+        if offset >= splice.end:
+            return offset + self._growth_through[i]
+        before = self._growth_through[i - 1] if i else 0
+        return splice.start + before
+
+    def __repr__(self) -> str:
+        return f"Relocation({list(self.splices)!r})"
+
+
+# =============================================================================================
+# The report
+# =============================================================================================
+
+
+@dataclass
+class RewriteReport:
+    """What :func:`rewrite_bloom_filters` did to one file."""
+
+    src: str
+    dst: str
+    filters_written: list[tuple[int, str, int]] = field(default_factory=list)
+    """(row_group, column, num_bytes) of every filter built, in file order."""
+    filters_kept: int = 0
+    """Filters copied unchanged from ``src``."""
+    filters_removed: int = 0
+    """Filters of ``src`` that ``dst`` no longer has (a rebuilt filter is not counted)."""
+    bytes_before: int = 0
+    bytes_after: int = 0
+
+
+# =============================================================================================
+# Arguments
+# =============================================================================================
+
+
+@dataclass(frozen=True)
+class _Sizing:
+    fpp: float
+    ndv: Ndv
+    num_bytes: int | None
+    flavor: str | None
+
+    @property
+    def needs_ndv(self) -> bool:
+        return self.num_bytes is None and self.ndv == "exact"
+
+    def num_bytes_for(self, chunk_ndv: int | None) -> int:
+        if self.num_bytes is not None:
+            return self.num_bytes
+        ndv = self.ndv if isinstance(self.ndv, int) else chunk_ndv
+        assert ndv is not None  # counted whenever needs_ndv
+        if self.flavor is None:
+            return optimal_num_bytes(ndv, self.fpp)
+        from parquet_bloom import sizing  # only flavored sizing needs it
+
+        # DuckDB's rounding has no upper bound; readers refuse more than MAX_NUM_BYTES.
+        num_bytes = min(int(sizing.expected_num_bytes(ndv, self.fpp, self.flavor)), MAX_NUM_BYTES)
+        if not (num_bytes >= MIN_NUM_BYTES and num_bytes & (num_bytes - 1) == 0):
+            raise ValueError(
+                f"flavor {self.flavor!r} sizes {ndv} values at fpp {self.fpp} as {num_bytes} "
+                "bytes, which is not a filter size (a power of two from "
+                f"{MIN_NUM_BYTES} to {MAX_NUM_BYTES})"
+            )
+        return num_bytes
+
+
+def _check_sizing(fpp: float, ndv: Ndv, num_bytes: int | None, flavor: str | None) -> _Sizing:
+    if isinstance(fpp, bool) or not isinstance(fpp, int | float | np.floating):
+        raise TypeError(f"fpp must be a float, not {type(fpp).__name__}")
+    bits_per_value(float(fpp))  # raises ValueError unless 0 < fpp < 1
+    if ndv != "exact":
+        if isinstance(ndv, bool) or not isinstance(ndv, int | np.integer):
+            raise TypeError(f'ndv must be "exact" or an int, not {ndv!r}')
+        if ndv < 0:
+            raise ValueError(f"ndv must be >= 0, got {ndv}")
+        ndv = int(ndv)
+    if num_bytes is not None:
+        if isinstance(num_bytes, bool) or not isinstance(num_bytes, int | np.integer):
+            raise TypeError(f"num_bytes must be an int, not {type(num_bytes).__name__}")
+        n = int(num_bytes)
+        if not (MIN_NUM_BYTES <= n <= MAX_NUM_BYTES and n & (n - 1) == 0):
+            raise ValueError(
+                f"num_bytes must be a power of two from {MIN_NUM_BYTES} to {MAX_NUM_BYTES}, "
+                f"got {num_bytes}"
+            )
+        if flavor is not None:
+            raise ValueError("pass num_bytes or flavor, not both")
+        num_bytes = n
+    if flavor is not None and not isinstance(flavor, str):
+        raise TypeError(f"flavor must be a string, not {type(flavor).__name__}")
+    sizing = _Sizing(float(fpp), ndv, num_bytes, flavor)
+    if flavor is not None:
+        sizing.num_bytes_for(1)  # an unknown flavor fails now, before any work
+    return sizing
+
+
+def _column_list(value: object, what: str) -> list[str]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise TypeError(f"{what} must be a list of column paths, not {value!r}")
+    columns = list(value)
+    for column in columns:
+        if not isinstance(column, str):
+            raise TypeError(f"{what} must hold dotted column paths (str), not {column!r}")
+    return columns
+
+
+def _check_columns(columns: list[str], leaves: dict[str, fmt.SchemaLeaf], source: str) -> None:
+    for column in columns:
+        if column in leaves:
+            continue
+        under = [path for path in leaves if path.startswith(column + ".")]
+        hint = (
+            f"it is a group; its leaf columns are {', '.join(map(repr, under))}"
+            if under
+            else f"its columns are {', '.join(map(repr, leaves))}"
+        )
+        raise ValueError(f"no leaf column {column!r} in {source}: {hint}")
+
+
+# =============================================================================================
+# Reading the source
+# =============================================================================================
+
+
+def _read_exact(file: IO[bytes], offset: int, length: int, source: str) -> bytes:
+    file.seek(offset)
+    data = file.read(length)
+    if len(data) != length:
+        raise CorruptFileError(
+            f"short read: expected {length} bytes, got {len(data)}", source=source, offset=offset
+        )
+    return data
+
+
+def _read_footer(file: IO[bytes], file_size: int, source: str) -> tuple[bytes, int]:
+    """The footer bytes (without trailer) and the offset where they start."""
+    if file_size < _FIRST_DATA_OFFSET + fmt.FOOTER_TRAILER_SIZE:
+        raise CorruptFileError(f"file of {file_size} bytes is too short to be Parquet")
+    trailer = _read_exact(
+        file, file_size - fmt.FOOTER_TRAILER_SIZE, fmt.FOOTER_TRAILER_SIZE, source
+    )
+    footer_len = fmt.parse_footer_trailer(trailer, file_size=file_size)
+    footer_start = file_size - fmt.FOOTER_TRAILER_SIZE - footer_len
+    head = _read_exact(file, 0, _FIRST_DATA_OFFSET, source)
+    if head != fmt.MAGIC:
+        raise CorruptFileError(
+            f"not a Parquet file: leading magic is {head!r}, expected {fmt.MAGIC!r}", offset=0
+        )
+    return _read_exact(file, footer_start, footer_len, source), footer_start
+
+
+def _first_difference(a: bytes, b: bytes) -> int:
+    n = min(len(a), len(b))
+    mismatch = np.flatnonzero(np.frombuffer(a, np.uint8, n) != np.frombuffer(b, np.uint8, n))
+    return int(mismatch[0]) if mismatch.size else n
+
+
+def _check_lossless(
+    original: bytes, decoded: Any, encode: Callable[[Any], bytes], what: str
+) -> None:
+    again = encode(decoded)
+    if again != original:
+        at = _first_difference(original, again)
+        raise UnsupportedFileError(
+            f"{what} does not re-encode to its own bytes (first difference at byte {at} of "
+            f"{len(original)}): it has fields this library's parquet.thrift does not know, or "
+            "a non-canonical Thrift encoding; pass force=True (parquet-bloom --force) to "
+            "rewrite it anyway, dropping what is not known"
+        )
+
+
+def _check_supported(md: Any) -> None:
+    if md.encryption_algorithm is not None:
+        raise UnsupportedFileError(
+            "encrypted Parquet files (plaintext footer mode) are not supported: their "
+            "filters and page indexes are encrypted, and the footer is signed"
+        )
+    for i, rg in enumerate(md.row_groups):
+        for chunk in rg.columns:
+            column = ".".join(chunk.meta_data.path_in_schema) if chunk.meta_data else None
+            if chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None:
+                raise UnsupportedFileError(
+                    "encrypted column chunks are not supported", row_group=i, column=column
+                )
+            if chunk.file_path is not None:
+                raise UnsupportedFileError(
+                    f"the column chunk's data lives in another file ({chunk.file_path!r}); "
+                    "only self-contained files can be rewritten",
+                    row_group=i,
+                    column=column,
+                )
+
+
+class _Range(NamedTuple):
+    start: int
+    end: int
+    what: str
+
+
+def _chunk_data_start(meta: Any) -> int:
+    # Like Arrow C++ (ComputeColumnChunkRange): a dictionary page offset counts only when it
+    # is positive and before the first data page; some writers put 0 or junk there.
+    start = int(meta.data_page_offset)
+    dictionary = meta.dictionary_page_offset
+    if dictionary is not None and 0 < dictionary < start:
+        start = int(dictionary)
+    return start
+
+
+def _layout_ranges(md: Any, footer_start: int, source: str) -> list[_Range]:
+    """Everything the footer points at that must survive the rewrite byte for byte: each
+    chunk's pages, column index and offset index, checked to lie inside the data region."""
+    ranges: list[_Range] = []
+    for i, rg in enumerate(md.row_groups):
+        for chunk in rg.columns:
+            meta = chunk.meta_data
+            column = ".".join(meta.path_in_schema)
+            start = _chunk_data_start(meta)
+            candidates = [(start, int(meta.total_compressed_size), "pages")]
+            for kind in ("column_index", "offset_index"):
+                offset = getattr(chunk, f"{kind}_offset")
+                length = getattr(chunk, f"{kind}_length")
+                if offset is not None and length is not None:
+                    candidates.append((int(offset), int(length), kind.replace("_", " ")))
+            for offset, length, what in candidates:
+                if not (
+                    offset >= _FIRST_DATA_OFFSET and length >= 0 and offset + length <= footer_start
+                ):
+                    raise CorruptFileError(
+                        f"the {what} of {length} bytes at offset {offset} lie outside the data "
+                        f"region [{_FIRST_DATA_OFFSET}, {footer_start})",
+                        source=source,
+                        row_group=i,
+                        column=column,
+                        offset=offset,
+                    )
+                ranges.append(
+                    _Range(offset, offset + length, f"{what} of row group {i}, column {column!r}")
+                )
+    return ranges
+
+
+@dataclass(frozen=True)
+class _OldFilter:
+    row_group: int
+    column_index: int
+    column: str
+    offset: int
+    length: int  # header + bitset, as the footer says or as the header tells
+
+
+def _locate_old_filters(
+    file: IO[bytes], chunks: Sequence[fmt.ColumnChunkInfo], footer_start: int, source: str
+) -> dict[tuple[int, int], _OldFilter]:
+    """The byte range of every filter in the file, from the footer or, without
+    bloom_filter_length, from the filter's own header."""
+    found: dict[tuple[int, int], _OldFilter] = {}
+    for chunk in chunks:
+        offset = chunk.bloom_filter_offset
+        if offset is None:
+            continue
+        where: dict[str, Any] = {
+            "source": source,
+            "row_group": chunk.row_group,
+            "column": chunk.path,
+            "offset": offset,
+        }
+        if not _FIRST_DATA_OFFSET <= offset < footer_start:
+            raise CorruptFileError(
+                f"bloom_filter_offset {offset} is outside the data region "
+                f"[{_FIRST_DATA_OFFSET}, {footer_start})",
+                **where,
+            )
+        length = chunk.bloom_filter_length
+        if length is None:
+            head = _read_exact(file, offset, min(HEADER_READ_SIZE, footer_start - offset), source)
+            try:
+                header, header_len = fmt.parse_bloom_filter_header(head)
+            except BloomFilterError as err:
+                raise err.located(**where) from err.__cause__
+            length = header_len + header.num_bytes
+        if length <= 0 or offset + length > footer_start:
+            raise CorruptFileError(
+                f"the Bloom filter of {length} bytes at offset {offset} does not end before "
+                f"the footer, which starts at {footer_start}",
+                **where,
+            )
+        found[(chunk.row_group, chunk.column_index)] = _OldFilter(
+            chunk.row_group, chunk.column_index, chunk.path, offset, length
+        )
+    return found
+
+
+def _merge(ranges: Iterable[_Range]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for r in sorted(ranges):
+        if r.start == r.end:
+            continue
+        if merged and r.start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], r.end))
+        else:
+            merged.append((r.start, r.end))
+    return merged
+
+
+def _filter_splices(
+    old_filters: Iterable[_OldFilter], protected: Sequence[_Range], source: str
+) -> list[Splice]:
+    """Splices that cut every old filter out, after checking that cutting them cannot cut
+    into pages or page indexes (a footer that says otherwise is corrupt)."""
+    spans: dict[tuple[int, int], _OldFilter] = {}
+    for old in old_filters:
+        spans.setdefault((old.offset, old.offset + old.length), old)  # a shared filter: cut once
+    ordered = sorted(spans)
+    for (_, end), later in itertools.pairwise(ordered):
+        if later[0] < end:
+            old = spans[later]
+            raise CorruptFileError(
+                "two Bloom filters overlap",
+                source=source,
+                row_group=old.row_group,
+                column=old.column,
+                offset=later[0],
+            )
+    merged = _merge(protected)
+    merged_starts = [start for start, _ in merged]
+    for start, end in ordered:
+        # Protected spans are merged, so only the last one starting before `end` can overlap.
+        i = bisect.bisect_left(merged_starts, end) - 1
+        if i >= 0 and merged[i][1] > start:
+            old = spans[(start, end)]
+            hit = next(r for r in protected if r.start < end and start < r.end)
+            raise CorruptFileError(
+                f"the Bloom filter [{start}, {end}) overlaps the {hit.what} "
+                f"[{hit.start}, {hit.end})",
+                source=source,
+                row_group=old.row_group,
+                column=old.column,
+                offset=start,
+            )
+    return [Splice(start, end) for start, end in ordered]
+
+
+@dataclass
+class _OffsetIndexEntry:
+    row_group: int
+    column: str
+    offset: int
+    length: int
+    raw: bytes
+    decoded: Any
+
+
+def _offset_index_entries(
+    file: IO[bytes], md: Any, first_cut: int, source: str
+) -> list[_OffsetIndexEntry]:
+    """The offset indexes of the chunks whose pages may move: those ending after the first
+    byte that is cut. Pages before it never move, so their indexes need not even be read."""
+    entries: dict[int, _OffsetIndexEntry] = {}
+    for i, rg in enumerate(md.row_groups):
+        for chunk in rg.columns:
+            offset, length = chunk.offset_index_offset, chunk.offset_index_length
+            meta = chunk.meta_data
+            start = _chunk_data_start(meta)
+            end = start + int(meta.total_compressed_size)
+            if offset is None or length is None or end <= first_cut or offset in entries:
+                continue
+            column = ".".join(meta.path_in_schema)
+            raw = _read_exact(file, offset, length, source)
+            try:
+                decoded = fmt.decode_offset_index(raw)
+            except BloomFilterError as err:
+                raise err.located(
+                    source=source, row_group=i, column=column, offset=offset
+                ) from err.__cause__
+            for k, location in enumerate(decoded.page_locations):
+                if not start <= location.offset < end:
+                    raise CorruptFileError(
+                        f"page {k} of the OffsetIndex is at offset {location.offset}, outside "
+                        f"its column chunk [{start}, {end})",
+                        source=source,
+                        row_group=i,
+                        column=column,
+                        offset=offset,
+                    )
+            entries[offset] = _OffsetIndexEntry(i, column, offset, length, raw, decoded)
+    return list(entries.values())
+
+
+def _plan_relocation(
+    file: IO[bytes], md: Any, filter_splices: list[Splice], force: bool, source: str
+) -> Relocation:
+    """Cut the old filters and re-encode every OffsetIndex whose pages moved, until stable."""
+    if not filter_splices:
+        return Relocation([])
+    entries = _offset_index_entries(file, md, min(s.start for s in filter_splices), source)
+    index_splices: dict[int, Splice] = {}
+    checked: set[int] = set()
+    for _ in range(_MAX_RELOCATION_ROUNDS):
+        try:
+            relocation = Relocation([*filter_splices, *index_splices.values()])
+        except ValueError as err:  # an OffsetIndex overlapping another one
+            raise CorruptFileError(f"page indexes overlap: {err}", source=source) from None
+        updated: dict[int, Splice] = {}
+        for entry in entries:
+            locations = entry.decoded.page_locations
+            moved = [relocation(location.offset) for location in locations]
+            if all(new == location.offset for new, location in zip(moved, locations, strict=True)):
+                continue
+            if not force and entry.offset not in checked:
+                try:
+                    _check_lossless(
+                        entry.raw, entry.decoded, fmt.encode_offset_index, "the OffsetIndex"
+                    )
+                except BloomFilterError as err:
+                    raise err.located(
+                        source=source,
+                        row_group=entry.row_group,
+                        column=entry.column,
+                        offset=entry.offset,
+                    ) from None
+                checked.add(entry.offset)
+            relocated = copy.deepcopy(entry.decoded)
+            for location, new in zip(relocated.page_locations, moved, strict=True):
+                location.offset = new
+            end = entry.offset + entry.length
+            updated[entry.offset] = Splice(entry.offset, end, fmt.encode_offset_index(relocated))
+        if updated == index_splices:
+            return relocation
+        index_splices = updated
+    raise AssertionError(f"page index relocation did not settle in {_MAX_RELOCATION_ROUNDS} rounds")
+
+
+# =============================================================================================
+# Building filters
+# =============================================================================================
+
+
+def _all_pages_dictionary_encoded(meta: Any) -> bool:
+    """Whether the footer's encoding_stats show every data page dictionary-encoded (the writer
+    never fell back to plain), i.e. the chunk has at most a dictionary page's worth of values."""
+    stats = meta.encoding_stats
+    if not stats:
+        return False
+    data_pages = (fmt.PageType.DATA_PAGE, fmt.PageType.DATA_PAGE_V2)
+    dictionary = (fmt.Encoding.PLAIN_DICTIONARY, fmt.Encoding.RLE_DICTIONARY)
+    pages = [s for s in stats if s.page_type in data_pages and s.count]
+    return bool(pages) and all(s.encoding in dictionary for s in pages)
+
+
+def _leaf_array(arr: pa.Array, leaf: fmt.SchemaLeaf) -> pa.Array:
+    """The leaf values of a one-leaf Arrow array read from Parquet: struct fields and list
+    elements are unwrapped (nulls stay; the hashing skips them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    while True:
+        t = arr.type
+        if pa.types.is_struct(t):
+            if t.num_fields != 1:
+                raise AssertionError(f"reading one leaf gave a struct of {t.num_fields} fields")
+            arr = pc.struct_field(arr, [0])
+        elif pa.types.is_map(t):
+            name = leaf.path_in_schema[-1]
+            arr = arr.keys if name == t.key_field.name else arr.items
+        elif (
+            pa.types.is_list(t)
+            or pa.types.is_large_list(t)
+            or pa.types.is_fixed_size_list(t)
+            or pa.types.is_list_view(t)
+            or pa.types.is_large_list_view(t)
+        ):
+            arr = pc.list_flatten(arr)
+        else:
+            return arr
+
+
+def _distinct_values(arr: pa.Array) -> pa.Array:
+    """The distinct values of one Arrow array (nulls may remain), compared bit for bit.
+
+    Floats are compared as their bit patterns: Bloom filters hash raw IEEE bits, so -0.0 and
+    +0.0, and NaNs with different payloads, are different values here.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    while isinstance(arr.type, pa.BaseExtensionType):  # e.g. arrow.uuid: stored as its storage
+        arr = arr.storage
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        used = pc.unique(arr.indices)
+        return arr.dictionary.take(used)
+    if pa.types.is_floating(t):
+        bits = {16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[t.bit_width]
+        return pc.unique(arr.view(bits)).view(t)
+    return pc.unique(arr)
+
+
+class _ChunkReader:
+    """Reads one column chunk at a time with pyarrow.
+
+    Two readers over the same file: one decodes to plain arrays, the other keeps BYTE_ARRAY
+    columns dictionary-encoded, which for a chunk whose pages are all dictionary-encoded costs
+    a copy of the indices instead of one string per value.
+    """
+
+    def __init__(self, path: str, dictionary_columns: Sequence[str]) -> None:
+        import pyarrow.parquet as pq
+
+        # Stream each chunk through a small buffer rather than reading it whole first: the
+        # compressed chunk then never sits in memory next to its decoded values.
+        options: dict[str, Any] = {"pre_buffer": False, "buffer_size": READ_BUFFER_SIZE}
+        self._plain = pq.ParquetFile(path, **options)
+        self._dictionary = (
+            pq.ParquetFile(path, read_dictionary=list(dictionary_columns), **options)
+            if dictionary_columns
+            else None
+        )
+
+    def read(self, row_group: int, column_index: int, *, dictionary: bool) -> pa.ChunkedArray:
+        parquet_file = self._dictionary if dictionary and self._dictionary else self._plain
+        table = parquet_file.reader.read_row_group(
+            row_group, column_indices=[column_index], use_threads=False
+        )
+        return table.column(0)
+
+    def close(self) -> None:
+        self._plain.close()
+        if self._dictionary is not None:
+            self._dictionary.close()
+
+
+def _sorted_chunk_hashes(
+    reader: _ChunkReader, chunk: fmt.ColumnChunkInfo, leaf: fmt.SchemaLeaf, meta: Any
+) -> np.ndarray:
+    """The hashes of a chunk's non-null values, sorted (duplicates possible).
+
+    Sorted because for a power-of-two filter the block a hash lands in is its top bits, so
+    inserting in order walks the filter once instead of jumping around it: the sort costs what
+    it saves, and it makes the exact distinct count a single comparison pass.
+
+    A chunk whose pages are all dictionary-encoded has few distinct values: they are found
+    first (a hash table over the values) and only they are hashed. Any other chunk has every
+    value hashed; the memory it needs is the chunk's values plus 8 bytes a value.
+    """
+    import pyarrow as pa
+
+    from parquet_bloom import encoding
+
+    few_distinct = _all_pages_dictionary_encoded(meta)
+    dictionary = few_distinct and leaf.physical_type == "BYTE_ARRAY"
+    try:
+        column = reader.read(chunk.row_group, chunk.column_index, dictionary=dictionary)
+        arrays = [_leaf_array(arr, leaf) for arr in column.chunks]
+        del column
+        if few_distinct:
+            arrays = [_distinct_values(arr) for arr in arrays]
+        # At most one hash a value (nulls have none); hashed a slice at a time so that the
+        # hashing's temporaries stay small next to the chunk.
+        hashes = np.empty(sum(len(arr) for arr in arrays), dtype=np.uint64)
+        at = 0
+        while arrays:
+            arr = arrays.pop(0)
+            for start in range(0, len(arr), HASH_BATCH_SIZE):
+                part = encoding.column_hashes(arr.slice(start, HASH_BATCH_SIZE), leaf)
+                hashes[at : at + len(part)] = part
+                at += len(part)
+            del arr
+    except pa.ArrowNotImplementedError as err:
+        raise UnsupportedFileError(f"pyarrow cannot read this column chunk: {err}") from err
+    except pa.ArrowInvalid as err:
+        raise CorruptFileError(f"pyarrow cannot read this column chunk: {err}") from err
+    except BloomFilterError:
+        raise
+    except (TypeError, ValueError) as err:
+        raise UnsupportedFileError(f"cannot hash this column chunk's values: {err}") from err
+    hashes = hashes[:at]
+    hashes.sort()
+    return hashes
+
+
+def _count_distinct_sorted(hashes: np.ndarray) -> int:
+    if hashes.size == 0:
+        return 0
+    return int(hashes.size - np.count_nonzero(hashes[1:] == hashes[:-1]))
+
+
+def _build_filters(
+    source: str,
+    targets: Sequence[fmt.ColumnChunkInfo],
+    leaves: Sequence[fmt.SchemaLeaf],
+    md: Any,
+    sizing: _Sizing,
+) -> dict[tuple[int, int], SplitBlockBloomFilter]:
+    """One filter per target chunk, sized for the chunk, with every value in it."""
+    if not targets:
+        return {}
+    dictionary_columns = sorted({c.path for c in targets if c.physical_type == "BYTE_ARRAY"})
+    reader = _ChunkReader(source, dictionary_columns)
+    filters: dict[tuple[int, int], SplitBlockBloomFilter] = {}
+    try:
+        for chunk in targets:
+            meta = md.row_groups[chunk.row_group].columns[chunk.column_index].meta_data
+            try:
+                hashes = _sorted_chunk_hashes(reader, chunk, leaves[chunk.column_index], meta)
+            except BloomFilterError as err:
+                raise err.located(
+                    source=source, row_group=chunk.row_group, column=chunk.path
+                ) from err.__cause__
+            ndv = _count_distinct_sorted(hashes) if sizing.needs_ndv else None
+            bloom_filter = SplitBlockBloomFilter(sizing.num_bytes_for(ndv))
+            bloom_filter.insert_hashes(hashes)
+            del hashes
+            filters[(chunk.row_group, chunk.column_index)] = bloom_filter
+    finally:
+        reader.close()
+    return filters
+
+
+# =============================================================================================
+# Writing
+# =============================================================================================
+
+
+def _open_temporary(directory: str, name: str) -> tuple[str, IO[bytes]]:
+    """Create a new file next to the destination (a rename within one directory is atomic)
+    and open it for writing. Mode 0o666 less the umask, as for any new file."""
+    for _ in range(100):
+        path = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(
+                path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666
+            )
+        except FileExistsError:
+            continue
+        return path, os.fdopen(fd, "wb", buffering=0)
+    raise FileExistsError(f"cannot create a temporary file in {directory}")
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make the rename itself durable (POSIX); not possible, nor needed, on Windows."""
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def _atomic_output(target: str, mode: int | None) -> Iterator[IO[bytes]]:
+    """A file that becomes ``target`` only when the block completes: written to a temporary
+    file in the same directory, flushed, fsynced and renamed over ``target``. On any exception
+    (KeyboardInterrupt included) the temporary file is removed and ``target`` is untouched."""
+    directory = os.path.dirname(os.path.abspath(target))
+    tmp_path, out = _open_temporary(directory, os.path.basename(target))
+    try:
+        try:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        finally:
+            out.close()
+        if mode is not None:
+            os.chmod(tmp_path, mode)
+        os.replace(tmp_path, target)
+    except BaseException:
+        with suppress(FileNotFoundError):
+            os.unlink(tmp_path)
+        raise
+    _fsync_directory(directory)
+
+
+class _Cancelled(Exception):
+    """Internal: the body copy was told to stop because the rewrite failed elsewhere."""
+
+
+def _copy_range(
+    src: IO[bytes],
+    out: IO[bytes],
+    start: int,
+    end: int,
+    source: str,
+    cancel: threading.Event | None = None,
+) -> None:
+    src.seek(start)
+    remaining = end - start
+    while remaining > 0:
+        if cancel is not None and cancel.is_set():
+            raise _Cancelled
+        data = src.read(min(COPY_BUFFER_SIZE, remaining))
+        if not data:
+            raise CorruptFileError(
+                f"short read: the file ended {remaining} bytes early", source=source, offset=end
+            )
+        _write_all(out, data)
+        remaining -= len(data)
+
+
+def _write_all(out: IO[bytes], data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = out.write(view)
+        if written is None:  # a non-blocking raw file that could not write; ours never is
+            raise OSError("the output file accepted no bytes")
+        view = view[written:]
+
+
+class _BodyCopy:
+    """Copies the part of the file before the old footer, spliced, into the output on a
+    background thread and fsyncs it, while the calling thread builds the filters: the copy waits
+    on the disk, the build on the CPU, so they overlap.
+
+    :meth:`finish` waits for the copy and raises its error, if any. Leaving the ``with`` block
+    on an exception stops the copy after its current block and waits for it.
+    """
+
+    def __init__(self, source: str, out: IO[bytes], relocation: Relocation, end: int) -> None:
+        self._source = source
+        self._out = out
+        self._relocation = relocation
+        self._end = end
+        self._cancel = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="parquet-bloom-copy", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            with open(self._source, "rb") as file:
+                position = 0
+                for splice in self._relocation.splices:
+                    self._copy(file, position, splice.start)
+                    _write_all(self._out, splice.replacement)
+                    position = splice.end
+                self._copy(file, position, self._end)
+            self._out.flush()
+            os.fsync(self._out.fileno())  # most of the file reaches the disk during the build
+        except BaseException as err:  # handed to the calling thread by finish()
+            self._error = err
+
+    def _copy(self, file: IO[bytes], start: int, end: int) -> None:
+        _copy_range(file, self._out, start, end, self._source, self._cancel)
+
+    def finish(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def __enter__(self) -> _BodyCopy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.finish()
+            return
+        self._cancel.set()
+        self._thread.join()
+
+
+# =============================================================================================
+# The rewrite
+# =============================================================================================
+
+
+def _resolve_targets(
+    chunks: Sequence[fmt.ColumnChunkInfo],
+    leaves: dict[str, fmt.SchemaLeaf],
+    columns: Sequence[str] | Literal["existing"] | None,
+    remove: Sequence[str] | Literal["all"],
+    source: str,
+) -> tuple[list[fmt.ColumnChunkInfo], set[str]]:
+    """The chunks to build filters for and the columns whose filters go."""
+    if remove == "all":
+        removed = set(leaves)
+    else:
+        removed_list = _column_list(remove, "remove")
+        _check_columns(removed_list, leaves, source)
+        removed = set(removed_list)
+    if columns is None:
+        return [], removed
+    if columns == "existing":
+        targets = [
+            c
+            for c in chunks
+            if c.bloom_filter_offset is not None
+            and c.path not in removed
+            and c.physical_type not in _UNFILTERABLE_TYPES
+        ]
+        return targets, removed
+    wanted = _column_list(columns, "columns")
+    _check_columns(wanted, leaves, source)
+    both = sorted(removed.intersection(wanted)) if remove != "all" else []
+    if both:
+        raise ValueError(f"columns {both} are both to be given filters and to lose them")
+    if remove == "all" and wanted:
+        raise ValueError('remove="all" removes every filter; it cannot be combined with columns')
+    for column in wanted:
+        if leaves[column].physical_type in _UNFILTERABLE_TYPES:
+            raise ValueError(
+                f"column {column!r} is {leaves[column].physical_type}: writers disagree on how "
+                "its values are hashed (parquet-java writes an empty filter, Arrow C++ refuses, "
+                "arrow-rs hashes one byte), so no reader can use such a filter"
+            )
+    chosen = set(wanted)
+    return [c for c in chunks if c.path in chosen], removed
+
+
+def _relocate_footer(
+    md: Any,
+    relocation: Relocation,
+    footer_start: int,
+    placements: dict[tuple[int, int], tuple[int, int]],
+) -> None:
+    """Move every offset the footer holds to where its bytes are in the new file."""
+    rewritten = {s.start: len(s.replacement) for s in relocation.splices if s.replacement}
+
+    def loose(offset: int | None) -> int | None:
+        # Deprecated or optional offsets some writers fill with 0 or junk: move only those that
+        # point into the data region.
+        if offset is None or not 0 < offset <= footer_start:
+            return offset
+        return relocation(offset)
+
+    for i, rg in enumerate(md.row_groups):
+        rg.file_offset = loose(rg.file_offset)
+        for j, chunk in enumerate(rg.columns):
+            meta = chunk.meta_data
+            meta.data_page_offset = relocation(meta.data_page_offset)
+            meta.dictionary_page_offset = loose(meta.dictionary_page_offset)
+            meta.index_page_offset = loose(meta.index_page_offset)
+            chunk.file_offset = loose(chunk.file_offset)
+            if chunk.column_index_offset is not None:
+                chunk.column_index_offset = relocation(chunk.column_index_offset)
+            if chunk.offset_index_offset is not None:
+                old = chunk.offset_index_offset
+                chunk.offset_index_offset = relocation(old)
+                if old in rewritten:
+                    chunk.offset_index_length = rewritten[old]
+            offset, length = placements.get((i, j), (None, None))
+            set_bloom_filter_location(meta, offset, length)
+
+
+def rewrite_bloom_filters(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str] | None = None,
+    *,
+    columns: Sequence[str] | Literal["existing"] | None = None,
+    fpp: float = 0.01,
+    ndv: Ndv = "exact",
+    num_bytes: int | None = None,
+    flavor: str | None = None,
+    remove: Sequence[str] | Literal["all"] = (),
+    in_place: bool = False,
+    force: bool = False,
+) -> RewriteReport:
+    """Write ``src`` to ``dst`` with Bloom filters added, re-sized or removed; the pages are
+    copied byte for byte, only the filters and the footer change.
+
+    ``columns``: dotted leaf paths to build filters for (replacing any they have), ``None`` to
+    build none (only ``remove``), or ``"existing"`` to rebuild every filter the file already
+    has, sized for its chunk. ``remove``: dotted leaf paths whose filters go, or ``"all"``.
+    Every other filter is copied unchanged.
+
+    Sizing, per chunk: ``num_bytes`` if given; else for ``ndv`` distinct values (``"exact"``:
+    the chunk's own count of distinct hashes) at false-positive rate ``fpp``, rounded as
+    ``flavor`` rounds (see :func:`parquet_bloom.sizing.expected_num_bytes`; default the spec's
+    :func:`parquet_bloom.sbbf.optimal_num_bytes`).
+
+    ``dst`` appears only once complete (temporary file, fsync, rename) and is replaced if it
+    exists; ``src`` is only read. ``in_place=True`` (with ``dst`` None) replaces ``src`` the
+    same way. The footer must re-encode to its exact bytes, else
+    :class:`~parquet_bloom.errors.UnsupportedFileError` unless ``force=True``. Encrypted files
+    and files whose chunks live in other files are refused.
+    """
+    source = os.fspath(src)
+    if in_place:
+        if dst is not None and os.path.abspath(os.fspath(dst)) != os.path.abspath(source):
+            raise ValueError("in_place=True rewrites src itself; pass no dst")
+        target = source
+    else:
+        if dst is None:
+            raise ValueError("pass dst, or in_place=True to replace src")
+        target = os.fspath(dst)
+        if os.path.exists(target) and os.path.samefile(source, target):
+            raise ValueError(f"dst {target!r} is src; pass in_place=True to replace src")
+    sizing = _check_sizing(fpp, ndv, num_bytes, flavor)
+    if isinstance(remove, str) and remove != "all":
+        raise TypeError(f'remove must be a list of column paths or "all", not {remove!r}')
+    if isinstance(columns, str) and columns != "existing":
+        raise TypeError(
+            f'columns must be a list of column paths, "existing" or None, not {columns!r}'
+        )
+
+    with open(source, "rb") as file:
+        file_size = os.fstat(file.fileno()).st_size
+        try:
+            footer, footer_start = _read_footer(file, file_size, source)
+            md = fmt.decode_file_metadata(footer, full=True)
+            _check_supported(md)
+            if not force:
+                _check_lossless(footer, md, fmt.encode_file_metadata, "the footer")
+        except BloomFilterError as err:
+            raise err.located(source=source) from err.__cause__
+        chunks = fmt.column_chunks(md)
+        leaf_list = fmt.schema_leaves(md)
+        leaves = {leaf.path: leaf for leaf in leaf_list}
+        targets, removed = _resolve_targets(chunks, leaves, columns, remove, source)
+
+        protected = _layout_ranges(md, footer_start, source)
+        old_filters = _locate_old_filters(file, chunks, footer_start, source)
+        relocation = _plan_relocation(
+            file, md, _filter_splices(old_filters.values(), protected, source), force, source
+        )
+        # The body is copied (IO) on a thread while this one builds the filters (CPU).
+        mode = stat.S_IMODE(os.fstat(file.fileno()).st_mode) if in_place else None
+        with (
+            _atomic_output(target, mode) as out,
+            _BodyCopy(source, out, relocation, footer_start) as body,
+        ):
+            filters = _build_filters(source, targets, leaf_list, md, sizing)
+
+            # The filters, kept and new, together after the body in (row group, column) order.
+            report = RewriteReport(source, target, bytes_before=file_size)
+            placements: dict[tuple[int, int], tuple[int, int]] = {}
+            tail: list[bytes | _OldFilter] = []
+            at = relocation(footer_start)
+            for chunk in chunks:
+                key = (chunk.row_group, chunk.column_index)
+                piece: bytes | _OldFilter
+                if key in filters:
+                    bloom_filter = filters.pop(key)  # serialized, the filter can go
+                    piece = serialize_bloom_filter(bloom_filter)
+                    report.filters_written.append(
+                        (chunk.row_group, chunk.path, bloom_filter.num_bytes)
+                    )
+                elif key in old_filters and chunk.path not in removed:
+                    piece = old_filters[key]
+                    report.filters_kept += 1
+                else:
+                    report.filters_removed += key in old_filters
+                    continue
+                length = len(piece) if isinstance(piece, bytes) else piece.length
+                placements[key] = (at, length)
+                tail.append(piece)
+                at += length
+            _relocate_footer(md, relocation, footer_start, placements)
+            new_footer = fmt.encode_file_metadata(md)
+
+            body.finish()
+            for piece in tail:
+                if isinstance(piece, bytes):
+                    _write_all(out, piece)
+                else:
+                    _copy_range(file, out, piece.offset, piece.offset + piece.length, source)
+            _write_all(out, new_footer)
+            _write_all(out, len(new_footer).to_bytes(4, "little") + fmt.MAGIC)
+            report.bytes_after = at + len(new_footer) + fmt.FOOTER_TRAILER_SIZE
+    return report
+
+
+def rewrite_files(
+    jobs: Iterable[tuple[str | os.PathLike[str], str | os.PathLike[str] | None]],
+    *,
+    columns: Sequence[str] | Literal["existing"] | None = None,
+    fpp: float = 0.01,
+    ndv: Ndv = "exact",
+    num_bytes: int | None = None,
+    flavor: str | None = None,
+    remove: Sequence[str] | Literal["all"] = (),
+    in_place: bool = False,
+    force: bool = False,
+    progress: Callable[[RewriteReport], None] | None = None,
+    on_error: Callable[[str, Exception], None] | None = None,
+) -> list[RewriteReport]:
+    """:func:`rewrite_bloom_filters` over many ``(src, dst)`` pairs (``dst`` None with
+    ``in_place=True``), one file at a time, with the same options for all.
+
+    ``progress(report)`` is called after each file that was rewritten. Without ``on_error`` the
+    first failure is raised (the files before it are done, the rest untouched); with it, a file
+    that fails with a :class:`BloomFilterError` or an ``OSError`` is passed to
+    ``on_error(src, error)`` and the others go on. Returns the reports of the files rewritten.
+    """
+    reports: list[RewriteReport] = []
+    for src, dst in jobs:
+        try:
+            report = rewrite_bloom_filters(
+                src,
+                dst,
+                columns=columns,
+                fpp=fpp,
+                ndv=ndv,
+                num_bytes=num_bytes,
+                flavor=flavor,
+                remove=remove,
+                in_place=in_place,
+                force=force,
+            )
+        except (BloomFilterError, OSError) as err:
+            if on_error is None:
+                raise
+            on_error(os.fspath(src), err)
+            continue
+        reports.append(report)
+        if progress is not None:
+            progress(report)
+    return reports

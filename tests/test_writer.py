@@ -1,0 +1,929 @@
+"""Rewriting the Bloom filters of files written by pyarrow, deltalake (arrow-rs) and DuckDB.
+
+Every rewrite is checked the same way (:func:`check_rewrite`): pyarrow reads an equal table,
+every page, dictionary page, column index and indexed page has the same bytes at its new offset,
+each new filter is exactly the filter of the chunk's values at the requested size, kept filters
+are the old bytes, all filters lie together before the footer (one read), and DuckDB reads the
+file and its ``parquet_bloom_probe`` agrees with our filters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import decimal
+import hashlib
+import itertools
+import json
+import os
+import random
+import stat
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import parquet_bloom as pb
+from parquet_bloom import format as fmt
+from parquet_bloom import writer
+from parquet_bloom.encoding import column_hashes
+from parquet_bloom.sbbf import SplitBlockBloomFilter, optimal_num_bytes
+from parquet_bloom.writer import (
+    Relocation,
+    RewriteReport,
+    Splice,
+    rewrite_bloom_filters,
+    rewrite_files,
+    serialize_bloom_filter,
+    set_bloom_filter_location,
+)
+from tests.writers import drop_bloom_filter_lengths, leaf_columns, rewrite_footer
+
+ROWS = 6_000
+ROW_GROUP_SIZE = 2_000
+PAGE_ROWS = 250  # several data pages per chunk, so the offset index has work to do
+
+# Columns DuckDB's parquet_bloom_probe hashes exactly as the file stores them.
+DUCKDB_PROBED = {"id", "code", "name", "category", "int64", "int32", "string"}
+
+
+def make_table(rows: int = ROWS, seed: int = 0) -> pa.Table:
+    """High- and low-cardinality columns of the common types, with nulls, signed zeros, NaN,
+    a struct and a list."""
+    rng = np.random.default_rng(seed)
+    ids = rng.permutation(rows).astype(np.int64) * 7919
+    valid = rng.random(rows) > 0.05
+    floats = rng.integers(-50, 50, rows) / 4
+    floats[:4] = [0.0, -0.0, np.nan, 1.5]
+    base = dt.date(2024, 1, 1)
+
+    def masked(arr: pa.Array) -> pa.Array:
+        return pc.if_else(pa.array(valid), arr, pa.nulls(len(arr), arr.type))
+
+    return pa.table(
+        {
+            "id": pa.array(ids),
+            "code": masked(pa.array(ids % 1000, pa.int32())),
+            "name": masked(pa.array([f"user-{v:x}" for v in ids])),
+            "category": pa.array([f"c{v % 37}" for v in ids]),
+            "score": pa.array(floats),
+            "day": pa.array([base + dt.timedelta(days=int(v % 400)) for v in ids], pa.date32()),
+            "ts": pa.array(ids * 1000, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+            "price": pa.array(
+                [decimal.Decimal(int(v % 100_000)).scaleb(-2) for v in ids], pa.decimal128(12, 2)
+            ),
+            "flag": pa.array(ids % 3 == 0),
+            "uuid": pa.array([uuid.UUID(int=int(v % 50)) for v in ids], pa.uuid()),
+            "point": pa.StructArray.from_arrays(
+                [pa.array(ids % 500), pa.array([f"p{v % 60}" for v in ids])], names=["x", "label"]
+            ),
+            "tags": pa.array([[f"t{v % 7}", f"t{v % 11}"] for v in ids], pa.list_(pa.string())),
+        }
+    )
+
+
+def filters_of(path: Path) -> dict[tuple[int, str], SplitBlockBloomFilter]:
+    with pb.BloomFilterReader(path) as reader:
+        return reader.filters()
+
+
+def same_table(a: pa.Table, b: pa.Table) -> bool:
+    """Table equality with NaN equal to NaN (floats compared as their bits)."""
+
+    def bits(table: pa.Table) -> pa.Table:
+        columns = [
+            pa.chunked_array(
+                [c.view(pa.int64() if c.type == pa.float64() else pa.int32()) for c in col.chunks]
+            )
+            if pa.types.is_floating(col.type)
+            else col
+            for col in table.columns
+        ]
+        return pa.table(columns, names=table.column_names)
+
+    return bool(a.schema.equals(b.schema) and bits(a).equals(bits(b)))
+
+
+def filterable(path: Path) -> list[str]:
+    """Every leaf column we can build a filter for (not BOOLEAN)."""
+    with pb.BloomFilterReader(path) as reader:
+        leaves = fmt.schema_leaves(reader.metadata)
+    return [leaf.path for leaf in leaves if leaf.physical_type != "BOOLEAN"]
+
+
+# -- source files, written by the real writers ----------------------------------------------------
+
+
+def write_pyarrow(path: Path, options: dict[str, Any] | None) -> Path:
+    pq.write_table(
+        make_table(),
+        path,
+        row_group_size=ROW_GROUP_SIZE,
+        data_page_size=2048,
+        write_page_index=True,
+        bloom_filter_options=options,
+    )
+    return path
+
+
+def write_deltalake(directory: Path, bloom: bool) -> Path:
+    from deltalake import BloomFilterProperties, ColumnProperties, WriterProperties
+    from deltalake import write_deltalake as write
+
+    table = make_table().drop_columns(["flag", "uuid"])
+    props = WriterProperties(
+        max_row_group_size=ROW_GROUP_SIZE,
+        data_page_row_count_limit=PAGE_ROWS,
+        write_batch_size=PAGE_ROWS,
+        default_column_properties=ColumnProperties(
+            bloom_filter_properties=BloomFilterProperties(True, 0.01, ROW_GROUP_SIZE)
+            if bloom
+            else None
+        ),
+    )
+    write(str(directory), table, writer_properties=props)
+    (path,) = sorted(directory.glob("*.parquet"))
+    return path
+
+
+def write_duckdb(path: Path) -> Path:
+    with duckdb.connect() as con:
+        con.sql(
+            f"""
+            copy (
+              select (i * 7919)::bigint as int64, (i % 1000)::integer as int32,
+                     'v' || (i % 1500) as string, (i % 40)::double / 4 as float64,
+                     date '2024-01-01' + (i % 400)::integer as date,
+                     case when i % 10 = 0 then null else 'n' || (i % 90) end as nullable
+              from range({ROWS}) t(i)
+            ) to '{path}' (format parquet, row_group_size {ROW_GROUP_SIZE})
+            """
+        )
+    return path
+
+
+def write_oversized(path: Path) -> Path:
+    """1 MiB filters (parquet-java's default size) on chunks of a few hundred distinct values.
+    pyarrow 26 folds its filters down to size, so we make these ourselves: set num_bytes."""
+    plain = write_pyarrow(path.with_suffix(".plain"), None)
+    rewrite_bloom_filters(plain, path, columns=["code", "category", "day"], num_bytes=1 << 20)
+    plain.unlink()
+    return path
+
+
+SOURCES = [
+    "pyarrow-plain",
+    "pyarrow-filters",
+    "pyarrow-oversized",
+    "deltalake-plain",
+    "deltalake-filters",
+    "duckdb",
+]
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("sources")
+    table_columns = leaf_columns(make_table())
+    options = {c: {"ndv": ROW_GROUP_SIZE, "fpp": 0.01} for c in table_columns if c != "flag"}
+    return {
+        "pyarrow-plain": write_pyarrow(d / "pyarrow-plain.parquet", None),
+        "pyarrow-filters": write_pyarrow(d / "pyarrow-filters.parquet", options),
+        "pyarrow-oversized": write_oversized(d / "pyarrow-oversized.parquet"),
+        "deltalake-plain": write_deltalake(d / "delta-plain", bloom=False),
+        "deltalake-filters": write_deltalake(d / "delta-filters", bloom=True),
+        "duckdb": write_duckdb(d / "duckdb.parquet"),
+    }
+
+
+# -- the checks ----------------------------------------------------------------------------------
+
+
+def footer_of(data: bytes) -> tuple[Any, int]:
+    length = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - length
+    return fmt.decode_file_metadata(data[start:-8], full=True), start
+
+
+def chunk_start(meta: Any) -> int:
+    dictionary = meta.dictionary_page_offset
+    if dictionary is not None and 0 < dictionary < meta.data_page_offset:
+        return int(dictionary)
+    return int(meta.data_page_offset)
+
+
+def check_layout(src: bytes, dst: bytes) -> None:
+    """Pages, column indexes and indexed pages: same bytes at the new offsets."""
+    md_src, _ = footer_of(src)
+    md_dst, footer_start = footer_of(dst)
+    assert len(md_src.row_groups) == len(md_dst.row_groups)
+    filter_ranges = []
+    for rg_src, rg_dst in zip(md_src.row_groups, md_dst.row_groups, strict=True):
+        assert rg_dst.num_rows == rg_src.num_rows
+        if rg_src.file_offset:
+            assert rg_dst.file_offset == chunk_start(rg_dst.columns[0].meta_data)
+        for c_src, c_dst in zip(rg_src.columns, rg_dst.columns, strict=True):
+            m_src, m_dst = c_src.meta_data, c_dst.meta_data
+            a, b, n = chunk_start(m_src), chunk_start(m_dst), m_src.total_compressed_size
+            assert m_dst.total_compressed_size == n
+            assert dst[b : b + n] == src[a : a + n]
+            assert m_dst.data_page_offset - b == m_src.data_page_offset - a
+            if m_src.dictionary_page_offset is not None:
+                assert m_dst.dictionary_page_offset - b == m_src.dictionary_page_offset - a
+            if c_src.column_index_offset is not None:
+                o, k = c_src.column_index_offset, c_src.column_index_length
+                assert c_dst.column_index_length == k
+                p = c_dst.column_index_offset
+                assert dst[p : p + k] == src[o : o + k]
+            assert (c_src.offset_index_offset is None) == (c_dst.offset_index_offset is None)
+            if c_src.offset_index_offset is not None:
+                o, k = c_src.offset_index_offset, c_src.offset_index_length
+                p, q = c_dst.offset_index_offset, c_dst.offset_index_length
+                oi_src = fmt.decode_offset_index(src[o : o + k])
+                oi_dst = fmt.decode_offset_index(dst[p : p + q])
+                pairs = zip(oi_src.page_locations, oi_dst.page_locations, strict=True)
+                for loc_src, loc_dst in pairs:
+                    size = loc_src.compressed_page_size
+                    assert loc_dst.compressed_page_size == size
+                    assert loc_dst.first_row_index == loc_src.first_row_index
+                    assert loc_dst.offset - b == loc_src.offset - a
+                    assert (
+                        dst[loc_dst.offset : loc_dst.offset + size]
+                        == (src[loc_src.offset : loc_src.offset + size])
+                    )
+            if m_dst.bloom_filter_offset is not None:
+                filter_ranges.append((m_dst.bloom_filter_offset, m_dst.bloom_filter_length))
+    # All filters together, right before the footer, with nothing between them.
+    if filter_ranges:
+        filter_ranges.sort()
+        for (o1, n1), (o2, _) in itertools.pairwise(filter_ranges):
+            assert o1 + n1 == o2
+        last_offset, last_length = filter_ranges[-1]
+        assert last_offset + last_length == footer_start
+
+
+def chunk_values(path: Path, row_group: int, column: str) -> pa.Array:
+    table = pq.ParquetFile(path).read_row_group(row_group, columns=[column])
+    values = leaf_columns(table)[column]
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+
+def check_rewrite(
+    src: Path,
+    dst: Path,
+    report: RewriteReport,
+    *,
+    fpp: float = 0.01,
+    expected_num_bytes: Callable[[int], int] | None = None,
+) -> None:
+    """Everything the issue asks of a rewrite."""
+    assert same_table(pq.read_table(dst), pq.read_table(src))
+    src_bytes, dst_bytes = src.read_bytes(), dst.read_bytes()
+    check_layout(src_bytes, dst_bytes)
+    assert report.bytes_before == len(src_bytes)
+    assert report.bytes_after == len(dst_bytes)
+
+    before = filters_of(src)
+    with pb.BloomFilterReader(dst) as reader:
+        after = reader.filters()
+        assert reader.reads == (2 if after else 1)  # the footer, then every filter in one read
+        leaves = {leaf.path: leaf for leaf in fmt.schema_leaves(reader.metadata)}
+    written = {(rg, column): size for rg, column, size in report.filters_written}
+    assert len(written) == len(report.filters_written)
+    assert set(written) <= set(after)
+    assert report.filters_kept == len(set(after) - set(written))
+    assert report.filters_removed == len(set(before) - set(after))
+    for key, bloom_filter in after.items():
+        if key not in written:
+            assert bloom_filter == before[key]  # kept: the very same bits
+            continue
+        rg, column = key
+        hashes = column_hashes(chunk_values(dst, rg, column), leaves[column])
+        assert bloom_filter.num_bytes == written[key]
+        ndv = len(np.unique(hashes))
+        size = expected_num_bytes(ndv) if expected_num_bytes else optimal_num_bytes(ndv, fpp)
+        assert bloom_filter.num_bytes == size
+        expected = SplitBlockBloomFilter(size)
+        expected.insert_hashes(hashes)
+        assert bloom_filter == expected
+        assert bloom_filter.find_hashes(hashes).all()  # every value of the chunk is found
+
+    check_duckdb(dst, after)
+
+
+def check_duckdb(path: Path, filters: dict[tuple[int, str], SplitBlockBloomFilter]) -> None:
+    """DuckDB reads the file, and its probe never excludes a present value and excludes an
+    absent one exactly where our filter does."""
+    with contextlib.ExitStack() as stack, duckdb.connect() as con:
+        (count,) = con.execute("select count(*) from read_parquet(?)", [str(path)]).fetchone()
+        assert count == pq.ParquetFile(path).metadata.num_rows
+        reader = stack.enter_context(pb.BloomFilterReader(path))
+        for column in sorted({c for _, c in filters} & DUCKDB_PROBED):
+            values = pq.read_table(path, columns=[column]).column(0).drop_null().unique()
+            present = values.to_pylist()[:: max(1, len(values) // 8)]
+            absent = (
+                [f"absent-{i}" for i in range(25)]
+                if pa.types.is_string(values.type)
+                else [10**9 + 7 * i for i in range(25)]
+            )
+            for value, is_present in [(v, True) for v in present] + [(v, False) for v in absent]:
+                rows = con.execute(
+                    "select row_group_id, bloom_filter_excludes from parquet_bloom_probe(?, ?, ?)",
+                    [str(path), column, value],
+                ).fetchall()
+                excluded_by_duckdb = {rg for rg, excludes in rows if excludes}
+                kept_by_us = set(reader.row_groups_might_contain(column, [value]))
+                excluded_by_us = set(range(reader.num_row_groups)) - kept_by_us
+                if is_present:
+                    holding = {
+                        rg
+                        for rg in range(reader.num_row_groups)
+                        if value in chunk_values(path, rg, column).to_pylist()
+                    }
+                    assert not excluded_by_duckdb & holding, (column, value)
+                    assert not excluded_by_us & holding, (column, value)
+                assert excluded_by_duckdb == excluded_by_us, (column, value)
+
+
+# -- the rewrites --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_add_filters_to_every_column(sources: dict[str, Path], source: str, tmp_path: Path) -> None:
+    src, dst = sources[source], tmp_path / "out.parquet"
+    columns = filterable(src)
+    report = rewrite_bloom_filters(src, dst, columns=columns)
+    assert {column for _, column, _ in report.filters_written} == set(columns)
+    check_rewrite(src, dst, report)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_resize_existing_filters(sources: dict[str, Path], source: str, tmp_path: Path) -> None:
+    src, dst = sources[source], tmp_path / "out.parquet"
+    before = filters_of(src)
+    report = rewrite_bloom_filters(src, dst, columns="existing")
+    assert {(rg, c) for rg, c, _ in report.filters_written} == set(before)
+    assert report.filters_kept == report.filters_removed == 0
+    check_rewrite(src, dst, report)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_remove_all_filters(sources: dict[str, Path], source: str, tmp_path: Path) -> None:
+    src, dst = sources[source], tmp_path / "out.parquet"
+    before = filters_of(src)
+    report = rewrite_bloom_filters(src, dst, remove="all")
+    assert report.filters_written == []
+    assert report.filters_removed == len(before)
+    # Exactly the filters' bytes are gone from before the footer.
+    _, src_footer_start = footer_of(src.read_bytes())
+    _, dst_footer_start = footer_of(dst.read_bytes())
+    filter_bytes = sum(len(serialize_bloom_filter(f)) for f in before.values())
+    assert dst_footer_start == src_footer_start - filter_bytes
+    check_rewrite(src, dst, report)
+
+
+@pytest.mark.parametrize("source", ["pyarrow-filters", "deltalake-filters", "duckdb"])
+def test_add_some_remove_some_keep_the_rest(
+    sources: dict[str, Path], source: str, tmp_path: Path
+) -> None:
+    src, dst = sources[source], tmp_path / "out.parquet"
+    before = filters_of(src)
+    with_filters = sorted({c for _, c in before})
+    without = [c for c in filterable(src) if c not in with_filters]
+    removed, rebuilt, kept = with_filters[0], with_filters[1], with_filters[2:]
+    report = rewrite_bloom_filters(
+        src, dst, columns=[rebuilt, *without[:1]], remove=[removed], fpp=0.001
+    )
+    after = filters_of(dst)
+    assert {c for _, c in after} == {rebuilt, *without[:1], *kept}
+    assert report.filters_kept == sum(1 for _, c in before if c in kept)
+    check_rewrite(src, dst, report, fpp=0.001)
+
+
+def test_resize_shrinks_oversized_filters_to_the_chunk(
+    sources: dict[str, Path], tmp_path: Path
+) -> None:
+    src, dst = sources["pyarrow-oversized"], tmp_path / "out.parquet"
+    assert {f.num_bytes for f in filters_of(src).values()} == {1 << 20}
+    report = rewrite_bloom_filters(src, dst, columns="existing")
+    sizes = {column: size for _, column, size in report.filters_written}
+    # code: 1000 values (but 2000 rows), category: 37, day: 400 distinct per chunk.
+    assert sizes == {"code": 2048, "category": 64, "day": 512}
+    assert report.bytes_after < report.bytes_before - 9 * 1_000_000
+    check_rewrite(src, dst, report)
+
+
+@pytest.mark.parametrize("source", ["pyarrow-filters", "deltalake-filters", "duckdb"])
+def test_rebuilt_filters_have_the_writers_bits(
+    sources: dict[str, Path], source: str, tmp_path: Path
+) -> None:
+    """Built at the writer's size, our filter of a chunk is bit for bit the writer's: we hash
+    every type as it does (after folding, a writer's filter is the direct build at its size)."""
+    src = sources[source]
+    before = filters_of(src)
+    sizes: dict[str, set[int]] = {}
+    for (_, column), bloom_filter in before.items():
+        sizes.setdefault(column, set()).add(bloom_filter.num_bytes)
+    compared = 0
+    for column, (size,) in ((c, s) for c, s in sizes.items() if len(s) == 1):
+        dst = tmp_path / f"{column}.parquet"
+        rewrite_bloom_filters(src, dst, columns=[column], num_bytes=size)
+        after = filters_of(dst)
+        for key in (k for k in before if k[1] == column):
+            assert after[key] == before[key], key
+            compared += 1
+    assert compared >= 6
+
+
+@pytest.mark.parametrize(
+    ("options", "size"),
+    [
+        ({"ndv": 100_000}, optimal_num_bytes(100_000, 0.01)),
+        ({"ndv": 100_000, "fpp": 0.1}, optimal_num_bytes(100_000, 0.1)),
+        ({"num_bytes": 256}, 256),
+    ],
+)
+def test_given_ndv_or_size(
+    sources: dict[str, Path], tmp_path: Path, options: dict[str, Any], size: int
+) -> None:
+    src, dst = sources["pyarrow-plain"], tmp_path / "out.parquet"
+    report = rewrite_bloom_filters(src, dst, columns=["id", "name"], **options)
+    assert {s for _, _, s in report.filters_written} == {size}
+    check_rewrite(src, dst, report, expected_num_bytes=lambda _ndv: size)
+
+
+@pytest.mark.parametrize("flavor", ["spec", "parquet-java", "arrow-cpp", "arrow-rs", "duckdb"])
+def test_flavored_sizing(sources: dict[str, Path], tmp_path: Path, flavor: str) -> None:
+    from parquet_bloom.sizing import expected_num_bytes
+
+    src, dst = sources["pyarrow-plain"], tmp_path / "out.parquet"
+    report = rewrite_bloom_filters(src, dst, columns=["code", "category"], flavor=flavor)
+    check_rewrite(
+        src, dst, report, expected_num_bytes=lambda ndv: expected_num_bytes(ndv, 0.01, flavor)
+    )
+
+
+def test_footer_without_bloom_filter_length(sources: dict[str, Path], tmp_path: Path) -> None:
+    """Before format 2.10 the footer had no length: the header says how long a filter is."""
+    src = rewrite_footer(
+        sources["deltalake-filters"], tmp_path / "old.parquet", drop_bloom_filter_lengths
+    )
+    dst = tmp_path / "out.parquet"
+    report = rewrite_bloom_filters(src, dst, columns=["id"], remove=["name"])
+    md, _ = footer_of(dst.read_bytes())
+    metas = [c.meta_data for rg in md.row_groups for c in rg.columns]
+    with_filter = [m for m in metas if m.bloom_filter_offset is not None]
+    assert with_filter
+    assert all(m.bloom_filter_length is not None for m in with_filter)  # lengths filled in
+    assert report.filters_kept > 0
+    check_rewrite(src, dst, report)
+
+
+# -- readers that use the page index -------------------------------------------------------------
+
+
+def test_datafusion_reads_a_rewritten_delta_table_through_the_page_index(
+    tmp_path: Path,
+) -> None:
+    """arrow-rs puts filters after each row group, so cutting them moves the pages of later row
+    groups and their offset index must be rewritten. DataFusion (deltalake's query engine)
+    prunes pages through the offset index: wrong offsets would read garbage."""
+    from deltalake import DeltaTable, QueryBuilder
+
+    table_dir = tmp_path / "table"
+    path = write_deltalake(table_dir, bloom=True)
+    original = path.read_bytes()
+    rewrite_bloom_filters(path, in_place=True, columns=None, remove=["id", "code"])
+    assert path.read_bytes() != original
+    # The log records each file's size, and readers use it to find the footer.
+    (log,) = (table_dir / "_delta_log").glob("*.json")
+    actions = [json.loads(line) for line in log.read_text().splitlines()]
+    for action in actions:
+        if "add" in action:
+            action["add"]["size"] = path.stat().st_size
+    log.write_text("".join(json.dumps(a) + "\n" for a in actions))
+
+    query = QueryBuilder().register("t", DeltaTable(str(table_dir)))
+    ids = pq.read_table(path, columns=["id"]).column(0).to_pylist()
+    for value in ids[::997]:
+        result = query.execute(f"select id, name from t where id = {value}").read_all()
+        assert pa.table(result).column("id").to_pylist() == [value]
+    total = query.execute("select count(*) as n, sum(code) as s from t").read_all()
+    table = pq.read_table(path)
+    assert pa.table(total).to_pylist() == [
+        {"n": table.num_rows, "s": pc.sum(table.column("code")).as_py()}
+    ]
+
+
+@pytest.mark.spark
+def test_parquet_java_files_resized_and_read_back_by_spark(spark: Any, tmp_path: Path) -> None:
+    """parquet-java gives every filter its maximum size (1 MiB) when no NDV is configured: the
+    issue's case. Resized, the file must still read in Spark, which filters row groups through
+    our filters and pages through the relocated column and offset indexes."""
+    out = tmp_path / "spark"
+    (
+        spark.range(0, ROWS)
+        .selectExpr("id", "cast(id % 300 as int) as code", "concat('n', id % 300) as name")
+        .coalesce(1)
+        .write.option("parquet.bloom.filter.enabled#code", "true")
+        .option("parquet.bloom.filter.enabled#name", "true")
+        .option("parquet.page.size.row.check.min", "100")
+        .option("parquet.page.row.count.limit", str(PAGE_ROWS))
+        .parquet(str(out))
+    )
+    (src,) = sorted(out.glob("*.parquet"))
+    assert {f.num_bytes for f in filters_of(src).values()} == {1 << 20}
+    dst = tmp_path / "resized.parquet"
+    report = rewrite_bloom_filters(src, dst, columns="existing")
+    assert {size for _, _, size in report.filters_written} == {optimal_num_bytes(300, 0.01)}
+    check_rewrite(src, dst, report)
+    frame = spark.read.parquet(str(dst))
+    assert frame.count() == ROWS
+    assert frame.where("code = 7").count() == ROWS // 300
+    assert frame.where("name = 'n7'").count() == ROWS // 300
+    assert frame.where("code = 100000 or name = 'absent'").count() == 0
+    assert frame.where("id = 4321").select("code").collect()[0][0] == 4321 % 300
+
+
+# -- the lossless footer -------------------------------------------------------------------------
+
+
+def with_unknown_field(struct_bytes: bytes) -> bytes:
+    """The same Thrift compact struct with one more field, id 99 (i32 7), that no
+    parquet.thrift has: long-form field header (type 5 = i32, then the zigzag id), the zigzag
+    value, before the struct's stop byte."""
+    assert struct_bytes[-1:] == b"\x00"
+    return struct_bytes[:-1] + b"\x05\xc6\x01\x0e" + b"\x00"
+
+
+def with_new_footer(data: bytes, footer: bytes) -> bytes:
+    _, start = footer_of(data)
+    return data[:start] + footer + len(footer).to_bytes(4, "little") + b"PAR1"
+
+
+def test_a_footer_with_an_unknown_field_is_refused(
+    sources: dict[str, Path], tmp_path: Path
+) -> None:
+    data = sources["pyarrow-filters"].read_bytes()
+    _, start = footer_of(data)
+    src = tmp_path / "unknown.parquet"
+    src.write_bytes(with_new_footer(data, with_unknown_field(data[start:-8])))
+    assert pq.read_table(src).num_rows == ROWS  # a valid file: readers skip unknown fields
+    dst = tmp_path / "out.parquet"
+    with pytest.raises(pb.UnsupportedFileError, match="force=True") as info:
+        rewrite_bloom_filters(src, dst, columns=["id"])
+    assert info.value.source == str(src)
+    assert "parquet.thrift does not know" in str(info.value)
+    assert not dst.exists()
+    report = rewrite_bloom_filters(src, dst, columns=["id"], force=True)
+    check_rewrite(src, dst, report)
+    md, start = footer_of(dst.read_bytes())
+    assert fmt.encode_file_metadata(md) == dst.read_bytes()[start:-8]  # the field is gone
+
+
+def with_unknown_field_in_the_last_offset_index(src: Path, dst: Path) -> Path:
+    data = src.read_bytes()
+    md, start = footer_of(data)
+    # The last offset index is the last thing before the footer: growing it moves nothing else.
+    last = md.row_groups[-1].columns[-1]
+    o, k = last.offset_index_offset, last.offset_index_length
+    assert o + k == start
+    last.offset_index_length = k + 4
+    footer = fmt.encode_file_metadata(md)
+    dst.write_bytes(
+        data[:o]
+        + with_unknown_field(data[o : o + k])
+        + footer
+        + len(footer).to_bytes(4, "little")
+        + b"PAR1"
+    )
+    assert pq.read_table(dst).num_rows == ROWS  # valid: readers skip the unknown field
+    return dst
+
+
+def test_an_offset_index_with_an_unknown_field_is_refused_when_it_must_change(
+    sources: dict[str, Path], tmp_path: Path
+) -> None:
+    dst = tmp_path / "out.parquet"
+    # No filters to cut, so no page moves: the index is copied as it is, unknown field and all.
+    src = with_unknown_field_in_the_last_offset_index(
+        sources["deltalake-plain"], tmp_path / "plain.parquet"
+    )
+    report = rewrite_bloom_filters(src, dst, columns=["id"])
+    check_rewrite(src, dst, report)
+    # arrow-rs put filters after each row group: cutting them moves the later pages.
+    src = with_unknown_field_in_the_last_offset_index(
+        sources["deltalake-filters"], tmp_path / "filters.parquet"
+    )
+    with pytest.raises(pb.UnsupportedFileError, match="OffsetIndex") as info:
+        rewrite_bloom_filters(src, dst, columns=["id"])
+    assert info.value.row_group == 2
+    assert info.value.column == "tags.list.item"
+    report = rewrite_bloom_filters(src, dst, columns=["id"], force=True)
+    check_rewrite(src, dst, report)
+
+
+# -- refusing what cannot be rewritten -----------------------------------------------------------
+
+
+def test_an_encrypted_file_is_refused(sources: dict[str, Path], tmp_path: Path) -> None:
+    src = tmp_path / "encrypted.parquet"
+    src.write_bytes(sources["pyarrow-filters"].read_bytes()[:-4] + b"PARE")
+    dst = tmp_path / "out.parquet"
+    with pytest.raises(pb.UnsupportedFileError, match="encrypted") as info:
+        rewrite_bloom_filters(src, dst, columns=["id"])
+    assert info.value.source == str(src)
+    assert not dst.exists()
+
+
+def test_a_filter_overlapping_the_pages_is_refused(
+    sources: dict[str, Path], tmp_path: Path
+) -> None:
+    def point_into_the_data(md: Any) -> None:
+        meta = md.row_groups[1].columns[0].meta_data
+        md.row_groups[0].columns[0].meta_data.bloom_filter_offset = meta.data_page_offset + 10
+
+    src = rewrite_footer(sources["pyarrow-filters"], tmp_path / "bad.parquet", point_into_the_data)
+    with pytest.raises(pb.CorruptFileError, match="overlaps the pages of row group 1") as info:
+        rewrite_bloom_filters(src, tmp_path / "out.parquet", remove=["id"])
+    assert (info.value.row_group, info.value.column) == (0, "id")
+
+
+def test_a_filter_past_the_footer_is_refused(sources: dict[str, Path], tmp_path: Path) -> None:
+    def past_the_end(md: Any) -> None:
+        md.row_groups[2].columns[1].meta_data.bloom_filter_offset = 10**9
+
+    src = rewrite_footer(sources["pyarrow-filters"], tmp_path / "bad.parquet", past_the_end)
+    with pytest.raises(pb.CorruptFileError, match="outside the data region") as info:
+        rewrite_bloom_filters(src, tmp_path / "out.parquet", columns="existing")
+    assert (info.value.row_group, info.value.column, info.value.offset) == (2, "code", 10**9)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"columns": ["nope"]}, ValueError, "no leaf column 'nope'.*'id'"),
+        (
+            {"columns": ["point"]},
+            ValueError,
+            "group; its leaf columns are 'point.x', 'point.label'",
+        ),
+        ({"columns": "id"}, TypeError, "columns must be"),
+        ({"remove": "id"}, TypeError, "remove must be"),
+        ({"columns": ["id"], "remove": ["id"]}, ValueError, "both"),
+        ({"columns": ["id"], "remove": "all"}, ValueError, "cannot be combined"),
+        ({"columns": ["flag"]}, ValueError, "BOOLEAN"),
+        ({"columns": ["id"], "fpp": 1.5}, ValueError, "fpp"),
+        ({"columns": ["id"], "ndv": -1}, ValueError, "ndv"),
+        ({"columns": ["id"], "ndv": "many"}, TypeError, "ndv"),
+        ({"columns": ["id"], "num_bytes": 1000}, ValueError, "power of two"),
+        ({"columns": ["id"], "num_bytes": 1024, "flavor": "spec"}, ValueError, "not both"),
+        ({"columns": ["id"], "flavor": "mine"}, ValueError, "unknown flavor"),
+    ],
+)
+def test_bad_arguments(
+    sources: dict[str, Path],
+    tmp_path: Path,
+    options: dict[str, Any],
+    error: type[Exception],
+    message: str,
+) -> None:
+    dst = tmp_path / "out.parquet"
+    with pytest.raises(error, match=message):
+        rewrite_bloom_filters(sources["pyarrow-filters"], dst, **options)
+    assert not dst.exists()
+    assert os.listdir(tmp_path) == []
+
+
+def test_dst_must_be_given_unless_in_place(sources: dict[str, Path], tmp_path: Path) -> None:
+    src = sources["pyarrow-plain"]
+    with pytest.raises(ValueError, match="in_place=True"):
+        rewrite_bloom_filters(src, columns=["id"])
+    with pytest.raises(ValueError, match=r"dst .* is src"):
+        rewrite_bloom_filters(src, src, columns=["id"])
+    with pytest.raises(ValueError, match="pass no dst"):
+        rewrite_bloom_filters(src, tmp_path / "other.parquet", in_place=True)
+
+
+# -- safe output ---------------------------------------------------------------------------------
+
+
+def test_in_place_replaces_src_and_keeps_its_mode(sources: dict[str, Path], tmp_path: Path) -> None:
+    src = tmp_path / "data.parquet"
+    src.write_bytes(sources["pyarrow-plain"].read_bytes())
+    src.chmod(0o640)
+    inode = src.stat().st_ino
+    report = rewrite_bloom_filters(src, in_place=True, columns=["name"])
+    assert report.src == report.dst == str(src)
+    assert src.stat().st_ino != inode  # a new file renamed over the old one
+    assert stat.S_IMODE(src.stat().st_mode) == 0o640
+    assert {c for _, c in filters_of(src)} == {"name"}
+    assert same_table(pq.read_table(src), pq.read_table(sources["pyarrow-plain"]))
+    assert sorted(os.listdir(tmp_path)) == ["data.parquet"]
+
+
+def test_dst_is_replaced_when_it_exists(sources: dict[str, Path], tmp_path: Path) -> None:
+    dst = tmp_path / "out.parquet"
+    dst.write_bytes(b"old")
+    report = rewrite_bloom_filters(sources["pyarrow-plain"], dst, columns=["id"])
+    check_rewrite(sources["pyarrow-plain"], dst, report)
+
+
+class FailingFile:
+    """A file that raises OSError once ``budget`` bytes have been written (a full disk, a
+    crash): it writes what fits, then fails."""
+
+    def __init__(self, inner: IO[bytes], budget: int) -> None:
+        self.inner = inner
+        self.budget = budget
+
+    def write(self, data: bytes | memoryview) -> int:
+        if self.budget <= 0:
+            raise OSError(28, "No space left on device (simulated)")
+        part = bytes(data[: self.budget])
+        self.budget -= len(part)
+        written: int = self.inner.write(part)
+        return written
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("source", ["pyarrow-filters", "deltalake-filters"])
+def test_a_crash_mid_write_leaves_src_intact_and_no_dst(
+    sources: dict[str, Path], source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "src.parquet"
+    src.write_bytes(sources[source].read_bytes())
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    dst = tmp_path / "out.parquet"
+    probe = rewrite_bloom_filters(src, dst, columns=["id", "name"], remove=["code"])
+    size = probe.bytes_after
+    dst.unlink()
+    real_open = writer._open_temporary
+    rng = random.Random(1)
+    budgets = [0, 1, 4, size - 9, size - 1, *rng.sample(range(size), 12)]
+    for budget in budgets:
+
+        def failing_open(directory: str, name: str, budget: int = budget) -> tuple[str, Any]:
+            path, file = real_open(directory, name)
+            return path, FailingFile(file, budget)
+
+        monkeypatch.setattr(writer, "_open_temporary", failing_open)
+        for options in ({"in_place": True}, {"dst": dst}):
+            with pytest.raises(OSError, match="simulated"):
+                rewrite_bloom_filters(src, columns=["id", "name"], remove=["code"], **options)
+            assert hashlib.sha256(src.read_bytes()).hexdigest() == digest
+            assert sorted(os.listdir(tmp_path)) == ["src.parquet"], budget
+
+
+def test_a_failed_rename_leaves_no_file(
+    sources: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_rename(a: str, b: str) -> None:
+        raise PermissionError("rename refused (simulated)")
+
+    monkeypatch.setattr(os, "replace", no_rename)
+    with pytest.raises(PermissionError):
+        rewrite_bloom_filters(sources["pyarrow-plain"], tmp_path / "out.parquet", columns=["id"])
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_failure_while_building_filters_creates_no_file(
+    sources: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SplitBlockBloomFilter, "insert_hashes", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        rewrite_bloom_filters(sources["pyarrow-plain"], tmp_path / "out.parquet", columns=["id"])
+    assert os.listdir(tmp_path) == []
+
+
+# -- many files ----------------------------------------------------------------------------------
+
+
+def test_rewrite_files_reports_progress_and_errors(
+    sources: dict[str, Path], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1 not really")
+    jobs = [
+        (sources["pyarrow-plain"], tmp_path / "a.parquet"),
+        (bad, tmp_path / "b.parquet"),
+        (sources["duckdb"], tmp_path / "c.parquet"),
+    ]
+    done: list[str] = []
+    failed: list[tuple[str, Exception]] = []
+    reports = rewrite_files(
+        jobs,
+        remove="all",
+        progress=lambda report: done.append(report.dst),
+        on_error=lambda src, err: failed.append((src, err)),
+    )
+    assert (
+        done
+        == [r.dst for r in reports]
+        == [str(tmp_path / "a.parquet"), str(tmp_path / "c.parquet")]
+    )
+    assert [src for src, _ in failed] == [str(bad)]
+    assert isinstance(failed[0][1], pb.CorruptFileError)
+    with pytest.raises(pb.CorruptFileError):
+        rewrite_files(jobs, remove="all")
+
+
+# -- low-level pieces ----------------------------------------------------------------------------
+
+
+def test_serialize_bloom_filter_is_what_pyarrow_writes(sources: dict[str, Path]) -> None:
+    path = sources["pyarrow-filters"]
+    data = path.read_bytes()
+    with pb.BloomFilterReader(path) as reader:
+        for (rg, column), bloom_filter in reader.filters().items():
+            chunk = reader.column_chunk(rg, column)
+            offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length
+            assert offset is not None and length is not None
+            assert serialize_bloom_filter(bloom_filter) == data[offset : offset + length]
+
+
+def test_serialize_bloom_filter_round_trips() -> None:
+    bloom_filter = SplitBlockBloomFilter(1024)
+    bloom_filter.insert(np.arange(100))
+    data = serialize_bloom_filter(bloom_filter)
+    header, header_len = fmt.parse_bloom_filter_header(data)
+    assert header == fmt.BloomFilterHeader(1024, "BLOCK", "XXHASH", "UNCOMPRESSED")
+    assert len(data) == header_len + 1024
+    assert SplitBlockBloomFilter.from_bytes(data[header_len:]) == bloom_filter
+    with pytest.raises(TypeError):
+        serialize_bloom_filter(b"bits")  # type: ignore[arg-type]
+
+
+def test_set_bloom_filter_location() -> None:
+    meta = fmt.ColumnMetaData()
+    set_bloom_filter_location(meta, 1234, 4112)
+    assert (meta.bloom_filter_offset, meta.bloom_filter_length) == (1234, 4112)
+    set_bloom_filter_location(meta, None, None)
+    assert (meta.bloom_filter_offset, meta.bloom_filter_length) == (None, None)
+    with pytest.raises(ValueError, match="both"):
+        set_bloom_filter_location(meta, 1234, None)
+    with pytest.raises(ValueError, match="leading magic"):
+        set_bloom_filter_location(meta, 2, 100)
+    with pytest.raises(ValueError, match="i32"):
+        set_bloom_filter_location(meta, 100, 2**31)
+    with pytest.raises(TypeError, match="int"):
+        set_bloom_filter_location(meta, 100.0, 10)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="ColumnMetaData"):
+        set_bloom_filter_location(fmt.ColumnChunk(), 100, 10)
+
+
+# -- relocation (pure) ---------------------------------------------------------------------------
+
+
+def test_relocation_examples() -> None:
+    relocation = Relocation([Splice(10, 20), Splice(30, 35, b"abcdefgh")])
+    assert [relocation(o) for o in (0, 9, 10, 15, 20, 29, 30, 33, 35, 100)] == [
+        0, 9, 10, 10, 10, 19, 20, 20, 28, 93,
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="overlap"):
+        Relocation([Splice(10, 20), Splice(15, 25)])
+
+
+@st.composite
+def splices(draw: st.DrawFn) -> tuple[int, list[Splice]]:
+    size = draw(st.integers(0, 200))
+    cuts = sorted(draw(st.lists(st.integers(0, size), max_size=12)))
+    pieces = []
+    for start, end in zip(cuts[::2], cuts[1::2], strict=False):
+        pieces.append(Splice(start, end, draw(st.binary(max_size=6))))
+    return size, pieces
+
+
+@given(splices())
+def test_relocation_matches_applying_the_splices(case: tuple[int, list[Splice]]) -> None:
+    size, pieces = case
+    # Apply the splices to a file whose byte i is "old offset i"; then every surviving old byte
+    # must be where the relocation says.
+    new: list[int | None] = []
+    position = 0
+    for splice in pieces:
+        new.extend(range(position, splice.start))
+        new.extend([None] * len(splice.replacement))
+        position = splice.end
+    new.extend(range(position, size))
+    relocation = Relocation(reversed(pieces))
+    for new_offset, old_offset in enumerate(new):
+        if old_offset is not None:
+            assert relocation(old_offset) == new_offset
+    moved = [relocation(o) for o in range(size + 1)]
+    assert moved == sorted(moved)  # order is kept
+    assert relocation(size) == len(new)
