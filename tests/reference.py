@@ -30,6 +30,12 @@ class ReferenceFilter:
         self.z = num_bytes // 32
         self.words = [0] * (self.z * 8)
 
+    @classmethod
+    def from_bytes(cls, bitset: bytes) -> ReferenceFilter:
+        ref = cls(len(bitset))
+        ref.words = list(struct.unpack(f"<{len(bitset) // 4}I", bitset))
+        return ref
+
     def _block(self, h: int) -> int:
         # "the most significant 32 bits from the hash value are used as the index to select a
         # block": multiplied into range as Arrow C++ and parquet-java do.

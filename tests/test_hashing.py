@@ -34,6 +34,7 @@ from parquet_bloom.hashing import (
     xxh64_fixed,
     xxh64_variable,
 )
+from tests.reference import ReferenceFilter
 
 SETTINGS = settings(max_examples=150, deadline=None)
 
@@ -366,24 +367,9 @@ def test_mixed_python_values_keep_their_order() -> None:
 
 # ---- the Arrow type mapping, checked against files pyarrow writes --------------------------
 
-SALT = (
-    0x47B6137B,
-    0x44974D91,
-    0x8824AD5B,
-    0xA2B7289D,
-    0x705495C7,
-    0x2DF1424B,
-    0x9EFC4947,
-    0x5C6BFB31,
-)
-
 
 def bloom_contains(bitset: bytes, h: int) -> bool:
-    """Split-block Bloom filter membership (parquet-format BloomFilter.md)."""
-    block = ((h >> 32) * (len(bitset) // 32)) >> 32
-    key = h & 0xFFFFFFFF
-    words = struct.unpack_from("<8I", bitset, block * 32)
-    return all(words[i] >> (((key * SALT[i]) & 0xFFFFFFFF) >> 27) & 1 for i in range(8))
+    return ReferenceFilter.from_bytes(bitset).find(h)
 
 
 def written(arr: pa.Array | pa.ChunkedArray, **options: Any) -> tuple[str, int | None, bytes]:
