@@ -322,39 +322,30 @@ def inspect_file(path: str | os.PathLike[str], *, filesystem: Any | None = None)
                 warnings.append("the filter's offset lies inside the row group's column data")
             if chunk.physical_type == "BOOLEAN":
                 warnings.append(_BOOLEAN_NOTE.split(" (")[0])
+            found = ChunkInspection(
+                chunk.row_group,
+                chunk.path,
+                chunk.physical_type,
+                present=True,
+                offset=chunk.bloom_filter_offset,
+                length=chunk.bloom_filter_length,
+                location=location,
+            )
             f = filters.get(key)
             if f is None:
-                out.append(
-                    ChunkInspection(
-                        chunk.row_group,
-                        chunk.path,
-                        chunk.physical_type,
-                        True,
-                        chunk.bloom_filter_offset,
-                        chunk.bloom_filter_length,
-                        location,
-                        warnings=tuple(warnings),
-                        error=errors.get(key, "unreadable"),
-                    )
-                )
+                error = errors.get(key, "unreadable")
+                out.append(replace(found, warnings=tuple(warnings), error=error))
                 continue
-            estimated_ndv = f.estimate_ndv()
-            fpp = f.fpp()
+            estimated_ndv, fpp = f.estimate_ndv(), f.fpp()
             warnings.extend(_size_warnings(f, estimated_ndv, fpp))
             out.append(
-                ChunkInspection(
-                    chunk.row_group,
-                    chunk.path,
-                    chunk.physical_type,
-                    True,
-                    chunk.bloom_filter_offset,
-                    chunk.bloom_filter_length,
-                    location,
-                    f.num_bytes,
-                    f.fraction_set(),
-                    estimated_ndv,
-                    fpp,
-                    tuple(warnings),
+                replace(
+                    found,
+                    num_bytes=f.num_bytes,
+                    fraction_set=f.fraction_set(),
+                    estimated_ndv=estimated_ndv,
+                    fpp=fpp,
+                    warnings=tuple(warnings),
                 )
             )
         md = reader.metadata
