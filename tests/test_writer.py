@@ -927,3 +927,122 @@ def test_relocation_matches_applying_the_splices(case: tuple[int, list[Splice]])
     moved = [relocation(o) for o in range(size + 1)]
     assert moved == sorted(moved)  # order is kept
     assert relocation(size) == len(new)
+
+
+# -- sizing for ndv="exact" without counting every chunk --------------------------------------
+
+
+def _last_ndv_at_most(num_bytes: int, size_of: Callable[[int], int]) -> int:
+    """The largest NDV that ``size_of`` sizes at ``num_bytes`` or less (sizes are monotone)."""
+    low, high = 0, 1 << 40
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if size_of(mid) <= num_bytes else (low, mid - 1)
+    return low
+
+
+# Flavors whose chunks are sized from an estimate of the NDV, and one (parquet-java) counted.
+EXACT_SIZING_FLAVORS = [None, "arrow-cpp", "duckdb", "parquet-java"]
+
+
+@given(
+    flavor=st.sampled_from(EXACT_SIZING_FLAVORS),
+    fpp=st.sampled_from([0.01, 0.05, 0.001]),
+    boundary=st.sampled_from([32 * 1024, 64 * 1024, 128 * 1024]),
+    offset=st.integers(-400, 400) | st.integers(-20_000, 20_000),
+    duplicates=st.integers(0, 30_000),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_chunk_size_near_size_boundaries_is_the_exact_ndv_size(
+    flavor: str | None, fpp: float, boundary: int, offset: int, duplicates: int, seed: int
+) -> None:
+    """For NDVs around the edge between two sizes, where an estimated NDV could pick the other
+    size, the filter is the one sized for the exact count of distinct hashes."""
+    sizing = writer._check_sizing(fpp, "exact", None, flavor)
+    ndv = max(_last_ndv_at_most(boundary, sizing.num_bytes_for) + offset, 1)
+    rng = np.random.default_rng(seed)
+    distinct = np.unique(rng.integers(0, 2**64, size=ndv, dtype=np.uint64))
+    hashes = np.concatenate([distinct, rng.choice(distinct, size=duplicates)])
+    rng.shuffle(hashes)
+    expected = SplitBlockBloomFilter(sizing.num_bytes_for(distinct.size))
+    expected.insert_hashes(distinct)
+    assert writer._chunk_filter(hashes.copy(), sizing) == expected
+
+
+@pytest.mark.parametrize("ndv", [20_000, 40_000, 150_000])
+def test_chunks_away_from_a_size_boundary_are_not_counted(
+    ndv: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Away from the edge between two sizes the estimate alone picks the size: no sort."""
+    counted: list[int] = []
+    count = writer._count_distinct
+
+    def counting(hashes: np.ndarray) -> int:
+        counted.append(hashes.size)
+        return count(hashes)
+
+    monkeypatch.setattr(writer, "_count_distinct", counting)
+    rng = np.random.default_rng(ndv)
+    distinct = np.unique(rng.integers(0, 2**64, size=ndv, dtype=np.uint64))
+    hashes = np.concatenate([distinct, distinct[: ndv // 3]])
+    sizing = writer._check_sizing(0.01, "exact", None, None)
+    expected = SplitBlockBloomFilter(optimal_num_bytes(distinct.size, 0.01))
+    expected.insert_hashes(distinct)
+    assert writer._chunk_filter(hashes, sizing) == expected
+    assert counted == []
+
+
+def test_the_estimate_margin_bounds_the_estimate_error() -> None:
+    """The margin allowed to the estimated NDV is far beyond its observed error (a few
+    standard deviations at most), from nearly empty filters to the fullest ones it is used
+    for, and the bounds derived from it hold the true NDV."""
+    rng = np.random.default_rng(7)
+    for ndv, num_values in [(1_000, 900_000), (20_000, 20_000), (60_000, 200_000), (300_000,) * 2]:
+        num_bytes = optimal_num_bytes(num_values, writer._ESTIMATE_FPP)
+        margin = writer._estimate_margin(ndv, num_bytes)
+        errors = []
+        for _ in range(20):
+            bloom_filter = SplitBlockBloomFilter(num_bytes)
+            bloom_filter.insert_hashes(rng.integers(0, 2**64, size=ndv, dtype=np.uint64))
+            estimate = bloom_filter.estimate_ndv()
+            errors.append(abs(estimate - ndv))
+            low, high = writer._ndv_bounds(estimate, num_values, num_bytes)
+            assert low <= ndv <= high
+            assert high - low < 4 * margin  # not so wide that it says nothing
+        assert max(errors) < margin / 4, (ndv, num_values, max(errors), margin)
+
+
+@pytest.mark.parametrize("flavor", [None, "parquet-java", "duckdb"])
+def test_large_chunks_get_filters_sized_for_their_exact_ndv(
+    tmp_path: Path, flavor: str | None
+) -> None:
+    """Chunks big enough that their NDV is estimated from the filter, not counted: unique,
+    duplicated, dictionary-encoded and nullable columns, an NDV just past a size boundary."""
+    from parquet_bloom.sizing import expected_num_bytes
+
+    rows = 70_000
+    rng = np.random.default_rng(3)
+    # 27_080 distinct values in each row group: just past the last NDV of a 32 KiB filter at
+    # fpp 0.01 (27_076), within the estimate's margin, so counted.
+    assert _last_ndv_at_most(32 * 1024, optimal_num_bytes) == 27_076
+    near_edge = np.concatenate([rng.permutation(np.arange(rows // 2) % 27_080) for _ in "ab"])
+    table = pa.table(
+        {
+            "id": pa.array(np.arange(rows, dtype=np.int64)),
+            "user_id": pa.array(rng.integers(0, 50_000, rows)),
+            "near_edge": pa.array(near_edge.astype(np.int64)),
+            "name": pa.array([f"name-{i % 30_000}" for i in range(rows)]),
+            "score": pa.array(rng.random(rows), mask=rng.random(rows) < 0.1),
+        }
+    )
+    src, dst = tmp_path / "big.parquet", tmp_path / "out.parquet"
+    pq.write_table(table, src, row_group_size=35_000, use_dictionary=["name"])
+    columns = ["id", "user_id", "near_edge", "name", "score"]
+    report = rewrite_bloom_filters(src, dst, columns=columns, flavor=flavor)
+    assert len(report.filters_written) == 2 * len(columns)
+    check_rewrite(
+        src,
+        dst,
+        report,
+        expected_num_bytes=lambda ndv: expected_num_bytes(ndv, 0.01, flavor or "spec"),
+    )

@@ -32,11 +32,14 @@ from __future__ import annotations
 import bisect
 import copy
 import itertools
+import math
 import os
 import secrets
 import stat
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Literal, NamedTuple
@@ -46,6 +49,8 @@ import numpy as np
 from parquet_bloom import format as fmt
 from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
 from parquet_bloom.sbbf import (
+    BITS_PER_BLOCK,
+    BYTES_PER_BLOCK,
     MAX_NUM_BYTES,
     MIN_NUM_BYTES,
     SplitBlockBloomFilter,
@@ -67,16 +72,47 @@ __all__ = [
 ]
 
 # Bytes copied per read and write when copying the unchanged part of the file: large enough that
-# system calls cost nothing next to the copy, small enough not to matter for memory.
-COPY_BUFFER_SIZE = 8 * 1024 * 1024
+# system calls cost nothing next to the copy (a few microseconds against ~100), small enough not
+# to matter for memory (8 MiB cost the benchmark's rewrite about 5 MiB of peak RSS).
+COPY_BUFFER_SIZE = 1024 * 1024
 
 # pyarrow reads a column chunk through a buffer of this size (ParquetFile(buffer_size=...)):
 # large enough for sequential reads to cost nothing extra, small next to a chunk.
 READ_BUFFER_SIZE = 1024 * 1024
 
+# Rows pyarrow decodes at a time: a chunk's values are hashed a batch at a time, never all in
+# memory at once. Large enough that per-batch costs vanish, small next to a chunk.
+READ_BATCH_SIZE = 64 * 1024
+
+# The hashes of a chunk are first given room for the footer's num_values, at most this many
+# (grown when exceeded): a corrupt footer cannot make us reserve an absurd amount.
+_INITIAL_HASHES = 1 << 26
+
+# Hashes inserted per call (see _insert), and at least this many per block of the filter: a
+# 2 MiB filter then takes 256 Ki hashes a call, 12% slower than all at once for a quarter of
+# the temporaries.
+INSERT_PART_SIZE = 256 * 1024
+_HASHES_PER_BLOCK_PER_INSERT = 4
+
 # Values hashed per call: the hashing's temporaries are a few times this many words, so they
 # stay a small fraction of a chunk while the per-call overhead stays negligible.
 HASH_BATCH_SIZE = 64 * 1024
+
+# ndv="exact" without counting (see _chunk_filter): the filter the count is estimated from is
+# built for every value being distinct at least at this rate, i.e. about 1.2 bits per value in
+# each lane, where linear counting is accurate (t = n / m <= 0.83; Whang et al. 1990).
+_ESTIMATE_FPP = 0.01
+# Standard deviations of the estimate allowed before it is trusted to pick the size. The normal
+# tail beyond 12 sigma is below 1e-32; the bound on the deviation is itself an overestimate.
+_ESTIMATE_SIGMAS = 12.0
+# Rounds of _ndv_bounds' fixed-point search: each closes most of the remaining gap.
+_MARGIN_ROUNDS = 16
+# Below this many values, counting exactly (a sort) costs less than a millisecond: no estimate.
+_ESTIMATE_MIN_VALUES = 16 * 1024
+# Flavors whose size never decreases as the NDV grows, so that two NDVs of the same size
+# bracket only NDVs of that size. parquet-java's rounding (`& ~BITS_PER_BLOCK`, see
+# sizing._parquet_java) is not monotone: its chunks are always counted exactly.
+_MONOTONE_FLAVORS = frozenset({None, "spec", "arrow-cpp", "arrow-rs", "duckdb"})
 
 # A filter whose footer entry lacks bloom_filter_length (files from before format 2.10): read this
 # much at its offset to decode the header, which says how long the bitset is. Headers are 15 to
@@ -691,7 +727,7 @@ def _distinct_values(arr: pa.Array) -> pa.Array:
 
 
 class _ChunkReader:
-    """Reads one column chunk at a time with pyarrow.
+    """Reads one column chunk at a time with pyarrow, a batch of rows at a time.
 
     Two readers over the same file: one decodes to plain arrays, the other keeps BYTE_ARRAY
     columns dictionary-encoded, which for a chunk whose pages are all dictionary-encoded costs
@@ -711,12 +747,13 @@ class _ChunkReader:
             else None
         )
 
-    def read(self, row_group: int, column_index: int, *, dictionary: bool) -> pa.ChunkedArray:
+    def batches(self, row_group: int, column_index: int, *, dictionary: bool) -> Iterator[Any]:
+        """The chunk's values as one-column record batches of READ_BATCH_SIZE rows."""
         parquet_file = self._dictionary if dictionary and self._dictionary else self._plain
-        table = parquet_file.reader.read_row_group(
-            row_group, column_indices=[column_index], use_threads=False
+        batches: Iterator[Any] = parquet_file.reader.iter_batches(
+            READ_BATCH_SIZE, [row_group], column_indices=[column_index], use_threads=False
         )
-        return table.column(0)
+        return batches
 
     def close(self) -> None:
         self._plain.close()
@@ -724,18 +761,15 @@ class _ChunkReader:
             self._dictionary.close()
 
 
-def _sorted_chunk_hashes(
+def _chunk_hashes(
     reader: _ChunkReader, chunk: fmt.ColumnChunkInfo, leaf: fmt.SchemaLeaf, meta: Any
 ) -> np.ndarray:
-    """The hashes of a chunk's non-null values, sorted (duplicates possible).
+    """The hashes of a chunk's non-null values (duplicates possible), in no particular order.
 
-    Sorted because for a power-of-two filter the block a hash lands in is its top bits, so
-    inserting in order walks the filter once instead of jumping around it: the sort costs what
-    it saves, and it makes the exact distinct count a single comparison pass.
-
-    A chunk whose pages are all dictionary-encoded has few distinct values: they are found
-    first (a hash table over the values) and only they are hashed. Any other chunk has every
-    value hashed; the memory it needs is the chunk's values plus 8 bytes a value.
+    The chunk is read and hashed a batch of rows at a time, so its decoded values are never
+    all in memory: what it takes is 8 bytes a value for the hashes plus one batch. A chunk
+    whose pages are all dictionary-encoded has few distinct values: each batch's are found
+    first (a hash table over the values) and only they are hashed.
     """
     import pyarrow as pa
 
@@ -743,23 +777,24 @@ def _sorted_chunk_hashes(
 
     few_distinct = _all_pages_dictionary_encoded(meta)
     dictionary = few_distinct and leaf.physical_type == "BYTE_ARRAY"
+    # At most one hash a value (nulls and empty lists have none). num_values comes from the
+    # footer, so it is only a first guess, grown if wrong; pages never written stay virtual.
+    hashes = np.empty(min(max(int(chunk.num_values), 0), _INITIAL_HASHES), dtype=np.uint64)
+    at = 0
     try:
-        column = reader.read(chunk.row_group, chunk.column_index, dictionary=dictionary)
-        arrays = [_leaf_array(arr, leaf) for arr in column.chunks]
-        del column
-        if few_distinct:
-            arrays = [_distinct_values(arr) for arr in arrays]
-        # At most one hash a value (nulls have none); hashed a slice at a time so that the
-        # hashing's temporaries stay small next to the chunk.
-        hashes = np.empty(sum(len(arr) for arr in arrays), dtype=np.uint64)
-        at = 0
-        while arrays:
-            arr = arrays.pop(0)
+        for batch in reader.batches(chunk.row_group, chunk.column_index, dictionary=dictionary):
+            arr = _leaf_array(batch.column(0), leaf)
+            del batch
+            if few_distinct:
+                arr = _distinct_values(arr)
             for start in range(0, len(arr), HASH_BATCH_SIZE):
                 part = encoding.column_hashes(arr.slice(start, HASH_BATCH_SIZE), leaf)
-                hashes[at : at + len(part)] = part
-                at += len(part)
-            del arr
+                if at + part.size > hashes.size:
+                    grown = np.empty(max(2 * hashes.size, at + part.size), dtype=np.uint64)
+                    grown[:at] = hashes[:at]
+                    hashes = grown
+                hashes[at : at + part.size] = part
+                at += part.size
     except pa.ArrowNotImplementedError as err:
         raise UnsupportedFileError(f"pyarrow cannot read this column chunk: {err}") from err
     except pa.ArrowInvalid as err:
@@ -768,15 +803,149 @@ def _sorted_chunk_hashes(
         raise
     except (TypeError, ValueError) as err:
         raise UnsupportedFileError(f"cannot hash this column chunk's values: {err}") from err
-    hashes = hashes[:at]
-    hashes.sort()
-    return hashes
+    return hashes[:at]
 
 
-def _count_distinct_sorted(hashes: np.ndarray) -> int:
+def _count_distinct(hashes: np.ndarray) -> int:
+    """The exact number of distinct hashes (sorts ``hashes`` in place)."""
     if hashes.size == 0:
         return 0
+    hashes.sort()
     return int(hashes.size - np.count_nonzero(hashes[1:] == hashes[:-1]))
+
+
+def _estimate_margin(ndv: float, num_bytes: int) -> float:
+    """How far :meth:`SplitBlockBloomFilter.estimate_ndv` of a ``num_bytes`` filter may, beyond
+    doubt, lie from ``ndv``, the true count of distinct hashes inserted.
+
+    Each lane position (word ``i`` of every block) is a linear-counting bitmap of ``m = 32 z``
+    bits: a hash sets exactly one of its bits, uniformly (the block from the high half, the bit
+    from ``key * SALT[i]``, a bijection of the key). Linear counting of ``n`` values in ``m``
+    bits has ``Var(n_hat) ~ m (e^t - t - 1)``, ``t = n / m`` (Whang, Vander-Zanden and Taylor,
+    "A linear-time probabilistic counting algorithm", 1990), growing with ``n``; the estimate
+    averages the eight lanes, whose variance is at most a single lane's whatever their
+    correlation. So take one lane and allow :data:`_ESTIMATE_SIGMAS` standard deviations, plus
+    the estimator's bias (about ``(e^t - t - 1) / 2``) and one for rounding.
+    """
+    m = BITS_PER_BLOCK // 8 * (num_bytes // BYTES_PER_BLOCK)
+    t = ndv / m
+    excess = math.expm1(t) - t
+    return _ESTIMATE_SIGMAS * math.sqrt(m * excess) + excess + 1.0
+
+
+def _ndv_bounds(estimate: float, num_values: int, num_bytes: int) -> tuple[int, int]:
+    """The range in which the true NDV lies, beyond doubt, given its estimate from a
+    ``num_bytes`` filter of ``num_values`` hashes.
+
+    The margin grows with the true NDV, so it is taken at the top of the range: the smallest
+    ``high`` with ``high >= estimate + margin(high)`` (found by iterating; the margin grows like
+    a square root, so a few rounds settle it). A larger NDV would put the estimate more than the
+    margin below it; a smaller one has a smaller margin.
+    """
+    high = float(min(estimate, num_values))
+    for _ in range(_MARGIN_ROUNDS):
+        next_high = min(estimate + _estimate_margin(high, num_bytes), num_values)
+        settled = next_high - high < 1.0
+        high = next_high
+        if settled:
+            break
+    else:
+        high = num_values  # did not settle: no upper bound but the hash count
+    margin = _estimate_margin(high, num_bytes)
+    return max(math.floor(estimate - margin), 1), min(math.ceil(high), num_values)
+
+
+def _insert(bloom_filter: SplitBlockBloomFilter, hashes: np.ndarray) -> None:
+    """Insert ``hashes`` a part at a time: an insert's temporaries are about 17 bytes a hash
+    (sbbf groups the hashes by filter page), which for a whole chunk would be twice its hashes.
+    Each call also unpacks and repacks the filter, so parts hold a few hashes per block."""
+    part = max(INSERT_PART_SIZE, _HASHES_PER_BLOCK_PER_INSERT * bloom_filter.num_blocks)
+    for start in range(0, hashes.size, part):
+        bloom_filter.insert_hashes(hashes[start : start + part])
+
+
+def _chunk_filter(
+    hashes: np.ndarray, sizing: _Sizing, guess: int | None = None
+) -> SplitBlockBloomFilter:
+    """The filter of ``hashes`` at the size ``sizing`` gives the chunk; may reorder ``hashes``.
+
+    With ``ndv="exact"`` the size depends on the exact count of distinct hashes, which takes a
+    sort (70-90 ns a value, more than hashing and inserting together). The count only has to
+    choose a power of two, so instead the filter is built at a size that the count cannot
+    exceed (sized for every hash being distinct), the count is estimated from that filter's
+    fill, and the filter is folded down to the size for the estimate (folding is exact: the
+    folded filter is bit for bit the filter built at that size). Only when the estimate lies
+    too close to the edge between two sizes for its error to rule out either are the hashes
+    counted exactly.
+
+    ``guess`` is a size the chunk's filter probably does not exceed (twice the size of the
+    column's previous chunk): built at that size first, a chunk of few distinct values is
+    inserted into a filter that fits in cache. If its estimate cannot rule out a larger size,
+    the filter is built again at the size that cannot be exceeded.
+    """
+    if not sizing.needs_ndv:
+        bloom_filter = SplitBlockBloomFilter(sizing.num_bytes_for(None))
+        _insert(bloom_filter, hashes)
+        return bloom_filter
+    num_values = int(hashes.size)
+    upper: int | None = None
+    if num_values >= _ESTIMATE_MIN_VALUES and sizing.flavor in _MONOTONE_FLAVORS:
+        with suppress(ValueError):  # a flavor that cannot size this many: count exactly
+            upper = max(
+                sizing.num_bytes_for(num_values),
+                optimal_num_bytes(num_values, _ESTIMATE_FPP),
+            )
+    if upper is None:
+        ndv = _count_distinct(hashes)
+        bloom_filter = SplitBlockBloomFilter(sizing.num_bytes_for(ndv))
+        _insert(bloom_filter, hashes)
+        return bloom_filter
+    sizes = [upper]
+    if guess is not None and MIN_NUM_BYTES <= guess < upper:
+        sizes.insert(0, guess)
+    for size in sizes:
+        bloom_filter = SplitBlockBloomFilter(size)
+        _insert(bloom_filter, hashes)
+        low, high = _ndv_bounds(bloom_filter.estimate_ndv(), num_values, size)
+        if low <= high and sizing.num_bytes_for(low) == sizing.num_bytes_for(high):
+            num_bytes = sizing.num_bytes_for(low)
+        elif size == upper or (low <= high and sizing.num_bytes_for(high) <= size):
+            num_bytes = sizing.num_bytes_for(_count_distinct(hashes))
+        else:
+            continue  # this filter is too small to tell: build the one that cannot be
+        if num_bytes <= size:
+            return bloom_filter.fold(num_bytes) if num_bytes < size else bloom_filter
+    raise AssertionError("a filter of the size for every hash distinct holds them all")
+
+
+def _glibc_malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or None under another C library."""
+    import ctypes
+
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):
+        return None
+    return trim
+
+
+def _release_freed_memory() -> None:
+    """Hand memory freed since the last call back to the operating system.
+
+    Each chunk allocates and frees megabytes (Arrow's batches through its mimalloc pool, the
+    hashes and the inserts' temporaries through glibc for numpy); both allocators keep freed
+    memory for reuse, and a chunk's blocks, of other sizes than the last one's, often cannot
+    reuse it, so without this the peak RSS grows by several chunks' worth. A few milliseconds
+    a chunk.
+    """
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
+_MALLOC_TRIM = _glibc_malloc_trim() if sys.platform.startswith("linux") else None
 
 
 def _build_filters(
@@ -786,26 +955,45 @@ def _build_filters(
     md: Any,
     sizing: _Sizing,
 ) -> dict[tuple[int, int], SplitBlockBloomFilter]:
-    """One filter per target chunk, sized for the chunk, with every value in it."""
+    """One filter per target chunk, sized for the chunk, with every value in it.
+
+    A thread reads and hashes the next chunk (pyarrow and numpy release the GIL) while this one
+    inserts the current chunk's hashes: at most two chunks' hashes are alive, and one batch of
+    decoded values. Row groups tend to look alike, so each chunk's filter is first tried at
+    twice the size of its column's previous one (see :func:`_chunk_filter`).
+    """
     if not targets:
         return {}
     dictionary_columns = sorted({c.path for c in targets if c.physical_type == "BYTE_ARRAY"})
     reader = _ChunkReader(source, dictionary_columns)
     filters: dict[tuple[int, int], SplitBlockBloomFilter] = {}
+    sizes: dict[int, int] = {}  # the size of each column's last filter
+
+    def hashes_of(chunk: fmt.ColumnChunkInfo) -> np.ndarray:
+        meta = md.row_groups[chunk.row_group].columns[chunk.column_index].meta_data
+        hashes = _chunk_hashes(reader, chunk, leaves[chunk.column_index], meta)
+        _release_freed_memory()  # the batches' buffers, freed on this thread
+        return hashes
+
     try:
-        for chunk in targets:
-            meta = md.row_groups[chunk.row_group].columns[chunk.column_index].meta_data
-            try:
-                hashes = _sorted_chunk_hashes(reader, chunk, leaves[chunk.column_index], meta)
-            except BloomFilterError as err:
-                raise err.located(
-                    source=source, row_group=chunk.row_group, column=chunk.path
-                ) from err.__cause__
-            ndv = _count_distinct_sorted(hashes) if sizing.needs_ndv else None
-            bloom_filter = SplitBlockBloomFilter(sizing.num_bytes_for(ndv))
-            bloom_filter.insert_hashes(hashes)
-            del hashes
-            filters[(chunk.row_group, chunk.column_index)] = bloom_filter
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="parquet-bloom-read") as pool:
+            pending: Future[np.ndarray] = pool.submit(hashes_of, targets[0])
+            for i, chunk in enumerate(targets):
+                try:
+                    hashes = pending.result()
+                except BloomFilterError as err:
+                    raise err.located(
+                        source=source, row_group=chunk.row_group, column=chunk.path
+                    ) from err.__cause__
+                if i + 1 < len(targets):
+                    pending = pool.submit(hashes_of, targets[i + 1])
+                previous = sizes.get(chunk.column_index)
+                guess = None if previous is None else 2 * previous
+                bloom_filter = _chunk_filter(hashes, sizing, guess)
+                sizes[chunk.column_index] = bloom_filter.num_bytes
+                filters[(chunk.row_group, chunk.column_index)] = bloom_filter
+                del hashes
+                _release_freed_memory()  # the inserts' temporaries
     finally:
         reader.close()
     return filters
