@@ -1,0 +1,82 @@
+"""Fixtures shared by the test modules: one local Spark session for the whole run.
+
+Starting Spark costs seconds and a JVM, so every test marked ``spark`` shares the session made
+here. Without pyspark those tests are skipped (say so, with what to install); without a usable
+Java they FAIL: ``make test`` installs Java where it can, and a run that silently skipped Spark
+would claim more than it checked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Spark 4 runs on Java 17 or newer.
+MIN_JAVA_VERSION = 17
+
+
+def _java_version() -> tuple[str, int | None]:
+    """The java command Spark will use and its major version (None when it cannot run)."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java")
+    if java is None or not os.path.exists(java):
+        return "java", None
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except OSError:
+        return java, None
+    # 'openjdk version "17.0.15" 2025-04-15', or "1.8.0_402" for Java 8
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
+    if done.returncode != 0 or match is None:
+        return java, None
+    major = int(match.group(1))
+    if major == 1 and match.group(2):
+        major = int(match.group(2))
+    return java, major
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A ``local[2]`` SparkSession: UTC, 4 shuffle partitions, no UI, a temporary warehouse."""
+    pytest.importorskip(
+        "pyspark", reason="pyspark is not installed: pip install -e '.[test]' (or run make test)"
+    )
+    java, major = _java_version()
+    if major is None or major < MIN_JAVA_VERSION:
+        found = "no working java" if major is None else f"Java {major} at {java}"
+        pytest.fail(
+            f"The Spark tests need Java {MIN_JAVA_VERSION} or newer, found {found}. Install a "
+            "JRE (e.g. 'apt-get install default-jre-headless') or set JAVA_HOME, then rerun.",
+            pytrace=False,
+        )
+    from pyspark.sql import SparkSession
+
+    # Python workers must be this interpreter, the one that has parquet_bloom installed.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("parquet-bloom-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={Path(warehouse)}")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
