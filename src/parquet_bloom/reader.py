@@ -15,6 +15,7 @@ fsspec filesystem, and counts what it read.
 
 from __future__ import annotations
 
+import bisect
 import os
 import warnings
 from collections.abc import Iterable, Sequence
@@ -233,35 +234,53 @@ class _Source:
 
 
 class _Buffer:
-    """Bytes read so far, addressed by file offset; a range may span several reads."""
+    """Bytes read so far, addressed by file offset; a range may span several reads.
+
+    Pieces are kept in file order, so a lookup bisects to the first piece that may hold it
+    (files from arrow-rs have one read per row group: thousands of pieces).
+    """
 
     def __init__(self) -> None:
+        self._starts: list[int] = []
         self._pieces: list[tuple[int, bytes]] = []
 
     def add(self, offset: int, data: bytes) -> None:
-        self._pieces.append((offset, data))
-        self._pieces.sort(key=lambda piece: piece[0])
+        at = bisect.bisect_left(self._starts, offset)
+        self._starts.insert(at, offset)
+        self._pieces.insert(at, (offset, data))
 
     def pieces(self) -> list[tuple[int, bytes]]:
         return list(self._pieces)
 
+    def _from(self, offset: int) -> list[tuple[int, bytes]]:
+        """The pieces that may hold ``offset`` or come after it, in file order."""
+        # Step back over the pieces just before ``offset`` that still reach it. Pieces can
+        # overlap (a coalesced read may span bytes already held), so a long piece hidden behind
+        # a short one may be missed: then missing() asks for bytes again, get() never errs.
+        at = bisect.bisect_right(self._starts, offset)
+        while at > 0 and self._pieces[at - 1][0] + len(self._pieces[at - 1][1]) > offset:
+            at -= 1
+        return self._pieces[at:]
+
     def missing(self, r: ByteRange) -> list[ByteRange]:
         """The parts of ``r`` not read yet."""
         gaps, at = [], r.offset
-        for start, data in self._pieces:
+        for start, data in self._from(r.offset):
+            if start >= r.end:
+                break
             if start > at:
-                gaps.append(ByteRange(at, min(start, r.end) - at))
+                gaps.append(ByteRange(at, start - at))
             at = max(at, start + len(data))
             if at >= r.end:
                 break
         if at < r.end:
             gaps.append(ByteRange(at, r.end - at))
-        return [g for g in gaps if g.length > 0]
+        return gaps
 
     def get(self, r: ByteRange) -> bytes:
         """The bytes of ``r``, which must have been read (see :meth:`missing`)."""
         parts, at = [], r.offset
-        for start, data in self._pieces:
+        for start, data in self._from(r.offset):
             if start <= at < start + len(data):
                 take = data[at - start : min(r.end, start + len(data)) - start]
                 parts.append(take)
@@ -273,9 +292,11 @@ class _Buffer:
 
     def available(self, offset: int, limit: int) -> memoryview:
         """Up to ``limit`` bytes read from ``offset`` on (possibly fewer, possibly none)."""
-        for start, data in self._pieces:
+        for start, data in self._from(offset):
             if start <= offset < start + len(data):
                 return memoryview(data)[offset - start : min(offset - start + limit, len(data))]
+            if start > offset:
+                break
         return memoryview(b"")
 
 
@@ -527,4 +548,8 @@ class BloomFilterReader:
     def _fail(err: BloomFilterError, errors: str) -> None:
         if errors == "raise":
             raise err
-        warnings.warn(f"{err}; keeping the row group", BloomFilterWarning, stacklevel=4)
+        warnings.warn(
+            f"{err}; the filter is ignored (its row group is kept)",
+            BloomFilterWarning,
+            stacklevel=4,
+        )
