@@ -197,9 +197,9 @@ class SplitBlockBloomFilter:
                     np.multiply(key, SALT[lane], out=pos[:n])
                     np.right_shift(pos[:n], np.uint32(27), out=pos[:n])
                     np.add(block_bit, pos[:n], out=idx[:n])
-                    if lane:
-                        idx[:n] += 32 * lane
-                    bits[idx[:n]] = True
+                    # Lane i's word starts 32 * i bits into its block: offset the view, not
+                    # every index.
+                    bits[32 * lane :][idx[:n]] = True
             page_bytes[:] = np.packbits(bits, bitorder="little")
 
     def find_hashes(self, hashes: npt.ArrayLike) -> npt.NDArray[np.bool_]:
