@@ -668,6 +668,20 @@ def test_a_filter_past_the_footer_is_refused(sources: dict[str, Path], tmp_path:
     assert (info.value.row_group, info.value.column, info.value.offset) == (2, "code", 10**9)
 
 
+def test_an_undecodable_page_is_a_located_corrupt_file_error(tmp_path: Path) -> None:
+    # pyarrow reports a page header it cannot decode as an OSError; for the rewrite that is a
+    # corrupt source, named with its row group and column, and no output appears.
+    src, dst = tmp_path / "bad.parquet", tmp_path / "out.parquet"
+    pq.write_table(pa.table({"x": pa.array(range(10_000))}), src)
+    data = bytearray(src.read_bytes())
+    data[len(fmt.MAGIC) : len(fmt.MAGIC) + 64] = b"\xff" * 64  # the first page header
+    src.write_bytes(bytes(data))
+    with pytest.raises(pb.CorruptFileError, match="pyarrow cannot read") as info:
+        rewrite_bloom_filters(src, dst, columns=["x"])
+    assert (info.value.row_group, info.value.column) == (0, "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]
+
+
 @pytest.mark.parametrize(
     ("options", "error", "message"),
     [

@@ -367,8 +367,8 @@ def build_filters(
         raise ValueError(f"columns must have distinct names, got {names}")
     for field, column in zip(selected.schema.fields, columns, strict=True):
         _check_spark_type(field.dataType, column)
+    layout = _SparkLayout.of(df.sparkSession)  # a bad setting fails before the sizing scan
     sizes, fold = _sizes(selected, names, fpp, ndv, num_bytes)
-    layout = _SparkLayout.of(df.sparkSession)
     size_list = [sizes[name] for name in names]
 
     def build_partition(batches: Iterator[Any]) -> Iterator[Any]:

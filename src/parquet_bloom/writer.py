@@ -740,12 +740,17 @@ class _ChunkReader:
         # Stream each chunk through a small buffer rather than reading it whole first: the
         # compressed chunk then never sits in memory next to its decoded values.
         options: dict[str, Any] = {"pre_buffer": False, "buffer_size": READ_BUFFER_SIZE}
-        self._plain = pq.ParquetFile(path, **options)
-        self._dictionary = (
-            pq.ParquetFile(path, read_dictionary=list(dictionary_columns), **options)
-            if dictionary_columns
-            else None
-        )
+        with _pyarrow_errors():  # pyarrow parses the footer again, and may refuse it
+            self._plain = pq.ParquetFile(path, **options)
+            try:
+                self._dictionary = (
+                    pq.ParquetFile(path, read_dictionary=list(dictionary_columns), **options)
+                    if dictionary_columns
+                    else None
+                )
+            except BaseException:
+                self._plain.close()
+                raise
 
     def batches(self, row_group: int, column_index: int, *, dictionary: bool) -> Iterator[Any]:
         """The chunk's values as one-column record batches of READ_BATCH_SIZE rows."""
@@ -771,8 +776,6 @@ def _chunk_hashes(
     whose pages are all dictionary-encoded has few distinct values: each batch's are found
     first (a hash table over the values) and only they are hashed.
     """
-    import pyarrow as pa
-
     from parquet_bloom import encoding
 
     few_distinct = _all_pages_dictionary_encoded(meta)
@@ -781,7 +784,7 @@ def _chunk_hashes(
     # footer, so it is only a first guess, grown if wrong; pages never written stay virtual.
     hashes = np.empty(min(max(int(chunk.num_values), 0), _INITIAL_HASHES), dtype=np.uint64)
     at = 0
-    try:
+    with _pyarrow_errors():
         for batch in reader.batches(chunk.row_group, chunk.column_index, dictionary=dictionary):
             arr = _leaf_array(batch.column(0), leaf)
             del batch
@@ -795,15 +798,28 @@ def _chunk_hashes(
                     hashes = grown
                 hashes[at : at + part.size] = part
                 at += part.size
+    return hashes[:at]
+
+
+@contextmanager
+def _pyarrow_errors() -> Iterator[None]:
+    """pyarrow's and the hashing's complaints about the source file as BloomFilterErrors.
+
+    pyarrow raises OSError for undecodable pages ("Couldn't deserialize thrift"): the file was
+    opened and read already, so that is what an OSError while decoding means.
+    """
+    import pyarrow as pa
+
+    try:
+        yield
     except pa.ArrowNotImplementedError as err:
         raise UnsupportedFileError(f"pyarrow cannot read this column chunk: {err}") from err
-    except pa.ArrowInvalid as err:
+    except (pa.ArrowInvalid, OSError) as err:
         raise CorruptFileError(f"pyarrow cannot read this column chunk: {err}") from err
     except BloomFilterError:
         raise
     except (TypeError, ValueError) as err:
         raise UnsupportedFileError(f"cannot hash this column chunk's values: {err}") from err
-    return hashes[:at]
 
 
 def _count_distinct(hashes: np.ndarray) -> int:
@@ -965,7 +981,10 @@ def _build_filters(
     if not targets:
         return {}
     dictionary_columns = sorted({c.path for c in targets if c.physical_type == "BYTE_ARRAY"})
-    reader = _ChunkReader(source, dictionary_columns)
+    try:
+        reader = _ChunkReader(source, dictionary_columns)
+    except BloomFilterError as err:
+        raise err.located(source=source) from err.__cause__
     filters: dict[tuple[int, int], SplitBlockBloomFilter] = {}
     sizes: dict[int, int] = {}  # the size of each column's last filter
 
