@@ -258,3 +258,40 @@ def test_coalesce_plans() -> None:
     ) == [R(0, 10), R(10 + rd.MAX_GAP + 1, 1)]
     assert rd.coalesce([R(0, 10), R(10 + rd.MAX_GAP, 1)]) == [R(0, 11 + rd.MAX_GAP)]
     assert rd.coalesce([]) == []
+
+
+class ShortReads(io.BytesIO):
+    """A file object that returns too few bytes for a read that starts at or after ``region``
+    and covers ``bad_offset``, as a flaky network file system might."""
+
+    def __init__(self, data: bytes, region: int, bad_offset: int) -> None:
+        super().__init__(data)
+        self.region, self.bad_offset = region, bad_offset
+
+    def read(self, size: int | None = -1) -> bytes:
+        start = self.tell()
+        data = super().read(size)
+        if self.region <= start <= self.bad_offset < start + len(data):
+            return data[: self.bad_offset - start]
+        return data
+
+
+def test_one_unreadable_filter_does_not_spoil_the_coalesced_read(small_file: Path) -> None:
+    with pb.BloomFilterReader(small_file) as r:
+        expected = r.filters()
+        first = r.column_chunk(0, "id").bloom_filter_offset
+        bad = r.column_chunk(1, "name").bloom_filter_offset
+    assert first is not None and bad is not None
+    with pb.BloomFilterReader(ShortReads(small_file.read_bytes(), first, bad)) as r:
+        filters, failed = r.filters_with_errors()
+        assert list(failed) == [(1, "name")]
+        err = failed[(1, "name")]
+        assert isinstance(err, pb.CorruptFileError) and "short read" in str(err)
+        assert (err.row_group, err.column) == (1, "name")
+        assert filters == {k: f for k, f in expected.items() if k != (1, "name")}
+        with pytest.raises(pb.CorruptFileError, match="short read"):
+            r.filters()
+        with pytest.warns(pb.BloomFilterWarning, match="row group 1"):
+            assert len(r.filters(errors="warn")) == 8
+        with pytest.warns(pb.BloomFilterWarning):
+            assert r.row_groups_might_contain("name", "name-1500") == [1]

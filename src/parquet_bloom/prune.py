@@ -658,21 +658,9 @@ class _FilePruning:
         return self._unchanged[column]
 
     def _load(self, columns: list[str]) -> None:
-        try:
-            self._filters = self.reader.filters(columns=columns, row_groups=self.row_groups)
-            return
-        except BloomFilterError:
-            pass
-        # One bad filter spoils the coalesced load; load one by one to keep the good ones.
-        for rg in self.row_groups:
-            for column in columns:
-                try:
-                    loaded = self.reader.filter(rg, column)
-                except BloomFilterError as err:
-                    self.unreadable.append(str(err))
-                    continue
-                if loaded is not None:
-                    self._filters[(rg, column)] = loaded
+        # One coalesced read; an unusable filter is reported and its row groups kept.
+        self._filters, failed = self.reader.filters_with_errors(columns, self.row_groups)
+        self.unreadable.extend(str(err) for err in failed.values())
 
     def _evaluate(self, node: Node) -> npt.NDArray[np.bool_]:
         if isinstance(node, And | Or):

@@ -405,7 +405,10 @@ class BloomFilterReader:
         Raises a :class:`BloomFilterError` subclass when the filter is there but unusable.
         """
         chunk = self.column_chunk(row_group, column)
-        return self._load([chunk])[(row_group, column)]
+        filters, failed = self._load([chunk])
+        if failed:
+            raise failed[(row_group, column)]
+        return filters[(row_group, column)]
 
     def filters(
         self,
@@ -417,11 +420,30 @@ class BloomFilterReader:
         """Every filter present among the given columns and row groups (default: all), keyed by
         ``(row_group, column)``, read with coalesced reads.
 
-        ``errors="raise"`` raises on the first unusable filter; ``errors="warn"`` leaves unusable
-        filters out with a :class:`BloomFilterWarning` each, and returns the usable ones.
+        ``errors="raise"`` raises the first unusable filter's error; ``errors="warn"`` leaves
+        unusable filters out with a :class:`BloomFilterWarning` each. To have the errors
+        themselves, use :meth:`filters_with_errors`.
         """
         if errors not in ("raise", "warn"):
             raise ValueError(f'errors must be "raise" or "warn", not {errors!r}')
+        filters, failed = self.filters_with_errors(columns, row_groups)
+        for err in failed.values():
+            if errors == "raise":
+                raise err
+            _warn(err)
+        return filters
+
+    def filters_with_errors(
+        self, columns: Iterable[str] | None = None, row_groups: Iterable[int] | None = None
+    ) -> tuple[
+        dict[tuple[int, str], SplitBlockBloomFilter], dict[tuple[int, str], BloomFilterError]
+    ]:
+        """The usable filters among the given columns and row groups, and the error of each
+        unusable one, both keyed by ``(row_group, column)``; nothing is raised or warned.
+
+        One bad filter does not spoil the others: when a coalesced read fails, its parts are
+        read one by one.
+        """
         wanted_columns = None if columns is None else set(columns)
         for column in wanted_columns or ():
             self._check_column(column)
@@ -432,7 +454,8 @@ class BloomFilterReader:
             if (wanted_columns is None or c.path in wanted_columns)
             and (wanted_groups is None or c.row_group in wanted_groups)
         ]
-        return {k: f for k, f in self._load(chunks, errors).items() if f is not None}
+        filters, failed = self._load(chunks)
+        return {k: f for k, f in filters.items() if f is not None}, failed
 
     def row_groups_might_contain(self, column: str, values: Any) -> list[int]:
         """The row groups whose filter for ``column`` might contain any of ``values`` (IN).
@@ -451,7 +474,9 @@ class BloomFilterReader:
         if probe.hashes.size == 0:
             return []
         chunks = [self._by_key[(rg, column)] for rg in everything]
-        filters = self._load(chunks, errors="warn")
+        filters, failed = self._load(chunks)
+        for err in failed.values():
+            _warn(err)
         kept = []
         for rg in everything:
             f = filters.get((rg, column))
@@ -471,10 +496,16 @@ class BloomFilterReader:
             ) from None
 
     def _load(
-        self, chunks: Sequence[fmt.ColumnChunkInfo], errors: str = "raise"
-    ) -> dict[tuple[int, str], SplitBlockBloomFilter | None]:
-        """Load filters (cached), reading what is missing in as few reads as possible."""
+        self, chunks: Sequence[fmt.ColumnChunkInfo]
+    ) -> tuple[
+        dict[tuple[int, str], SplitBlockBloomFilter | None], dict[tuple[int, str], BloomFilterError]
+    ]:
+        """Load filters (cached), reading what is missing in as few reads as possible.
+
+        Returns the filters (None for a chunk without one) and the errors of unusable ones.
+        """
         out: dict[tuple[int, str], SplitBlockBloomFilter | None] = {}
+        failed: dict[tuple[int, str], BloomFilterError] = {}
         todo: list[FilterLocation] = []
         name = self._source.name
         for chunk in chunks:
@@ -485,71 +516,98 @@ class BloomFilterReader:
             try:
                 location = locate_filter(chunk, footer_start=self.footer_start, source=name)
             except BloomFilterError as err:
-                self._fail(err, errors)
+                failed[key] = err
                 continue
             if location is None:
                 self._cache[key] = out[key] = None
             else:
                 todo.append(location)
         if not todo:
-            return out
+            return out, failed
+
+        def fail(loc: FilterLocation, err: BloomFilterError) -> None:
+            chunk = loc.chunk
+            failed[(chunk.row_group, chunk.path)] = err.located(
+                source=name, row_group=chunk.row_group, column=chunk.path, offset=loc.offset
+            )
 
         buffer = _Buffer()
         for offset, data in self._guessed.pieces():
             buffer.add(offset, data)
-        first = [gap for loc in todo for gap in buffer.missing(loc.first_read(self.footer_start))]
+        firsts = {id(loc): loc.first_read(self.footer_start) for loc in todo}
         guessing = any(loc.length is None for loc in todo)
-        if not self._read_into(buffer, first, errors, keep=self._guessed if guessing else None):
-            return out
+        unread = self._read_into(
+            buffer,
+            [gap for r in firsts.values() for gap in buffer.missing(r)],
+            keep=self._guessed if guessing else None,
+        )
 
         # Headers tell how long each filter is; fetch the bitset bytes the guesses did not cover.
         parsed: list[tuple[FilterLocation, ByteRange]] = []
         for loc in todo:
+            if unreadable := _overlapping(firsts[id(loc)], unread):
+                fail(loc, unreadable)
+                continue
             try:
                 head = buffer.available(loc.offset, GUESS_READ_SIZE)
                 header, header_len = fmt.parse_bloom_filter_header(head)
                 check_header(header, header_len, loc, footer_start=self.footer_start, source=name)
             except BloomFilterError as err:
-                chunk = loc.chunk
-                located = err.located(
-                    source=name, row_group=chunk.row_group, column=chunk.path, offset=loc.offset
-                )
-                self._fail(located, errors)
+                fail(loc, err)
                 continue
             parsed.append((loc, ByteRange(loc.offset + header_len, header.num_bytes)))
-        missing = [gap for _, bitset in parsed for gap in buffer.missing(bitset)]
-        if not self._read_into(buffer, missing, errors):
-            return out
+        unread = self._read_into(buffer, [gap for _, b in parsed for gap in buffer.missing(b)])
 
         for loc, bitset in parsed:
-            data = buffer.get(bitset)
+            if unreadable := _overlapping(bitset, unread):
+                fail(loc, unreadable)
+                continue
             key = (loc.chunk.row_group, loc.chunk.path)
-            self._cache[key] = out[key] = SplitBlockBloomFilter.from_bytes(data)
-        return out
+            self._cache[key] = out[key] = SplitBlockBloomFilter.from_bytes(buffer.get(bitset))
+        return out, failed
 
     def _read_into(
-        self, buffer: _Buffer, ranges: list[ByteRange], errors: str, keep: _Buffer | None = None
-    ) -> bool:
-        """Read the coalesced ranges into ``buffer`` (and ``keep``); False if that failed and was
-        warned of."""
+        self, buffer: _Buffer, ranges: list[ByteRange], keep: _Buffer | None = None
+    ) -> dict[ByteRange, BloomFilterError]:
+        """Read ``ranges``, coalesced, into ``buffer`` (and ``keep``); returns the ranges that
+        could not be read. When a coalesced read fails (a truncated file, say), each range is
+        read alone, so that one bad range does not spoil the others."""
         merged = coalesce(ranges)
         try:
             datas = self._source.read(merged)
-        except BloomFilterError as err:
-            self._fail(err, errors)
-            return False
-        for r, data in zip(merged, datas, strict=True):
+        except BloomFilterError:
+            datas = None
+        if datas is not None:
+            for r, data in zip(merged, datas, strict=True):
+                buffer.add(r.offset, data)
+                if keep is not None:
+                    keep.add(r.offset, data)
+            return {}
+        unread: dict[ByteRange, BloomFilterError] = {}
+        for r in ranges:
+            try:
+                (data,) = self._source.read([r])
+            except BloomFilterError as err:
+                unread[r] = err
+                continue
             buffer.add(r.offset, data)
             if keep is not None:
                 keep.add(r.offset, data)
-        return True
+        return unread
 
-    @staticmethod
-    def _fail(err: BloomFilterError, errors: str) -> None:
-        if errors == "raise":
-            raise err
-        warnings.warn(
-            f"{err}; the filter is ignored (its row group is kept)",
-            BloomFilterWarning,
-            stacklevel=4,
-        )
+
+def _overlapping(
+    r: ByteRange, unread: dict[ByteRange, BloomFilterError]
+) -> BloomFilterError | None:
+    """The error of an unread range that overlaps ``r``, if any."""
+    for bad, err in unread.items():
+        if bad.offset < r.end and r.offset < bad.end:
+            return err
+    return None
+
+
+def _warn(err: BloomFilterError) -> None:
+    # stacklevel 3: the warning points at the caller of the public method.
+    warnings.warn(
+        f"{err}; the filter is ignored (its row group is kept)", BloomFilterWarning, stacklevel=3
+    )

@@ -110,7 +110,7 @@ import pyarrow as pa
 
 from parquet_bloom import format as fmt
 from parquet_bloom import hashing, sizing
-from parquet_bloom.encoding import Probe, literal_probe
+from parquet_bloom.encoding import literal_probe
 from parquet_bloom.errors import BloomFilterError
 from parquet_bloom.reader import BloomFilterReader
 from parquet_bloom.sbbf import MAX_NUM_BYTES, SplitBlockBloomFilter, optimal_num_bytes
@@ -935,9 +935,9 @@ def _index_file(file: str, storage_options: dict[str, Any]) -> list[dict[str, An
         return [{"file": file, "error": f"{type(err).__name__}: {err}"}]
     with reader:
         try:
-            filters: dict[tuple[int, str], SplitBlockBloomFilter] | None = reader.filters()
-        except (BloomFilterError, OSError):
-            filters = None  # some filter is unusable: read them one by one to say which
+            filters, failed = reader.filters_with_errors()
+        except OSError as err:
+            return [{"file": file, "error": f"{type(err).__name__}: {err}"}]
         rows = []
         for chunk in reader.column_chunks:
             row: dict[str, Any] = {
@@ -950,14 +950,10 @@ def _index_file(file: str, storage_options: dict[str, Any]) -> list[dict[str, An
                 "bloom_filter_offset": chunk.bloom_filter_offset,
                 "bloom_filter_length": chunk.bloom_filter_length,
             }
-            bloom_filter = None
-            if filters is not None:
-                bloom_filter = filters.get((chunk.row_group, chunk.path))
-            elif chunk.bloom_filter_offset is not None:
-                try:
-                    bloom_filter = reader.filter(chunk.row_group, chunk.path)
-                except (BloomFilterError, OSError) as err:
-                    row["error"] = f"{type(err).__name__}: {err}"
+            key = (chunk.row_group, chunk.path)
+            bloom_filter = filters.get(key)
+            if key in failed:
+                row["error"] = f"{type(failed[key]).__name__}: {failed[key]}"
             if bloom_filter is not None:
                 row["num_bytes"] = bloom_filter.num_bytes
                 row["fraction_set"] = bloom_filter.fraction_set()
@@ -980,24 +976,13 @@ def _row_groups_to_read(
         if probe.always_keep:
             return every
         try:
-            filters = reader.filters(columns=[column])
-        except (BloomFilterError, OSError):
-            filters = None  # some filter is unusable: the others can still prune
-        return [rg for rg in every if _keeps(reader, filters, rg, column, probe)]
-
-
-def _keeps(
-    reader: BloomFilterReader,
-    filters: dict[tuple[int, str], SplitBlockBloomFilter] | None,
-    row_group: int,
-    column: str,
-    probe: Probe,
-) -> bool:
-    if filters is not None:
-        bloom_filter = filters.get((row_group, column))
-    else:
-        try:
-            bloom_filter = reader.filter(row_group, column)
-        except (BloomFilterError, OSError):
-            return True
-    return bloom_filter is None or probe.keeps(bloom_filter)
+            # An unusable filter is left out, so its row group is kept; the others still prune.
+            filters, _ = reader.filters_with_errors([column])
+        except OSError:
+            return every
+        kept = []
+        for rg in every:
+            bloom_filter = filters.get((rg, column))
+            if bloom_filter is None or probe.keeps(bloom_filter):
+                kept.append(rg)
+        return kept
