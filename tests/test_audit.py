@@ -17,68 +17,31 @@ import pyarrow.parquet as pq
 import pytest
 
 import parquet_bloom as pb
-from parquet_bloom import audit, encoding, sizing
+from parquet_bloom import audit, sizing
 from parquet_bloom import format as fmt
 from tests import writers
-
-ROWS = 6_000
-ROW_GROUP_SIZE = 2_000
-NUM_ROW_GROUPS = ROWS // ROW_GROUP_SIZE
-
-
-def sample_table(rows: int = ROWS, seed: int = 0) -> pa.Table:
-    """Flat and nested columns of the common logical types, with nulls and repeats."""
-    rng = np.random.default_rng(seed)
-    ints = rng.integers(-(2**40), 2**40, rows)
-    null = rng.random(rows) < 0.05
-    base = dt.datetime(2024, 1, 1)
-    return pa.table(
-        {
-            "int64": pa.array(ints, mask=null),
-            "small": pa.array(ints % 300, pa.int16()),
-            "s": pa.array([f"user-{v % 1000}" for v in ints]),
-            "ts": pa.array(ints // 1000, pa.int64()).cast(pa.timestamp("us")),
-            "date": pa.array([(base + dt.timedelta(days=int(v % 900))).date() for v in ints]),
-            "dec": pa.array(
-                [decimal.Decimal(int(v % 10**7)).scaleb(-2) for v in ints], pa.decimal128(9, 2)
-            ),
-            "d": pa.array(ints / 3),
-            "st": pa.StructArray.from_arrays(
-                [pa.array(ints % 1000), pa.array([f"n{v % 50}" for v in ints])], names=["a", "b"]
-            ),
-            "tags": pa.array([[f"t{v % 7}", f"t{v % 11}"] for v in ints], pa.list_(pa.string())),
-            "m": pa.array(
-                [[(f"k{v % 5}", int(v % 3))] for v in ints], pa.map_(pa.string(), pa.int64())
-            ),
-            "nofilter": pa.array(ints % 10),
-        }
-    )
-
-
-FILTERED = [
-    "int64", "small", "s", "ts", "date", "dec", "d", "st.a", "st.b", "tags.list.element",
-    "m.key_value.key", "m.key_value.value",
-]  # fmt: skip
-
-
-def write_pyarrow(path: Path, fpp: float = 0.05) -> Path:
-    """Arrow C++ at its default rate, sized for the row group, folded."""
-    options = {c: {"ndv": ROW_GROUP_SIZE, "fpp": fpp} for c in FILTERED}
-    pq.write_table(
-        sample_table(), path, row_group_size=ROW_GROUP_SIZE, bloom_filter_options=options
-    )
-    return path
+from tests.writers import (
+    NESTED_FILTERED,
+    NUM_ROW_GROUPS,
+    ROWS,
+    chunk_hashes,
+    chunk_meta,
+    leaf_values,
+    splice_filter,
+    write_nested_pyarrow,
+    zero_bitset,
+)
 
 
 @pytest.fixture(scope="module")
 def pyarrow_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_pyarrow(tmp_path_factory.mktemp("pyarrow") / "t.parquet")
+    return write_nested_pyarrow(tmp_path_factory.mktemp("pyarrow") / "t.parquet")
 
 
 @pytest.fixture(scope="module")
 def deltalake_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("deltalake")
-    table = sample_table().select(["int64", "small", "s", "ts", "date", "dec", "d", "st"])
+    table = writers.nested_table().select(["int64", "small", "s", "ts", "date", "dec", "d", "st"])
     (path,) = writers.write_deltalake(tmp_path_factory.mktemp("delta"), table, fpp=0.05)
     return path
 
@@ -92,25 +55,6 @@ def duckdb_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # -- making files wrong ---------------------------------------------------------------------------
 
 
-def chunk_meta(path: Path, row_group: int, column: str) -> Any:
-    md = pq.ParquetFile(path).metadata
-    rg = md.row_group(row_group)
-    (i,) = [i for i in range(rg.num_columns) if rg.column(i).path_in_schema == column]
-    return rg.column(i)
-
-
-def zero_bitset(src: Path, dst: Path, row_group: int, column: str) -> Path:
-    """``src`` with one chunk's filter bits all zero: every value of the chunk goes missing."""
-    data = bytearray(src.read_bytes())
-    meta = chunk_meta(src, row_group, column)
-    offset = meta.bloom_filter_offset
-    header, header_len = fmt.parse_bloom_filter_header(bytes(data[offset : offset + 64]))
-    start = offset + header_len
-    data[start : start + header.num_bytes] = bytes(header.num_bytes)
-    dst.write_bytes(bytes(data))
-    return dst
-
-
 def mutate_chunk(src: Path, dst: Path, change: Callable[[Any, Any], None]) -> Path:
     """``src`` with its footer rewritten: ``change(row_groups, leaf_index_by_path)``."""
 
@@ -121,43 +65,6 @@ def mutate_chunk(src: Path, dst: Path, change: Callable[[Any, Any], None]) -> Pa
     return writers.rewrite_footer(src, dst, mutate)
 
 
-def splice_filter(
-    src: Path, dst: Path, row_group: int, column: str, f: pb.SplitBlockBloomFilter
-) -> Path:
-    """``src`` with ``f`` appended after the column data and pointed to by one chunk's footer entry,
-    as a writer that sized the filter its own way would have written it."""
-    data = src.read_bytes()
-    footer_len = int.from_bytes(data[-8:-4], "little")
-    footer_start = len(data) - 8 - footer_len
-    md = fmt.decode_file_metadata(data[footer_start:-8], full=True)
-    leaves = {leaf.path: leaf.column_index for leaf in fmt.schema_leaves(md)}
-    blob = fmt.encode_bloom_filter_header(f.num_bytes) + f.to_bytes()
-    meta = md.row_groups[row_group].columns[leaves[column]].meta_data
-    meta.bloom_filter_offset = footer_start
-    meta.bloom_filter_length = len(blob)
-    footer = fmt.encode_file_metadata(md)
-    dst.write_bytes(
-        data[:footer_start] + blob + footer + len(footer).to_bytes(4, "little") + b"PAR1"
-    )
-    return dst
-
-
-def leaf_values(path: Path, row_group: int, column: str) -> pa.Array:
-    """A leaf column's values in one row group, found independently of audit's own walk."""
-    table = pq.ParquetFile(path).read_row_group(row_group)
-    top, *rest = column.split(".")
-    arr = table.column(top).combine_chunks()
-    if pa.types.is_map(arr.type):
-        return arr.keys if rest[-1] == "key" else arr.items
-    return writers.leaf_columns(pa.table({top: arr}))[column]
-
-
-def chunk_hashes(path: Path, row_group: int, column: str) -> np.ndarray:
-    with pb.BloomFilterReader(path) as reader:
-        leaf = {x.path: x for x in fmt.schema_leaves(reader.metadata)}[column]
-    return np.unique(encoding.column_hashes(leaf_values(path, row_group, column), leaf))
-
-
 # -- inspect ------------------------------------------------------------------------------------
 
 
@@ -165,9 +72,9 @@ def test_inspect_pyarrow(pyarrow_file: Path) -> None:
     report = audit.inspect_file(pyarrow_file)
     assert report.num_row_groups == NUM_ROW_GROUPS and report.num_rows == ROWS
     assert report.created_by and report.created_by.startswith("parquet-cpp-arrow")
-    leaves = len(FILTERED) + 1
+    leaves = len(NESTED_FILTERED) + 1
     assert len(report.chunks) == NUM_ROW_GROUPS * leaves
-    assert {c.column for c in report.filters} == set(FILTERED)
+    assert {c.column for c in report.filters} == set(NESTED_FILTERED)
     assert not [c for c in report.chunks if c.column == "nofilter" and c.present]
     with pb.BloomFilterReader(pyarrow_file) as reader:
         for c in report.filters:

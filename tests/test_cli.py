@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 import duckdb
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -17,14 +19,21 @@ from parquet_bloom import audit, encoding
 from parquet_bloom import format as fmt
 from parquet_bloom.cli import main
 from tests import writers
-from tests.test_audit import NUM_ROW_GROUPS, sample_table, write_pyarrow, zero_bitset
+from tests.writers import (
+    NUM_ROW_GROUPS,
+    chunk_hashes,
+    nested_table,
+    splice_filter,
+    write_nested_pyarrow,
+    zero_bitset,
+)
 
 Capture = pytest.CaptureFixture[str]
 
 
 @pytest.fixture(scope="module")
 def pyarrow_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_pyarrow(tmp_path_factory.mktemp("pyarrow") / "t.parquet")
+    return write_nested_pyarrow(tmp_path_factory.mktemp("pyarrow") / "t.parquet")
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +45,7 @@ def duckdb_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def deltalake_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("deltalake")
-    table = sample_table().select(["int64", "small", "s", "date", "dec"])
+    table = nested_table().select(["int64", "small", "s", "date", "dec"])
     (path,) = writers.write_deltalake(tmp_path_factory.mktemp("delta"), table)
     return path
 
@@ -114,8 +123,6 @@ def test_inspect_through_a_real_process(capsys: Capture, pyarrow_file: Path) -> 
 
 
 def test_inspect_warns_in_the_table(capsys: Capture, tmp_path: Path, pyarrow_file: Path) -> None:
-    from tests.test_audit import chunk_hashes, splice_filter
-
     tiny = pb.SplitBlockBloomFilter(32)
     tiny.insert_hashes(chunk_hashes(pyarrow_file, 0, "int64"))
     path = splice_filter(pyarrow_file, tmp_path / "tiny.parquet", 0, "int64", tiny)
@@ -194,6 +201,64 @@ def test_probe_types_values_through_the_logical_type(
         assert status == 0 and "might contain" in got  # never a false negative
     assert result["might_contain"] == (status == 0)
     assert file["values"] == [text]
+
+
+def test_probe_keeps_nanoseconds(capsys: Capture, tmp_path: Path) -> None:
+    # Python's fromisoformat drops digits beyond microseconds; the probe must not, or a stored
+    # 00:00:00.000000001 would be looked for as 00:00:00 and its row group excluded.
+    path = tmp_path / "ns.parquet"
+    table = pa.table(
+        {
+            "ts": pa.array([1, 1_700_000_000_123_456_789], pa.timestamp("ns")),
+            "ts_utc": pa.array([1_700_000_000_123_456_789] * 2, pa.timestamp("ns", tz="UTC")),
+            "t": pa.array([86_399_999_999_999] * 2, pa.time64("ns")),
+        }
+    )
+    options = {c: {"ndv": 10, "fpp": 0.01} for c in table.column_names}
+    for int96 in (False, True):
+        pq.write_table(
+            table, path, bloom_filter_options=options, use_deprecated_int96_timestamps=int96
+        )
+        present = [
+            ("ts", "1970-01-01T00:00:00.000000001"),
+            ("ts", "2023-11-14T22:13:20.123456789"),
+            ("ts_utc", "2023-11-14T23:13:20.1234567890+01:00"),
+            ("t", "23:59:59.999999999"),
+        ]
+        for column, text in present:
+            status, out, _ = run(capsys, "probe", path, "--column", column, text)
+            assert status == 0, (int96, column, text, out)
+        # One nanosecond off is another value (what truncation to microseconds looked for).
+        absent = [("ts", "1970-01-01T00:00:00"), ("t", "23:59:59.999999")]
+        for column, text in absent:
+            status, out, _ = run(capsys, "probe", path, "--column", column, text)
+            assert status == 1, (int96, column, text, out)
+        status, _, err = run(
+            capsys, "probe", path, "--column", "ts", "1970-01-01T00:00:00.0000000011"
+        )
+        assert status == 2 and "finer than nanoseconds" in err
+
+
+def test_probe_reads_floats_as_the_column_stores_them(capsys: Capture, tmp_path: Path) -> None:
+    # "0.1" on a FLOAT column means the FLOAT nearest 0.1, which a writer given 0.1 stores (and
+    # DuckDB finds with f32 = 0.1); the double 0.1 is in no FLOAT column.
+    path = tmp_path / "floats.parquet"
+    table = pa.table(
+        {
+            "f32": pa.array([0.1, 1e30], pa.float32()),
+            "f16": pa.array(np.array([0.1, 65504], np.float16), pa.float16()),
+        }
+    )
+    pq.write_table(table, path, bloom_filter_options={"f32": True, "f16": True})
+    with duckdb.connect() as con:
+        assert con.execute(f"select count(*) from '{path}' where f32 = 0.1").fetchall() == [(1,)]
+    for column, text in [("f32", "0.1"), ("f32", "1e30"), ("f16", "0.1"), ("f16", "65504")]:
+        status, out, _ = run(capsys, "probe", path, "--column", column, text)
+        assert status == 0, (column, text, out)
+    # Beyond the type's range: no stored value, not the infinity it would round to.
+    for column, text in [("f32", "1e39"), ("f16", "70000"), ("f32", "0.2")]:
+        status, out, _ = run(capsys, "probe", path, "--column", column, text)
+        assert status == 1, (column, text, out)
 
 
 def test_probe_deltalake(capsys: Capture, deltalake_file: Path) -> None:

@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parquet_bloom as pb
-from parquet_bloom import hashing, sizing
+from parquet_bloom import sizing
 from parquet_bloom.sizing import expected_num_bytes, fold_to_fpp, matching_flavors
+from tests.writers import chunk_hashes
 
 KIB = 1024
 MIB = 1024 * 1024
@@ -259,12 +260,6 @@ def varied_table(rows: int = 2000) -> pa.Table:
     columns = {f"i{c}": pa.array((i % c) * 7919 + c, pa.int64()) for c in CARDINALITIES}
     columns["s"] = pa.array([f"k{v % 300}" for v in i])
     return pa.table(columns)
-
-
-def chunk_hashes(path: Path, row_group: int, column: str) -> np.ndarray:
-    values = pq.ParquetFile(path).read_row_group(row_group, columns=[column]).column(0)
-    physical = "BYTE_ARRAY" if pa.types.is_string(values.type) else "INT64"
-    return np.unique(hashing.hash_values(values, physical))
 
 
 @pytest.mark.parametrize(("ndv", "fpp"), [(2000, 0.01), (None, 0.05), (100_000, 0.001)])

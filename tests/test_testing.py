@@ -27,12 +27,12 @@ import parquet_bloom as pb
 from parquet_bloom import encoding, sizing, testing
 from parquet_bloom import format as fmt
 from parquet_bloom.testing import ParquetType, assert_bloom_filters_valid, parquet_types, values_for
-from tests.test_audit import splice_filter, write_pyarrow, zero_bitset
+from tests.writers import splice_filter, write_nested_pyarrow, zero_bitset
 
 
 @pytest.fixture(scope="module")
 def pyarrow_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_pyarrow(tmp_path_factory.mktemp("pyarrow") / "t.parquet")
+    return write_nested_pyarrow(tmp_path_factory.mktemp("pyarrow") / "t.parquet")
 
 
 # -- the assertion -------------------------------------------------------------------------------

@@ -6,11 +6,15 @@ import datetime as dt
 import decimal
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    from parquet_bloom.sbbf import SplitBlockBloomFilter
 
 ROWS = 6_000
 ROW_GROUP_SIZE = 2_000
@@ -154,3 +158,119 @@ def drop_bloom_filter_lengths(md: object) -> None:
     for rg in md.row_groups:  # type: ignore[attr-defined]
         for chunk in rg.columns:
             chunk.meta_data.bloom_filter_length = None
+
+
+# -- shared by the audit, CLI and testing tests: a nested table, and files made wrong ------------
+
+NUM_ROW_GROUPS = ROWS // ROW_GROUP_SIZE
+
+
+def nested_table(rows: int = ROWS, seed: int = 0) -> pa.Table:
+    """Flat and nested columns (struct, list, map) of the common logical types, with nulls and
+    repeats, plus a column written without a filter (``nofilter``)."""
+    rng = np.random.default_rng(seed)
+    ints = rng.integers(-(2**40), 2**40, rows)
+    null = rng.random(rows) < 0.05
+    base = dt.datetime(2024, 1, 1)
+    return pa.table(
+        {
+            "int64": pa.array(ints, mask=null),
+            "small": pa.array(ints % 300, pa.int16()),
+            "s": pa.array([f"user-{v % 1000}" for v in ints]),
+            "ts": pa.array(ints // 1000, pa.int64()).cast(pa.timestamp("us")),
+            "date": pa.array([(base + dt.timedelta(days=int(v % 900))).date() for v in ints]),
+            "dec": pa.array(
+                [decimal.Decimal(int(v % 10**7)).scaleb(-2) for v in ints], pa.decimal128(9, 2)
+            ),
+            "d": pa.array(ints / 3),
+            "st": pa.StructArray.from_arrays(
+                [pa.array(ints % 1000), pa.array([f"n{v % 50}" for v in ints])], names=["a", "b"]
+            ),
+            "tags": pa.array([[f"t{v % 7}", f"t{v % 11}"] for v in ints], pa.list_(pa.string())),
+            "m": pa.array(
+                [[(f"k{v % 5}", int(v % 3))] for v in ints], pa.map_(pa.string(), pa.int64())
+            ),
+            "nofilter": pa.array(ints % 10),
+        }
+    )
+
+
+# The leaves of nested_table() that write_nested_pyarrow() gives a filter (all but "nofilter").
+NESTED_FILTERED = [
+    "int64", "small", "s", "ts", "date", "dec", "d", "st.a", "st.b", "tags.list.element",
+    "m.key_value.key", "m.key_value.value",
+]  # fmt: skip
+
+
+def write_nested_pyarrow(path: Path, fpp: float = 0.05) -> Path:
+    """nested_table() by Arrow C++ at its default rate, sized for the row group, folded."""
+    options = {c: {"ndv": ROW_GROUP_SIZE, "fpp": fpp} for c in NESTED_FILTERED}
+    pq.write_table(
+        nested_table(), path, row_group_size=ROW_GROUP_SIZE, bloom_filter_options=options
+    )
+    return path
+
+
+def chunk_meta(path: Path, row_group: int, column: str) -> Any:
+    """pyarrow's ColumnChunkMetaData of one column chunk, found by its dotted path."""
+    md = pq.ParquetFile(path).metadata
+    rg = md.row_group(row_group)
+    (i,) = [i for i in range(rg.num_columns) if rg.column(i).path_in_schema == column]
+    return rg.column(i)
+
+
+def zero_bitset(src: Path, dst: Path, row_group: int, column: str) -> Path:
+    """``src`` with one chunk's filter bits all zero: every value of the chunk goes missing."""
+    from parquet_bloom import format as fmt
+
+    data = bytearray(src.read_bytes())
+    meta = chunk_meta(src, row_group, column)
+    offset = meta.bloom_filter_offset
+    header, header_len = fmt.parse_bloom_filter_header(bytes(data[offset : offset + 64]))
+    start = offset + header_len
+    data[start : start + header.num_bytes] = bytes(header.num_bytes)
+    dst.write_bytes(bytes(data))
+    return dst
+
+
+def splice_filter(
+    src: Path, dst: Path, row_group: int, column: str, f: SplitBlockBloomFilter
+) -> Path:
+    """``src`` with ``f`` appended after the column data and pointed to by one chunk's footer entry,
+    as a writer that sized the filter its own way would have written it."""
+    from parquet_bloom import format as fmt
+
+    data = src.read_bytes()
+    footer_len = int.from_bytes(data[-8:-4], "little")
+    footer_start = len(data) - 8 - footer_len
+    md = fmt.decode_file_metadata(data[footer_start:-8], full=True)
+    leaves = {leaf.path: leaf.column_index for leaf in fmt.schema_leaves(md)}
+    blob = fmt.encode_bloom_filter_header(f.num_bytes) + f.to_bytes()
+    meta = md.row_groups[row_group].columns[leaves[column]].meta_data
+    meta.bloom_filter_offset = footer_start
+    meta.bloom_filter_length = len(blob)
+    footer = fmt.encode_file_metadata(md)
+    dst.write_bytes(
+        data[:footer_start] + blob + footer + len(footer).to_bytes(4, "little") + b"PAR1"
+    )
+    return dst
+
+
+def leaf_values(path: Path, row_group: int, column: str) -> pa.Array:
+    """A leaf column's values in one row group, found independently of audit's own walk."""
+    table = pq.ParquetFile(path).read_row_group(row_group)
+    top, *rest = column.split(".")
+    arr = table.column(top).combine_chunks()
+    if pa.types.is_map(arr.type):
+        return arr.keys if rest[-1] == "key" else arr.items
+    return leaf_columns(pa.table({top: arr}))[column]
+
+
+def chunk_hashes(path: Path, row_group: int, column: str) -> np.ndarray:
+    """The distinct hashes of one column chunk's values, as its writer should have inserted."""
+    from parquet_bloom import BloomFilterReader, encoding
+    from parquet_bloom import format as fmt
+
+    with BloomFilterReader(path) as reader:
+        leaf = {x.path: x for x in fmt.schema_leaves(reader.metadata)}[column]
+    return np.unique(encoding.column_hashes(leaf_values(path, row_group, column), leaf))

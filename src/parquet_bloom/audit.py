@@ -46,6 +46,7 @@ __all__ = [
     "SizeMatch",
     "Violation",
     "check_file",
+    "format_bytes",
     "inspect_file",
 ]
 
@@ -61,10 +62,11 @@ OVERSIZE_REFERENCE_FPP = 0.01
 # than the read of the filter costs.
 USELESS_FPP = 0.5
 
-_BOOLEAN_NOTE = (
+_BOOLEAN_WARNING = (
     "BOOLEAN column: writers disagree on how booleans are hashed, so this filter cannot be used "
-    "for pruning (not checked for missing values)"
+    "for pruning"
 )
+_BOOLEAN_NOTE = _BOOLEAN_WARNING + " (not checked for missing values)"
 
 
 # -- reports -------------------------------------------------------------------------------------
@@ -268,7 +270,8 @@ def _describe_locations(
 # -- inspect -------------------------------------------------------------------------------------
 
 
-def _format_bytes(n: float) -> str:
+def format_bytes(n: float) -> str:
+    """A byte count for people: "512 B", "1 MiB", "1.5 KiB"."""
     for unit in ("B", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "B" or n == int(n) else f"{n:.1f} {unit}"
@@ -286,8 +289,8 @@ def _size_warnings(f: SplitBlockBloomFilter, estimated_ndv: float, fpp: float) -
             else ""
         )
         out.append(
-            f"oversized: {_format_bytes(f.num_bytes)}{hint} for about {estimated_ndv:.0f} "
-            f"distinct values, which need {_format_bytes(needed)} for a "
+            f"oversized: {format_bytes(f.num_bytes)}{hint} for about {estimated_ndv:.0f} "
+            f"distinct values, which need {format_bytes(needed)} for a "
             f"{OVERSIZE_REFERENCE_FPP:.0%} rate ({f.num_bytes // needed}x)"
         )
     if fpp > USELESS_FPP:
@@ -321,7 +324,7 @@ def inspect_file(path: str | os.PathLike[str], *, filesystem: Any | None = None)
             if location.startswith("inside"):
                 warnings.append("the filter's offset lies inside the row group's column data")
             if chunk.physical_type == "BOOLEAN":
-                warnings.append(_BOOLEAN_NOTE.split(" (")[0])
+                warnings.append(_BOOLEAN_WARNING)
             found = ChunkInspection(
                 chunk.row_group,
                 chunk.path,
@@ -662,8 +665,9 @@ def _check_chunk(
     rebuilt.insert_hashes(distinct)
     matches = _size_matches(f.num_bytes, ndv, max_fpp, distinct)
     flavors = tuple(fl for fl in sizing.FLAVORS if any(m.flavor == fl for m in matches))
+    exact = rebuilt == f
     notes = []
-    if not missing and rebuilt != f:
+    if not missing and not exact:
         notes.append("the filter has bits set that the chunk's values do not set")
     check = replace(
         base,
@@ -671,7 +675,7 @@ def _check_chunk(
         ndv=ndv,
         missing=missing,
         fpp_at_ndv=expected_fpp(ndv, f.num_bytes),
-        exact=rebuilt == f,
+        exact=exact,
         matching_flavors=flavors,
         size_matches=tuple(matches),
         notes=tuple(notes),

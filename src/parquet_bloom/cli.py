@@ -16,11 +16,13 @@ import datetime as dt
 import decimal
 import json
 import os
+import re
 import sys
 import uuid
 from collections.abc import Callable, Sequence
 from typing import IO, Any, NoReturn
 
+import numpy as np
 import pyarrow as pa
 
 from parquet_bloom import audit, encoding
@@ -59,16 +61,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _size(n: int | None) -> str:
-    if n is None:
-        return "-"
-    if n < 1024:
-        return f"{n} B"
-    value = float(n)
-    for unit in ("KiB", "MiB", "GiB"):
-        value /= 1024
-        if value < 1024 or unit == "GiB":
-            break
-    return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return "-" if n is None else audit.format_bytes(n)
 
 
 def _rate(x: float | None) -> str:
@@ -126,6 +119,16 @@ class _Progress:
             self.stream.flush()
 
 
+def _bad_file(
+    path: str, error: Exception, progress: _Progress, err: IO[str], results: list[dict[str, Any]]
+) -> int:
+    """Report a file that cannot be read: one line on stderr, and an entry in the JSON output."""
+    progress.close()
+    _error(err, f"{path}: {_one_line(error)}")
+    results.append({"path": path, "error": _one_line(error)})
+    return EXIT_BAD_INPUT
+
+
 def _progress(args: argparse.Namespace, total: int, stderr: IO[str]) -> _Progress:
     tty = getattr(stderr, "isatty", lambda: False)()
     return _Progress(total, bool(args.progress) or (tty and total > 1), stderr)
@@ -176,10 +179,7 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         try:
             report = audit.inspect_file(path)
         except _INPUT_ERRORS as e:
-            progress.close()
-            _error(err, f"{path}: {_one_line(e)}")
-            results.append({"path": path, "error": _one_line(e)})
-            status = EXIT_BAD_INPUT
+            status = _bad_file(path, e, progress, err, results)
             continue
         if args.json:
             results.append(report.to_dict())
@@ -206,6 +206,43 @@ def _logical_name(leaf: fmt.SchemaLeaf) -> str | None:
 
 
 _STRING_ANNOTATIONS = {"STRING", "UTF8", "ENUM", "JSON", "BSON"}
+# Fractional seconds finer than microseconds, which Python's fromisoformat silently truncates:
+# "00:00:00.000000001" would probe 00:00:00 and exclude row groups holding the value.
+_SUB_MICRO_FRACTION = re.compile(r"\.(\d{7,})")
+
+
+class _NanoDatetime(dt.datetime):
+    """A datetime with nanoseconds, read by literal_probe as it reads pandas' Timestamp."""
+
+    nanosecond: int
+
+
+class _NanoTime(dt.time):
+    """A time with nanoseconds, read by literal_probe as it reads pandas' Timestamp."""
+
+    nanosecond: int
+
+
+def _from_iso(text: str, parse: Callable[[str], Any]) -> Any:
+    """``parse(text)`` (date/time fromisoformat) keeping digits beyond microseconds."""
+    match = _SUB_MICRO_FRACTION.search(text)
+    if match is None:
+        return parse(text)
+    digits = match[1]
+    if digits[9:].strip("0"):
+        raise ValueError("finer than nanoseconds")
+    nanos = int(digits[6:9].ljust(3, "0"))
+    value = parse(text[: match.start()] + "." + digits[:6] + text[match.end() :])
+    if not nanos:
+        return value
+    if isinstance(value, dt.datetime):
+        value = _NanoDatetime.combine(value.date(), value.timetz())
+    else:
+        value = _NanoTime(
+            value.hour, value.minute, value.second, value.microsecond, value.tzinfo, fold=value.fold
+        )
+    value.nanosecond = nanos
+    return value
 
 
 def _parse_literal(text: str, leaf: fmt.SchemaLeaf) -> Any:
@@ -225,13 +262,13 @@ def _parse_literal(text: str, leaf: fmt.SchemaLeaf) -> Any:
         if name == "DATE":
             return dt.date.fromisoformat(text)
         if name in ("TIME", "TIME_MILLIS", "TIME_MICROS"):
-            return dt.time.fromisoformat(text)
+            return _from_iso(text, dt.time.fromisoformat)
         if name in ("TIMESTAMP", "TIMESTAMP_MILLIS", "TIMESTAMP_MICROS") or physical == "INT96":
-            return dt.datetime.fromisoformat(text)
+            return _from_iso(text, dt.datetime.fromisoformat)
         if name == "UUID":
             return uuid.UUID(text)
         if name == "FLOAT16" or physical in ("FLOAT", "DOUBLE"):
-            return float(text)
+            return _nearest_float(text, "FLOAT16" if name == "FLOAT16" else physical)
         if physical in ("INT32", "INT64"):
             return int(text)
         if physical in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY") and text.startswith("0x"):
@@ -240,6 +277,18 @@ def _parse_literal(text: str, leaf: fmt.SchemaLeaf) -> Any:
         kind = name or physical
         raise ValueError(f"cannot read {text!r} as {kind} for column {leaf.path!r}: {e}") from None
     return text
+
+
+def _nearest_float(text: str, kind: str) -> Any:
+    """The FLOAT16/FLOAT/DOUBLE nearest to ``text``: what a writer given that number stores, so
+    "0.1" finds a FLOAT column's 0.1f (as SQL engines cast the literal to the column's type)."""
+    value = float(text)
+    if kind == "DOUBLE":
+        return value
+    with np.errstate(over="ignore"):
+        narrowed = (np.float16 if kind == "FLOAT16" else np.float32)(value)
+    # Out of the type's range: keep the double, which literal_probe finds no stored form for.
+    return value if np.isinf(narrowed) and not np.isinf(value) else narrowed
 
 
 def _probe_file(path: str, column: str, texts: Sequence[str]) -> dict[str, Any]:
@@ -280,10 +329,7 @@ def _cmd_probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         try:
             results.append(_probe_file(path, column, texts))
         except _INPUT_ERRORS as e:
-            progress.close()
-            _error(err, f"{path}: {_one_line(e)}")
-            results.append({"path": path, "error": _one_line(e)})
-            status = EXIT_BAD_INPUT
+            status = _bad_file(path, e, progress, err, results)
     progress.close()
     outcomes = [rg["result"] for r in results for rg in r.get("row_groups", ())]
     might = "might contain" in outcomes
@@ -357,10 +403,7 @@ def _cmd_check(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         try:
             report = audit.check_file(path, args.column, args.max_fpp, progress=chunk_progress)
         except _INPUT_ERRORS as e:
-            progress.close()
-            _error(err, f"{path}: {_one_line(e)}")
-            results.append({"path": path, "error": _one_line(e)})
-            status = EXIT_BAD_INPUT
+            status = _bad_file(path, e, progress, err, results)
             continue
         if not report.ok and status == EXIT_OK:
             status = EXIT_FOUND_NOTHING

@@ -393,16 +393,15 @@ def _fits(value: int, bits: int, signed: bool) -> bool:
     return 0 <= value < (1 << bits)
 
 
-def _int_bytes(value: int, physical_type: str) -> bytes:
-    """PLAIN INT32/INT64: little-endian, unsigned values by their bit pattern."""
-    size = 4 if physical_type == "INT32" else 8
-    return (value & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
-
-
-def _stored_int(value: int, column: _Column, bits: int, signed: bool = True) -> _Encoded:
-    if not _fits(value, bits, signed):
+def _stored_int(
+    value: int, column: _Column, bits: int | None = None, signed: bool = True
+) -> _Encoded:
+    """PLAIN INT32/INT64 of ``value`` if it fits ``bits`` (default: the physical width):
+    little-endian, unsigned values by their bit pattern."""
+    size = 4 if column.physical_type == "INT32" else 8
+    if not _fits(value, 8 * size if bits is None else bits, signed):
         return ()
-    return (_int_bytes(value, column.physical_type),)
+    return ((value & ((1 << (8 * size)) - 1)).to_bytes(size, "little"),)
 
 
 # ---- numbers ------------------------------------------------------------------------------
@@ -499,7 +498,7 @@ def _encode_decimal(column: _Column, value: Any) -> _Encoded:
         return ()
     phys = column.physical_type
     if phys in ("INT32", "INT64"):
-        return _stored_int(unscaled, column, 32 if phys == "INT32" else 64)
+        return _stored_int(unscaled, column)
     if phys == "BYTE_ARRAY":
         return (_minimal_twos_complement(unscaled),)
     width = column.leaf.type_length
@@ -624,7 +623,7 @@ def _instant_nanos(value: Any, utc: bool) -> int | Fraction:
 
 def _encode_date(column: _Column, value: Any) -> _Encoded:
     if _is_integer(value):
-        return _stored_int(int(value), column, 32)
+        return _stored_int(int(value), column)
     if isinstance(value, dt.datetime):
         if _clock_nanos(value):
             return ()  # a DATE holds no time of day
@@ -635,13 +634,12 @@ def _encode_date(column: _Column, value: Any) -> _Encoded:
         days = _in_units(_numpy_nanos(value), _NANOS_PER_DAY)
     else:
         raise _Mismatch("expected a date, datetime, numpy.datetime64 or int (days)")
-    return () if days is None else _stored_int(days, column, 32)
+    return () if days is None else _stored_int(days, column)
 
 
 def _encode_time(column: _Column, value: Any) -> _Encoded:
-    bits = 32 if column.physical_type == "INT32" else 64
     if _is_integer(value):
-        return _stored_int(int(value), column, bits)
+        return _stored_int(int(value), column)
     if isinstance(value, dt.time):
         nanos: int | Fraction = _clock_nanos(value)
         offset = value.utcoffset()
@@ -654,14 +652,14 @@ def _encode_time(column: _Column, value: Any) -> _Encoded:
     else:
         raise _Mismatch("expected a time, timedelta, numpy.timedelta64 or int")
     ticks = _in_units(nanos, _NANOS_PER_UNIT[column.unit])
-    return () if ticks is None else _stored_int(ticks, column, bits)
+    return () if ticks is None else _stored_int(ticks, column)
 
 
 def _encode_timestamp(column: _Column, value: Any) -> _Encoded:
     if _is_integer(value):
-        return _stored_int(int(value), column, 64)
+        return _stored_int(int(value), column)
     ticks = _in_units(_instant_nanos(value, column.utc), _NANOS_PER_UNIT[column.unit])
-    return () if ticks is None else _stored_int(ticks, column, 64)
+    return () if ticks is None else _stored_int(ticks, column)
 
 
 def _encode_int96(column: _Column, value: Any) -> _Encoded:

@@ -214,6 +214,8 @@ def _folds_for_fill(avg_fill: float, num_blocks: int, fpp: float) -> int:
     set with probability ``1 - (1 - f) ** 2``; a probe tests eight bits of one block. So after
     ``k`` folds the estimated rate is ``(1 - (1 - f) ** (2 ** k)) ** 8``. Both writers compute the
     unset probability by repeated squaring and stop before the first fold that exceeds ``fpp``.
+    An empty filter (``avg_fill`` 0) never exceeds it, so it folds to one block, as both writers
+    fold an empty filter.
     """
     if num_blocks < 2:
         return 0
@@ -232,10 +234,7 @@ def num_folds(filter: SplitBlockBloomFilter, fpp: float) -> int:
     """How many times Arrow C++ and arrow-rs would halve ``filter`` for target rate ``fpp``."""
     _check_filter(filter)
     _check_fpp(fpp)
-    bits_set = filter.bits_set()
-    if bits_set == 0:  # both writers fold an empty filter to one block
-        return filter.num_blocks.bit_length() - 1
-    return _folds_for_fill(bits_set / (filter.num_bytes * 8), filter.num_blocks, fpp)
+    return _folds_for_fill(filter.bits_set() / (filter.num_bytes * 8), filter.num_blocks, fpp)
 
 
 def fold_to_fpp(filter: SplitBlockBloomFilter, fpp: float) -> SplitBlockBloomFilter:
@@ -286,22 +285,6 @@ def bits_set_by_size(hashes: npt.ArrayLike) -> npt.NDArray[np.int64]:
         at_least = np.cumsum(shared[::-1])[::-1]
         counts += h.size - at_least[:_NUM_SIZES]
     return counts
-    high = (h >> np.uint64(32)).astype(np.uint32)
-    key = h.astype(np.uint32)
-    for salt in SALT:
-        bit = (key * salt) >> np.uint32(27)
-        order = np.lexsort((high, bit))
-        b, hi = bit[order], high[order]
-        same_bit = b[1:] == b[:-1]
-        xor = (hi[1:] ^ hi[:-1])[same_bit]
-        # Length of the common prefix of two 32-bit values: 32 minus the bit length of their XOR
-        # (frexp's exponent is the bit length, exactly, for integers below 2**53).
-        prefix = 32 - np.frexp(xor.astype(np.float64))[1]
-        shared = np.bincount(np.minimum(prefix, _NUM_SIZES), minlength=_NUM_SIZES + 1)
-        # Pairs sharing at least j prefix bits: a suffix sum over the prefix lengths.
-        at_least = np.cumsum(shared[::-1])[::-1]
-        counts += h.size - at_least[:_NUM_SIZES]
-    return counts
 
 
 def _expected_bits_set(ndv: int) -> npt.NDArray[np.float64]:
@@ -342,11 +325,8 @@ def written_num_bytes(
     out = {}
     for log2_blocks in range(_NUM_SIZES):
         num_blocks = 1 << log2_blocks
-        if bits[log2_blocks] == 0:  # both writers fold an empty filter to one block
-            folds = log2_blocks
-        else:
-            fill = float(bits[log2_blocks]) / (num_blocks * BITS_PER_BLOCK)
-            folds = _folds_for_fill(fill, num_blocks, fpp)
+        fill = float(bits[log2_blocks]) / (num_blocks * BITS_PER_BLOCK)
+        folds = _folds_for_fill(fill, num_blocks, fpp)
         out[num_blocks * BYTES_PER_BLOCK] = (num_blocks >> folds) * BYTES_PER_BLOCK
     return out
 
