@@ -795,3 +795,23 @@ def test_physical_types_constant() -> None:
         "BYTE_ARRAY",
         "FIXED_LEN_BYTE_ARRAY",
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 70), st.integers(1, 60), st.integers(0, 5), st.data())
+def test_equal_length_strings_back_to_back_hash_like_any_span(
+    width: int, n: int, skip: int, data: st.DataObject
+) -> None:
+    # Values of one length stored one after another take the fixed-width kernel.
+    values = [data.draw(st.binary(min_size=width, max_size=width)) for _ in range(n)]
+    expected = [xxhash.xxh64_intdigest(v) for v in values]
+    arr = pa.array([b"x" * 3] * skip + values, pa.binary()).slice(skip)
+    assert hash_values(arr).tolist() == expected
+    assert hash_values(pa.array(values, pa.large_binary())).tolist() == expected
+    with_nulls = pa.array([v if i % 3 else None for i, v in enumerate(values)], pa.binary())
+    assert hash_values(with_nulls).tolist() == [h for i, h in enumerate(expected) if i % 3]
+    # A near miss (one value one byte longer) takes the general path, with the same answer.
+    longer = [*values[:-1], values[-1] + b"!"]
+    assert hash_values(pa.array(longer, pa.binary())).tolist() == [
+        xxhash.xxh64_intdigest(v) for v in longer
+    ]
