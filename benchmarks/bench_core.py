@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import sys
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -17,19 +16,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
+from timing import best_of
 
 import parquet_bloom as pb
 
 REPEATS = 5
-
-
-def best(fn: Callable[[], object], repeats: int = REPEATS) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def arrow_cost(column: pa.Array, fpp: float) -> float:
@@ -48,8 +39,8 @@ def arrow_cost(column: pa.Array, fpp: float) -> float:
             bloom_filter_options=options,
         )
 
-    with_filter = best(lambda: write({"x": {"ndv": n, "fpp": fpp}}))
-    without = best(lambda: write(None))
+    with_filter = best_of(lambda: write({"x": {"ndv": n, "fpp": fpp}}), REPEATS)
+    without = best_of(lambda: write(None), REPEATS)
     return with_filter - without
 
 
@@ -65,8 +56,8 @@ def main() -> bool:
     ints = rng.integers(-(2**62), 2**62, n)
     arrow = arrow_cost(pa.array(ints), 0.01)
     f = pb.SplitBlockBloomFilter.from_ndv(n, 0.01)
-    ours_insert = best(lambda: f.insert(ints))
-    ours_find = best(lambda: f.might_contain_many(ints))
+    ours_insert = best_of(lambda: f.insert(ints), REPEATS)
+    ours_find = best_of(lambda: f.might_contain_many(ints), REPEATS)
     print(f"int64, {n:,} values, 1 % filter of {f.num_bytes:,} bytes:")
     print(
         f"  Arrow C++ {arrow / n * 1e9:.1f} ns/value; ours hash+insert "
@@ -89,7 +80,7 @@ def main() -> bool:
     lengths = pc.binary_length(strings).to_numpy()
     arrow = arrow_cost(strings, 0.01)
     g = pb.SplitBlockBloomFilter.from_ndv(m, 0.01)
-    ours = best(lambda: g.insert(strings))
+    ours = best_of(lambda: g.insert(strings), REPEATS)
     print(f"\nstrings of {lengths.min()}-{lengths.max()} bytes, {m:,} values:")
     print(f"  Arrow C++ {arrow / m * 1e9:.1f} ns/value; ours hash+insert {ours / m * 1e9:.1f}")
     ok &= report("hash+insert / Arrow C++ hash+insert", ours / arrow, "<= 3", ours / arrow <= 3)
@@ -105,7 +96,7 @@ def compare_with_loops(
     sample = values.to_pylist() if isinstance(values, pa.Array) else list(values.tolist())
     sample = sample[:200_000]
     scale = len(values) / len(sample)  # type: ignore[arg-type]
-    hash_loop = best(lambda: [xxhash.xxh64_intdigest(plain(v)) for v in sample], 2) * scale
+    hash_loop = best_of(lambda: [xxhash.xxh64_intdigest(plain(v)) for v in sample], 2) * scale
     words = [0] * (f.num_blocks * 8)
     z = f.num_blocks
 
@@ -116,9 +107,9 @@ def compare_with_loops(
             for i, salt in enumerate(SALTS):
                 words[block * 8 + i] |= 1 << (((key * salt) & 0xFFFFFFFF) >> 27)
 
-    loop_insert = best(insert_loop, 1) * scale
-    ours_hash = best(lambda: pb.hash_values(values, ptype))
-    ours_insert = best(lambda: f.insert(values, ptype))
+    loop_insert = best_of(insert_loop, 1) * scale
+    ours_hash = best_of(lambda: pb.hash_values(values, ptype), REPEATS)
+    ours_insert = best_of(lambda: f.insert(values, ptype), REPEATS)
     ok = report(
         "Python xxhash loop / ours, hashing only",
         hash_loop / ours_hash,

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from timing import best_of
 
 from parquet_bloom.format import (
     FOOTER_TRAILER_SIZE,
@@ -45,15 +44,6 @@ def read_footer(path: Path) -> bytes:
     data = path.read_bytes()
     length = parse_footer_trailer(data[-FOOTER_TRAILER_SIZE:], file_size=len(data))
     return data[-FOOTER_TRAILER_SIZE - length : -FOOTER_TRAILER_SIZE]
-
-
-def best_of(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> int:

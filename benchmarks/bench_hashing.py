@@ -12,23 +12,13 @@ from __future__ import annotations
 
 import argparse
 import struct
-import time
-from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
 import xxhash
+from timing import best_of
 
 from parquet_bloom.hashing import hash_values
-
-
-def best_seconds(run: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def report(label: str, count: int, ours: float, loop: float) -> None:
@@ -49,37 +39,35 @@ def main() -> None:
     as_python = ints.tolist()
     pack = struct.Struct("<q").pack
     assert int(hash_values(ints)[0]) == digest(pack(as_python[0]))
-    loop = best_seconds(lambda: [digest(pack(v)) for v in as_python], 1)
+    loop = best_of(lambda: [digest(pack(v)) for v in as_python], 1)
     print(f"{'':<44} {'ours':>9} {'loop':>9} {'speedup':>9}   (ns/value)")
     report(
         f"{args.ints:,} int64 (numpy)",
         args.ints,
-        best_seconds(lambda: hash_values(ints), args.repeat),
+        best_of(lambda: hash_values(ints), args.repeat),
         loop,
     )
 
     lengths = rng.integers(5, 31, args.strings)
     text = [f"user-{i:08d}-{'x' * 30}"[:n] for i, n in enumerate(lengths.tolist())]
     assert int(hash_values(text[:1])[0]) == digest(text[0].encode())
-    loop = best_seconds(lambda: [digest(s.encode()) for s in text], 1)
+    loop = best_of(lambda: [digest(s.encode()) for s in text], 1)
     label = f"{args.strings:,} strings of 5-30 bytes"
     arrow = pa.array(text)
     report(
         f"{label} (pyarrow)",
         args.strings,
-        best_seconds(lambda: hash_values(arrow), args.repeat),
+        best_of(lambda: hash_values(arrow), args.repeat),
         loop,
     )
     unicode = np.array(text)
     report(
         f"{label} (numpy U)",
         args.strings,
-        best_seconds(lambda: hash_values(unicode), args.repeat),
+        best_of(lambda: hash_values(unicode), args.repeat),
         loop,
     )
-    report(
-        f"{label} (list)", args.strings, best_seconds(lambda: hash_values(text), args.repeat), loop
-    )
+    report(f"{label} (list)", args.strings, best_of(lambda: hash_values(text), args.repeat), loop)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,6 @@ from __future__ import annotations
 import argparse
 import tempfile
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+from timing import best_of
 
 from parquet_bloom.prune import prune
 
@@ -153,15 +152,6 @@ def build(directory: Path, files: int, row_groups: int, rows_per_group: int) -> 
         )
         ids.extend(id_.tolist())
     return ids
-
-
-def best_of(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> int:
