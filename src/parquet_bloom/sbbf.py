@@ -44,8 +44,8 @@ BITS_PER_BLOCK = 256
 MIN_NUM_BYTES = 32
 MAX_NUM_BYTES = 128 * 1024 * 1024
 
-# Hashes are processed in chunks of this many: the chunk's (n, 8) mask matrix is 1 MiB, small
-# enough to stay in cache between the numpy passes over it.
+# Hashes are processed in chunks of this many, so that the numpy passes over a chunk (its
+# positions, gathered blocks, or the sparse path's (n, 8) masks of 1 MiB) stay in cache.
 _CHUNK = 1 << 15
 # Dense inserts work on pages of 64 KiB of filter: unpacked to one bool per bit that is 512 KiB,
 # which stays in a 1 MiB L2 cache while the page's hashes set their bits.
@@ -265,19 +265,15 @@ class SplitBlockBloomFilter:
     def __or__(self, other: object) -> SplitBlockBloomFilter:
         if not isinstance(other, SplitBlockBloomFilter):
             return NotImplemented
-        if other.num_bytes != self.num_bytes:
-            raise ValueError(
-                f"cannot union filters of {self.num_bytes} and {other.num_bytes} bytes; "
-                "fold the larger one first"
-            )
-        return _wrap(self._words | other._words)
+        return self.copy().__ior__(other)
 
     def __ior__(self, other: object) -> SplitBlockBloomFilter:
         if not isinstance(other, SplitBlockBloomFilter):
             return NotImplemented
         if other.num_bytes != self.num_bytes:
             raise ValueError(
-                f"cannot union filters of {self.num_bytes} and {other.num_bytes} bytes"
+                f"cannot union filters of {self.num_bytes} and {other.num_bytes} bytes; "
+                "fold the larger one first"
             )
         self._words |= other._words
         return self
