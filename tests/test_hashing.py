@@ -26,6 +26,7 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from parquet_bloom.format import Type
 from parquet_bloom.hashing import (
     PHYSICAL_TYPES,
     hash_value,
@@ -785,16 +786,8 @@ def test_mixed_lists_hash_like_each_value(values: list[Any]) -> None:
 
 
 def test_physical_types_constant() -> None:
-    assert PHYSICAL_TYPES == (
-        "BOOLEAN",
-        "INT32",
-        "INT64",
-        "INT96",
-        "FLOAT",
-        "DOUBLE",
-        "BYTE_ARRAY",
-        "FIXED_LEN_BYTE_ARRAY",
-    )
+    # Indexed by the Thrift Type enum value: check against the generated enum, not a copy.
+    assert dict(enumerate(PHYSICAL_TYPES)) == Type._VALUES_TO_NAMES
 
 
 @settings(max_examples=60, deadline=None)
@@ -815,3 +808,12 @@ def test_equal_length_strings_back_to_back_hash_like_any_span(
     assert hash_values(pa.array(longer, pa.binary())).tolist() == [
         xxhash.xxh64_intdigest(v) for v in longer
     ]
+
+
+@pytest.mark.parametrize(("unit", "target"), [("s", None), ("s", "INT64"), ("ms", "INT96")])
+def test_timestamps_that_overflow_when_scaled_are_refused(unit: str, target: str | None) -> None:
+    # pyarrow refuses to scale these (timestamp[s] is written as milliseconds, INT96 holds
+    # nanoseconds); the int64 minimum must not slip through by wrapping.
+    arr = pa.array([0, -(2**63)], pa.timestamp(unit))
+    with pytest.raises(ValueError, match="overflows when scaled"):
+        hash_values(arr, target)

@@ -564,7 +564,7 @@ def xxh64_fixed(data: np.ndarray) -> np.ndarray:
         raise TypeError(
             f"xxh64_fixed expects a 2-D uint8 array (n, width), not {data.ndim}-D {data.dtype}"
         )
-    return _hash_rows(np.ascontiguousarray(data))
+    return _hash_rows(data)  # which makes it contiguous
 
 
 def xxh64_variable(
@@ -1115,7 +1115,7 @@ def _decimal_big_endian(le_rows: U8, width: int, arrow_type: object) -> U8:
 def _scaled(values: NDArray[np.int64], factor: int, arrow_type: object, target: str) -> I64:
     """values * factor, refusing results that overflow int64 (pyarrow's casts refuse too)."""
     limit = (2**63 - 1) // factor
-    bad = np.abs(values) > limit
+    bad = (values > limit) | (values < -limit)  # not np.abs: it wraps at the int64 minimum
     if bad.any():
         raise _cannot(values[int(np.argmax(bad))], target, f"{arrow_type} overflows when scaled")
     return values * factor
