@@ -126,11 +126,6 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
-def _reencode(md: Any) -> bytes:
-    """Encode a (possibly mutated) FileMetaData for the validation tests."""
-    return fmt.encode_file_metadata(md)
-
-
 # --------------------------------------------------------------------------------------------
 # Footer trailer
 # --------------------------------------------------------------------------------------------
@@ -455,7 +450,7 @@ def test_footer_over_the_size_limit(monkeypatch: pytest.MonkeyPatch) -> None:
 def _mutated(footer: bytes, change: Any) -> bytes:
     md = fmt.decode_file_metadata(footer, full=True)
     change(md)
-    return _reencode(md)
+    return fmt.encode_file_metadata(md)
 
 
 def test_empty_schema(rich_footer: bytes) -> None:
@@ -585,6 +580,35 @@ def test_newer_enum_values_are_named_unknown(rich_footer: bytes) -> None:
         "UNKNOWN(42)",
     )
     assert fmt.column_chunks(md)[0].physical_type == "UNKNOWN(42)"
+
+
+def _offset_index_bytes(path: Path) -> bytes:
+    data = path.read_bytes()
+    chunk = fmt.decode_file_metadata(_footer(path)).row_groups[0].columns[0]
+    start, length = chunk.offset_index_offset, chunk.offset_index_length
+    return data[start : start + length]
+
+
+def test_offset_index_round_trips_byte_for_byte(rich_file: Path) -> None:
+    raw = _offset_index_bytes(rich_file)
+    offset_index = fmt.decode_offset_index(memoryview(raw))
+    assert offset_index.page_locations
+    assert offset_index.page_locations[0].first_row_index == 0
+    assert fmt.encode_offset_index(offset_index) == raw
+
+
+def test_corrupt_offset_index_is_a_corrupt_file(rich_file: Path) -> None:
+    raw = _offset_index_bytes(rich_file)
+    for end in range(len(raw)):
+        _only_corrupt(fmt.decode_offset_index, raw[:end])
+    with pytest.raises(CorruptFileError, match="cannot decode the OffsetIndex"):
+        fmt.decode_offset_index(b"\x19\xfc")  # a list of 15+ structs that is not there
+    offset_index = fmt.decode_offset_index(raw)
+    offset_index.page_locations[-1].compressed_page_size = None
+    with pytest.raises(
+        CorruptFileError, match=r"page location \d+ of the OffsetIndex has no compressed"
+    ):
+        fmt.decode_offset_index(fmt.encode_offset_index(offset_index))
 
 
 # --------------------------------------------------------------------------------------------

@@ -270,21 +270,8 @@ def decode_file_metadata(buf: bytes | memoryview, *, full: bool = False) -> File
     not decode or lack what readers rely on (a schema, one column chunk per schema leaf in
     every row group, ColumnMetaData in every unencrypted column chunk).
     """
-    data = bytes(buf)
-    if len(data) > MAX_FOOTER_SIZE:
-        raise UnsupportedFileError(
-            f"footer of {len(data)} bytes exceeds this library's limit of {MAX_FOOTER_SIZE} bytes"
-        )
     spec = _FULL_FILE_META_DATA_SPEC if full else _FAST_FILE_META_DATA_SPEC
-    try:
-        md = _decode_struct(data, _tt.FileMetaData, spec)
-    except Exception as err:
-        # The Thrift runtime signals bad input with a zoo of types (EOFError,
-        # TProtocolException, TTransportException, UnicodeDecodeError, struct.error,
-        # OverflowError, MemoryError, and AssertionError/KeyError/RecursionError in the
-        # pure-Python decoder). The call above does nothing but decode these bytes, so any
-        # exception from it means they are not a valid footer.
-        raise CorruptFileError(f"cannot decode the Parquet footer: {_describe(err)}") from err
+    md = _decode_untrusted(buf, _tt.FileMetaData, spec, "footer", "the Parquet footer")
     _validate_file_metadata(md)
     result: FileMetaData = md
     return result
@@ -301,6 +288,26 @@ class _CompactProtocolReplacingUtf8(TCompactProtocol):  # type: ignore[misc]
     def readString(self) -> str:
         value: str = self.readBinary().decode("utf-8", errors="replace")
         return value
+
+
+def _decode_untrusted(
+    buf: bytes | memoryview, cls: Any, spec: tuple[Any, ...], name: str, the_name: str
+) -> Any:
+    """Decode a Thrift compact struct from a file, every failure a BloomFilterError."""
+    data = bytes(buf)
+    if len(data) > MAX_FOOTER_SIZE:
+        raise UnsupportedFileError(
+            f"{name} of {len(data)} bytes exceeds this library's limit of {MAX_FOOTER_SIZE} bytes"
+        )
+    try:
+        return _decode_struct(data, cls, spec)
+    except Exception as err:
+        # The Thrift runtime signals bad input with a zoo of types (EOFError,
+        # TProtocolException, TTransportException, UnicodeDecodeError, struct.error,
+        # OverflowError, MemoryError, and AssertionError/KeyError/RecursionError in the
+        # pure-Python decoder). The call above does nothing but decode these bytes, so any
+        # exception from it means they are not a valid struct.
+        raise CorruptFileError(f"cannot decode {the_name}: {_describe(err)}") from err
 
 
 def _decode_struct(data: bytes, cls: Any, spec: tuple[Any, ...]) -> Any:
@@ -332,18 +339,8 @@ def _decode_struct(data: bytes, cls: Any, spec: tuple[Any, ...]) -> Any:
 
 def _validate_file_metadata(md: FileMetaData) -> None:
     leaves = schema_leaves(md)  # validates the schema tree
-    row_groups = md.row_groups
-    if row_groups is None:
-        raise CorruptFileError("the Parquet footer has no row group list")
-    n_leaves = len(leaves)
-    for i, rg in enumerate(row_groups):
-        columns = rg.columns
-        if columns is None or len(columns) != n_leaves:
-            got = "no" if columns is None else len(columns)
-            raise CorruptFileError(
-                f"row group {i} has {got} column chunks but the schema has {n_leaves} leaf columns",
-                row_group=i,
-            )
+    for i, rg in enumerate(_row_groups(md)):
+        columns = _row_group_columns(i, rg, leaves)
         if rg.num_rows is None:
             raise CorruptFileError(f"row group {i} has no num_rows", row_group=i)
         for j, chunk in enumerate(columns):
@@ -352,11 +349,26 @@ def _validate_file_metadata(md: FileMetaData) -> None:
                 and chunk.crypto_metadata is None
                 and chunk.encrypted_column_metadata is None
             ):
-                raise CorruptFileError(
-                    f"column chunk {j} of row group {i} has no ColumnMetaData",
-                    row_group=i,
-                    column=leaves[j].path,
-                )
+                raise _chunk_error(i, j, leaves[j], "no ColumnMetaData")
+
+
+def _row_groups(md: FileMetaData) -> list[Any]:
+    row_groups: list[Any] | None = md.row_groups
+    if row_groups is None:
+        raise CorruptFileError("the Parquet footer has no row group list")
+    return row_groups
+
+
+def _row_group_columns(i: int, rg: Any, leaves: list[SchemaLeaf]) -> list[Any]:
+    """Row group ``i``'s column chunks, one per schema leaf (checked: readers index them)."""
+    columns: list[Any] | None = rg.columns
+    if columns is None or len(columns) != len(leaves):
+        got = "no" if columns is None else len(columns)
+        raise CorruptFileError(
+            f"row group {i} has {got} column chunks but the schema has {len(leaves)} leaf columns",
+            row_group=i,
+        )
+    return columns
 
 
 def encode_file_metadata(md: FileMetaData) -> bytes:
@@ -370,13 +382,16 @@ def encode_file_metadata(md: FileMetaData) -> bytes:
     ColumnChunk without its required ``file_offset`` gets the IDL default 0 written. A
     rewrite that must be exact can check ``encode_file_metadata(md) == original`` first.
     """
+    return _encode_struct(md, _tt.FileMetaData, _FULL_FILE_META_DATA_SPEC)
+
+
+def _encode_struct(obj: Any, cls: Any, spec: tuple[Any, ...]) -> bytes:
     fastbinary = _fastbinary
     if fastbinary is not None:
-        out: bytes = fastbinary.encode_compact(md, [_tt.FileMetaData, _FULL_FILE_META_DATA_SPEC])
+        out: bytes = fastbinary.encode_compact(obj, [cls, spec])
         return out
     transport = TMemoryBuffer()
-    generated: Any = md  # the generated write() is untyped
-    generated.write(TCompactProtocol(transport))
+    obj.write(TCompactProtocol(transport))  # the generated write() is untyped
     value: bytes = transport.getvalue()
     return value
 
@@ -518,20 +533,10 @@ def column_chunks(md: FileMetaData) -> list[ColumnChunkInfo]:
 
 
 def _iter_column_chunks(md: FileMetaData, leaves: list[SchemaLeaf]) -> Iterator[ColumnChunkInfo]:
-    row_groups = md.row_groups
-    if row_groups is None:
-        raise CorruptFileError("the Parquet footer has no row group list")
     type_names = _tt.Type._VALUES_TO_NAMES
     leaf_paths = [list(leaf.path_in_schema) for leaf in leaves]
-    for i, rg in enumerate(row_groups):
-        columns = rg.columns
-        if columns is None or len(columns) != len(leaves):
-            got = "no" if columns is None else len(columns)
-            raise CorruptFileError(
-                f"row group {i} has {got} column chunks but the schema has "
-                f"{len(leaves)} leaf columns",
-                row_group=i,
-            )
+    for i, rg in enumerate(_row_groups(md)):
+        columns = _row_group_columns(i, rg, leaves)
         # This loop runs once per column chunk (10,000s in wide files), so the common case
         # is one combined check; only a failing chunk takes the slow path that says why.
         for j, chunk in enumerate(columns):
@@ -727,6 +732,16 @@ class _CompactReader:
             raise _Malformed(f"field id {fid} out of i16 range at byte {self.pos}")
         return ctype, fid
 
+    def fields(self) -> Iterator[tuple[int, int]]:
+        """(wire type, field id) of each field of a struct, up to its stop byte; the caller
+        reads or skips each value before asking for the next field."""
+        last = 0
+        while True:
+            ctype, last = self.field_header(last)
+            if ctype == _CT_STOP:
+                return
+            yield ctype, last
+
     def skip(self, ctype: int, depth: int, *, in_container: bool = False) -> None:
         """Skip one value of wire type ``ctype``."""
         if ctype in (_CT_BOOL_TRUE, _CT_BOOL_FALSE):
@@ -783,24 +798,14 @@ class _CompactReader:
 
     def skip_struct(self, depth: int) -> None:
         depth = self._check_depth(depth)
-        last = 0
-        while True:
-            ctype, fid = self.field_header(last)
-            if ctype == _CT_STOP:
-                return
-            last = fid
+        for ctype, _ in self.fields():
             self.skip(ctype, depth)
 
     def union_member(self, known: dict[int, str], what: str) -> str:
         """Read a union struct; return the name of the member that is set."""
         depth = self._check_depth(0)
         member: str | None = None
-        last = 0
-        while True:
-            ctype, fid = self.field_header(last)
-            if ctype == _CT_STOP:
-                break
-            last = fid
+        for ctype, fid in self.fields():
             if member is not None:
                 raise _Malformed(f"{what} union has more than one member set")
             if fid in known:
@@ -832,12 +837,7 @@ def parse_bloom_filter_header(buf: bytes | memoryview) -> tuple[BloomFilterHeade
         algorithm: str | None = None
         hash_: str | None = None
         compression: str | None = None
-        last = 0
-        while True:
-            ctype, fid = reader.field_header(last)
-            if ctype == _CT_STOP:
-                break
-            last = fid
+        for ctype, fid in reader.fields():
             if fid == 1 and ctype == _CT_I32:
                 num_bytes = reader.zigzag()
                 if not _INT32_MIN <= num_bytes <= _INT32_MAX:
@@ -933,16 +933,9 @@ def decode_offset_index(buf: bytes | memoryview) -> Any:
     Returns the generated ``OffsetIndex``. Raises ``CorruptFileError`` when the bytes do not
     decode or a page location lacks a required field.
     """
-    data = bytes(buf)
-    if len(data) > MAX_FOOTER_SIZE:
-        raise UnsupportedFileError(
-            f"OffsetIndex of {len(data)} bytes exceeds this library's limit of "
-            f"{MAX_FOOTER_SIZE} bytes"
-        )
-    try:
-        offset_index = _decode_struct(data, _tt.OffsetIndex, _OFFSET_INDEX_SPEC)
-    except Exception as err:  # the Thrift runtime's zoo of errors, as in decode_file_metadata
-        raise CorruptFileError(f"cannot decode the OffsetIndex: {_describe(err)}") from err
+    offset_index = _decode_untrusted(
+        buf, _tt.OffsetIndex, _OFFSET_INDEX_SPEC, "OffsetIndex", "the OffsetIndex"
+    )
     locations = offset_index.page_locations
     if locations is None:
         raise CorruptFileError("the OffsetIndex has no page_locations")
@@ -956,11 +949,4 @@ def decode_offset_index(buf: bytes | memoryview) -> Any:
 def encode_offset_index(offset_index: Any) -> bytes:
     """Serialize an ``OffsetIndex`` with the Thrift compact protocol (fields in id order, as
     every writer we know encodes it, so an unchanged index re-encodes to the same bytes)."""
-    fastbinary = _fastbinary
-    if fastbinary is not None:
-        out: bytes = fastbinary.encode_compact(offset_index, [_tt.OffsetIndex, _OFFSET_INDEX_SPEC])
-        return out
-    transport = TMemoryBuffer()
-    offset_index.write(TCompactProtocol(transport))
-    value: bytes = transport.getvalue()
-    return value
+    return _encode_struct(offset_index, _tt.OffsetIndex, _OFFSET_INDEX_SPEC)
