@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import xxhash
 
 import parquet_bloom as pb
 from parquet_bloom import encoding
@@ -486,6 +487,83 @@ def test_might_contain_takes_a_broadcast(spark: SparkSession) -> None:
     assert set(range(0, 1000, 10)) <= {
         r.id for r in ints.filter(pbs.might_contain(int_filter, "id")).collect()
     }
+
+
+def uses_python(df: DataFrame) -> bool:
+    return "ArrowEvalPython" in df._jdf.queryExecution().executedPlan().toString()
+
+
+def test_seed_zero_prefix_makes_spark_hash_with_seed_zero() -> None:
+    prefix = pbs.SEED_ZERO_PREFIX.to_bytes(8, "little", signed=True)
+    assert xxhash.xxh64_intdigest(prefix, seed=pbs.SPARK_HASH_SEED) == 0
+
+
+@pytest.mark.parametrize(
+    ("num_bytes", "columns"),
+    [(512, COLUMNS), (32768, ["long", "string", "double", "dec18"])],
+    ids=["literal", "subquery"],  # where the words come from: see _LITERAL_MAX_BYTES
+)
+def test_might_contain_in_spark_answers_as_the_arrow_udf(
+    typed_df: DataFrame, num_bytes: int, columns: list[str]
+) -> None:
+    """Spark's expressions give, row for row, the Arrow UDF's answers (the UDF hashes with the
+    numpy core, checked against the files Spark writes), for every type and both word sources;
+    the types Spark cannot hash as Parquet stores them stay with the UDF."""
+    spark = typed_df.sparkSession
+    present = typed_df.filter(F.col("id") % 3 == 0)
+    with session_conf(spark, WRITES["micros_dictionary"]["conf"]):
+        filters = pbs.build_filters(present, columns, num_bytes=dict.fromkeys(columns, num_bytes))
+        layout = pbs._SparkLayout.of(spark)
+        handles = {c: spark.sparkContext.broadcast(f) for c, f in filters.items()}
+        rows = typed_df.select(
+            *[pbs.might_contain(h, c).alias(f"hit_{c}") for c, h in handles.items()],
+            *[pbs._arrow_probe(h, F.col(c), layout).alias(f"udf_{c}") for c, h in handles.items()],
+        ).collect()
+    for column in columns:
+        hits = [r[f"hit_{column}"] for r in rows]
+        assert hits == [r[f"udf_{column}"] for r in rows], column
+        assert sum(hits) >= ROWS // 3 - ROWS // 10, column
+        assert sum(hits) < ROWS or column == "byte", column  # 256 values, all present
+
+
+@pytest.mark.parametrize(
+    ("conf", "by_udf"),
+    [
+        ({"outputTimestampType": "TIMESTAMP_MICROS"}, {"dec9", "dec30"}),
+        ({"outputTimestampType": "INT96"}, {"ts", "dec9", "dec30"}),
+        ({"outputTimestampType": "TIMESTAMP_MILLIS"}, {"ts", "dec9", "dec30"}),
+        (
+            {"outputTimestampType": "TIMESTAMP_MICROS", "writeLegacyFormat": "true"},
+            {"dec9", "dec18", "dec30"},
+        ),
+    ],
+)
+def test_might_contain_leaves_to_python_only_what_spark_hashes_otherwise(
+    typed_df: DataFrame, conf: dict[str, str], by_udf: set[str]
+) -> None:
+    bloom_filter = SplitBlockBloomFilter(32)
+    with session_conf(
+        typed_df.sparkSession, {f"spark.sql.parquet.{k}": v for k, v in conf.items()}
+    ):
+        for column in ["long", "string", *TIMESTAMP_AND_DECIMALS]:
+            query = typed_df.filter(pbs.might_contain(bloom_filter, column))
+            assert uses_python(query) == (column in by_udf), column
+
+
+def test_might_contain_in_spark_for_any_nan_and_zero(spark: SparkSession) -> None:
+    """Every NaN bit pattern and both zeros, as Spark's = sees them, in Spark's expressions."""
+    other_nan = np.array([0x7FF0000000000001, 0xFFF8000000000000], np.uint64).view(np.float64)
+    doubles = pa.array([1.5, 0.0, -0.0, np.nan, *other_nan, -1.5, None], pa.float64())
+    df = spark.createDataFrame(pa.table({"x": doubles, "y": doubles.cast(pa.float32())}))
+    for column, physical_type, dtype in (("x", "DOUBLE", np.float64), ("y", "FLOAT", np.float32)):
+        for stored in ([1.5], [1.5, -0.0], [1.5, 0.0]):
+            bloom_filter = SplitBlockBloomFilter(32)
+            bloom_filter.insert(np.array(stored, dtype), physical_type)
+            query = df.select(pbs.might_contain(bloom_filter, column).alias("hit"))
+            assert not uses_python(query)
+            zero = len(stored) > 1
+            expected = [True, zero, zero, True, True, True, False, False]
+            assert [r.hit for r in query.collect()] == expected, (column, stored)
 
 
 def test_might_contain_bad_arguments(spark: SparkSession) -> None:

@@ -8,8 +8,8 @@ filter's hashing and bit layout, run on executors with the numpy core.
   row) and inserts them into a partial filter of the final size; the partial bitsets are OR-ed,
   which is exact, so the result is the filter a local :class:`SplitBlockBloomFilter` of that size
   would hold after inserting the same values, whatever the partitioning.
-- :func:`might_contain` is a Spark Column for ``df.filter``/``withColumn``: a scalar Arrow UDF
-  (``arrow_udf``, pyspark >= 4.1) probing a broadcast copy of the filter, batch by batch.
+- :func:`might_contain` is a Spark Column for ``df.filter``/``withColumn``, in Spark's own
+  expressions (see "Probing in Spark's expressions" below).
 - :func:`semi_join_prefilter` builds a filter on the join key of one side and drops the rows of
   the other side that cannot match.
 - :func:`bloom_filter_index` and :func:`files_might_contain` read the filters of a dataset's
@@ -85,13 +85,27 @@ the driver receives at most about that many bytes. Spark hands ``mapInArrow`` 10
 Arrow batch by default; the build raises that to ``BUILD_BATCH_ROWS`` for its own job (see
 :func:`_arrow_batches_of_at_least`), which on the benchmark cut the build by a third.
 
-Probing speed
--------------
-:func:`might_contain` is as fast as a Python UDF gets, not as fast as Spark's own expressions:
-every batch crosses from the JVM to a Python worker and back. On the benchmark's 20 M cached
-rows a scalar Arrow UDF that does nothing costs about 5.8x an ``isin`` scan, and the probe
-(hashing and lookups, about 0.25 ms per 10,000-row batch) brings it to about 6.8x. Larger Arrow
-batches made no measurable difference there, so the session's setting is left alone.
+Probing in Spark's expressions
+------------------------------
+:func:`might_contain` is written in Spark's own expressions, so that it runs in the JVM, in
+Spark's generated code, with no batch sent to Python: a scalar Arrow UDF that does nothing
+costs about 5.8x an ``isin`` scan on the benchmark's 20 M cached rows, whatever it computes.
+
+- The hash: Spark's ``xxhash64(a, b)`` is XXH64 of ``b``'s bytes seeded with the hash of ``a``,
+  itself seeded with 42. With ``a`` the one long whose hash under seed 42 is 0
+  (:data:`SEED_ZERO_PREFIX`), that is XXH64 with seed 0 of the value's bytes, which are the
+  bytes Parquet stores for integers, dates, INT64 timestamps, day-time intervals, strings,
+  binaries, decimals of 10 to 18 digits and floats (with every NaN, and -0.0, hashed as one
+  bit pattern, which the probe turns into Spark's equality).
+- The probe: block index and bit positions by BloomFilter.md, with every product kept below
+  2**63 (ANSI mode fails on overflow), and the words looked up with ``element_at`` in an
+  ``array<int>``: a literal for small filters, the result of a scalar subquery for larger ones
+  (Spark prints a plan's literals in full, several times per query).
+- Other types: ``typeof(column)`` is folded into a constant when Spark plans the query, so a
+  ``CASE`` on it keeps one branch, and the layouts Spark hashes otherwise go to the Arrow UDF.
+
+On the benchmark the probe costs about 1.8x the ``isin`` scan (the Arrow UDF it replaced: 6.7x),
+most of the difference being the fixed cost of planning its expression.
 """
 
 from __future__ import annotations
@@ -113,7 +127,7 @@ from parquet_bloom import hashing, sizing
 from parquet_bloom.encoding import literal_probe
 from parquet_bloom.errors import BloomFilterError
 from parquet_bloom.reader import BloomFilterReader
-from parquet_bloom.sbbf import MAX_NUM_BYTES, SplitBlockBloomFilter, optimal_num_bytes
+from parquet_bloom.sbbf import MAX_NUM_BYTES, SALT, SplitBlockBloomFilter, optimal_num_bytes
 
 try:
     from pyspark import Broadcast
@@ -577,20 +591,20 @@ def might_contain(
 ) -> Column:
     """A boolean Column: False where the column's value is certainly not in ``bloom_filter``.
 
-    Use it in ``df.filter(...)`` or ``withColumn``. The filter is broadcast once (pass a
-    ``Broadcast`` of a filter to reuse one) and probed by a scalar Arrow UDF, one Arrow batch
-    at a time. Values are hashed as Spark writes the column (module docstring), so a filter from
-    :func:`build_filter` or from a file Spark wrote over the same type answers correctly; a
-    filter built over another type (an INT32 column probed with longs) does not. Nulls give
-    False (a Bloom filter holds no nulls). Following Spark's equality, NaN gives True and a zero
-    is looked up as both +0.0 and -0.0. Needs pyspark >= 4.1 (``arrow_udf``).
+    Use it in ``df.filter(...)`` or ``withColumn``. Values are hashed as Spark writes the column
+    (module docstring), so a filter from :func:`build_filter` or from a file Spark wrote over
+    the same type answers correctly; a filter built over another type (an INT32 column probed
+    with longs) does not. Nulls give False (a Bloom filter holds no nulls). Following Spark's
+    equality, NaN gives True and a zero is looked up as both +0.0 and -0.0.
+
+    Most types are probed by Spark's own expressions, in the JVM (module docstring, "Probing in
+    Spark's expressions"); the rest (INT96 and TIMESTAMP_MILLIS timestamps, decimals not stored
+    as INT64, collated strings) by a scalar Arrow UDF over a broadcast copy of the filter (pass
+    a ``Broadcast`` of a filter to reuse one). Needs pyspark >= 4.1 (``arrow_udf``).
     """
     session = spark if spark is not None else SparkSession.getActiveSession()
     if session is None:
         raise ValueError("might_contain needs an active SparkSession (or pass spark=...)")
-    arrow_udf = getattr(F, "arrow_udf", None)
-    if arrow_udf is None:
-        raise ImportError("might_contain needs pyspark >= 4.1 (pyspark.sql.functions.arrow_udf)")
     if not isinstance(column, str | Column):
         raise TypeError(f"column must be a name or a Column, not {type(column).__name__}")
     if isinstance(bloom_filter, Broadcast):
@@ -603,18 +617,33 @@ def might_contain(
             f"{type(bloom_filter).__name__}"
         )
     layout = _SparkLayout.of(session)
+    values = F.col(column) if isinstance(column, str) else column
+    # typeof() is folded to a constant once the plan is analysed, so Spark keeps one branch:
+    # a column of a type hashed natively never reaches Python.
+    return F.when(
+        _hashed_by_spark(F.typeof(values), layout), _expression_probe(handle.value, values, session)
+    ).otherwise(_arrow_probe(handle, values, layout))
+
+
+def _arrow_probe(
+    handle: Broadcast[SplitBlockBloomFilter], values: Column, layout: _SparkLayout
+) -> Column:
+    """might_contain as a scalar Arrow UDF: every type, one Arrow batch at a time, in Python."""
+    arrow_udf = getattr(F, "arrow_udf", None)
+    if arrow_udf is None:
+        raise ImportError("might_contain needs pyspark >= 4.1 (pyspark.sql.functions.arrow_udf)")
 
     def might_contain(values: pa.Array) -> pa.Array:
-        return _probe(values, handle.value, layout)
+        return _probe_batch(values, handle.value, layout)
 
     # The type hints (resolved from this module's globals) make it a scalar Arrow UDF.
     udf = arrow_udf(might_contain, T.BooleanType())
-    result: Column = udf(column)
+    result: Column = udf(values)
     return result
 
 
-def _probe(values: Any, bloom_filter: SplitBlockBloomFilter, layout: _SparkLayout) -> Any:
-    """Executor side: the UDF's answer for one Arrow batch."""
+def _probe_batch(values: Any, bloom_filter: SplitBlockBloomFilter, layout: _SparkLayout) -> Any:
+    """Executor side of the Arrow UDF: its answer for one Arrow batch."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     found = bloom_filter.find_hashes(_arrow_hashes(values, layout))
@@ -633,6 +662,124 @@ def _probe(values: Any, bloom_filter: SplitBlockBloomFilter, layout: _SparkLayou
         answer[values.is_valid().to_numpy(zero_copy_only=False)] = found
         found = answer
     return pa.array(found, type=pa.bool_())
+
+
+# Spark's xxhash64(a, b, ...) hashes each argument's bytes with XXH64, seeded with the hash of
+# the arguments before it, and starts from seed 42. For 8 bytes XXH64 is a bijection, so exactly
+# one long hashes to 0 under seed 42; with it first, xxhash64(SEED_ZERO_PREFIX, v) is XXH64 with
+# seed 0 of v's bytes: the Parquet filter's hash, for every type whose bytes Spark hashes the
+# way Parquet stores them. The long is found by running XXH64's last steps backwards from 0.
+def _xxh64_preimage_of_zero(seed: int) -> int:
+    m = (1 << 64) - 1
+    p1, p2, p3, p4, p5 = (int(p) for p in (hashing._P1, hashing._P2, hashing._P3,
+                                           hashing._P4, hashing._P5))  # fmt: skip
+
+    def rotr(x: int, r: int) -> int:
+        return ((x >> r) | (x << (64 - r))) & m
+
+    h = 0  # the target, through the avalanche backwards: xor-shifts and odd multipliers
+    h ^= h >> 32
+    h = h * pow(p3, -1, 1 << 64) & m
+    h ^= (h >> 29) ^ (h >> 58)
+    h = h * pow(p2, -1, 1 << 64) & m
+    h ^= h >> 33
+    h = rotr((h - p4) * pow(p1, -1, 1 << 64) & m, 27)  # h = rotl(h, 27) * P1 + P4
+    lane = h ^ ((seed + p5 + 8) & m)  # h ^= round(0, lane), from h = seed + P5 + 8
+    value = rotr(lane * pow(p1, -1, 1 << 64) & m, 31) * pow(p2, -1, 1 << 64) & m
+    return _signed(value)
+
+
+def _signed(value: Any) -> int:
+    """A uint64 as the Java long with the same bits."""
+    bits = int(value)
+    return bits - (1 << 64) if bits >> 63 else bits
+
+
+SPARK_HASH_SEED = 42  # XxHash64(children, seed = 42L), Spark's xxhash64()
+SEED_ZERO_PREFIX = _xxh64_preimage_of_zero(SPARK_HASH_SEED)
+
+# typeof() names of the types Spark's xxhash64 hashes as Parquet stores them: hashInt of the
+# 4-byte value for INT32 types, hashLong for INT64 ones, the bytes of (UTF8_BINARY) strings and
+# binaries, and the IEEE bits of floats (which the probe's zero and NaN cases see to).
+_NATIVE_TYPE_NAMES = (
+    "tinyint", "smallint", "int", "bigint", "date", "timestamp_ntz", "float", "double",
+    "string", "binary",
+)  # fmt: skip
+_DAY_TIME_FIELDS = ("day", "hour", "minute", "second")
+_DAY_TIME_INTERVALS = tuple(
+    f"interval {start}" if start == end else f"interval {start} to {end}"
+    for i, start in enumerate(_DAY_TIME_FIELDS)
+    for end in _DAY_TIME_FIELDS[i:]
+)
+# Spark hashes a decimal of precision <= 18 as hashLong of its unscaled value: the INT64 that
+# Parquet stores for 10..18 digits (INT32 below, minimal bytes above are hashed otherwise).
+_INT64_DECIMAL = r"^decimal\(1[0-8],"
+# Filters up to this size go into the plan as a literal array. Spark renders the plan as text
+# (several times per query, with the literal once per word lookup), which measured 0.3 s at
+# 32 KiB and 4 s at 1 MiB; larger filters travel as the result of a scalar subquery instead,
+# which is rendered as its name (0.3 s more per query at 16 MiB, a constant 0.1 s below).
+_LITERAL_MAX_BYTES = 4096
+
+
+def _hashed_by_spark(type_name: Column, layout: _SparkLayout) -> Column:
+    """Whether xxhash64 hashes a value of this type as its Parquet filter does."""
+    names = _NATIVE_TYPE_NAMES + _DAY_TIME_INTERVALS
+    if layout.timestamp_type == "TIMESTAMP_MICROS":
+        names += ("timestamp",)
+    native = type_name.isin(*names)
+    return native if layout.legacy_decimal else native | type_name.rlike(_INT64_DECIMAL)
+
+
+def _expression_probe(
+    bloom_filter: SplitBlockBloomFilter, values: Column, session: SparkSession
+) -> Column:
+    """might_contain in Spark's own expressions (the SBBF probe of BloomFilter.md), in the JVM.
+
+    Spark's ANSI mode turns a long overflow into an error, so every product is kept below
+    2**63: the block index multiplies the hash's top 32 bits by the block count (at most
+    2**22), and each salt is split into 16-bit halves, of which only the product's low 32 bits
+    matter.
+    """
+    h = F.xxhash64(F.lit(SEED_ZERO_PREFIX), values)
+    words = _words_column(bloom_filter, session)
+    block = F.shiftrightunsigned(F.shiftrightunsigned(h, 32) * (bloom_filter.num_bytes // 32), 32)
+    key = h.bitwiseAND(F.lit(0xFFFFFFFF))
+    first_word = block * 8 + 1  # element_at counts from 1
+    hit: Column | None = None
+    for i, salt in enumerate(int(s) for s in SALT):
+        low_half = key * (salt & 0xFFFF)
+        high_half = F.shiftleft((key * (salt >> 16)).bitwiseAND(0xFFFF), 16)
+        bit = F.shiftrightunsigned((low_half + high_half).bitwiseAND(F.lit(0xFFFFFFFF)), 27)
+        word = F.element_at(words, (first_word + i).cast("int"))
+        is_set = F.call_function("shiftright", word, bit.cast("int")).bitwiseAND(1) == 1
+        hit = is_set if hit is None else hit & is_set
+    assert hit is not None
+    # Spark's = holds for NaN = NaN and 0.0 = -0.0, while the filter holds raw bits. Spark
+    # hashes every NaN and both zeros by one bit pattern each (Float.floatToIntBits of the value
+    # with -0.0 made 0.0), so the hash tells them apart without a per-type expression.
+    type_name = F.typeof(values)
+    answers = F.when(values.isNull(), F.lit(False))
+    for name, physical_type, dtype in (
+        ("float", "FLOAT", np.float32),
+        ("double", "DOUBLE", np.float64),
+    ):
+        nan_hash, zero_hash = hashing.hash_values(np.array([np.nan, 0.0], dtype), physical_type)
+        zeros = np.array([0.0, -0.0], dtype)
+        zero_hit = bool(bloom_filter.find_hashes(hashing.hash_values(zeros, physical_type)).any())
+        is_name = type_name == name
+        answers = answers.when(is_name & (h == _signed(nan_hash)), F.lit(True))
+        answers = answers.when(is_name & (h == _signed(zero_hash)), F.lit(zero_hit))
+    return answers.otherwise(hit)
+
+
+def _words_column(bloom_filter: SplitBlockBloomFilter, session: SparkSession) -> Column:
+    """The filter's 32-bit words as an array<int> Column (see _LITERAL_MAX_BYTES)."""
+    words = np.frombuffer(bloom_filter.to_bytes(), dtype="<i4")
+    if bloom_filter.num_bytes <= _LITERAL_MAX_BYTES:
+        return F.expr(f"array({', '.join(map(str, words.tolist()))})")
+    table = pa.table({"words": pa.array([words], pa.list_(pa.int32()))})
+    with _without_pandas_warning():
+        return session.createDataFrame(table).scalar()
 
 
 def semi_join_prefilter(
