@@ -47,9 +47,11 @@ MAX_NUM_BYTES = 128 * 1024 * 1024
 # Hashes are processed in chunks of this many, so that the numpy passes over a chunk (its
 # positions, gathered blocks, or the sparse path's (n, 8) masks of 1 MiB) stay in cache.
 _CHUNK = 1 << 15
-# Dense inserts work on pages of 64 KiB of filter: unpacked to one bool per bit that is 512 KiB,
-# which stays in a 1 MiB L2 cache while the page's hashes set their bits.
-_PAGE_BLOCKS = 2048
+# Dense inserts work on pages of 128 KiB of filter: unpacked to one bool per bit that is 1 MiB,
+# which stays in a 2 MiB L2 cache while the page's hashes set their bits, and a filter of up to
+# 32 MiB has at most 256 pages, so grouping hashes by page is a radix sort on one byte. Measured
+# 4 M hashes into 2, 8 and 32 MiB: 44, 43 and 58 ns a hash, against 47, 49 and 73 for 64 KiB.
+_PAGE_BLOCKS = 4096
 # Below one value per this many blocks, unpacking pages costs more than sorting the few values.
 _DENSE_RATIO = 8
 # Up to this many hashes, probing one at a time beats the fixed cost of the numpy passes.
