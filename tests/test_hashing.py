@@ -600,6 +600,27 @@ def test_decimals_stored_as_integers(precision: int) -> None:
         assert got == xxs([encode(physical, v) for v in (10**precision - 1, -3)])
 
 
+@pytest.mark.parametrize(
+    "arrow_type", [pa.decimal32(7, 0), pa.decimal128(30, 0), pa.decimal256(60, 0)]
+)
+def test_decimals_as_byte_array_take_their_fewest_bytes(arrow_type: pa.DataType) -> None:
+    """LogicalTypes.md: a BYTE_ARRAY decimal is big-endian two's complement in "the minimum
+    number of bytes" (the writer's choice pyarrow cannot make; its reading is tested in
+    test_encoding against a file re-annotated as such)."""
+    edges = [0, 1, -1, 127, 128, -128, -129, 255, 256, 32767, -32768, 10**6 + 1]
+    unscaled = [v for v in edges if abs(v) < 10**arrow_type.precision] + [
+        10**arrow_type.precision - 1,
+        -(10**arrow_type.precision) + 1,
+    ]
+    arr = pa.array([decimal.Decimal(v) for v in unscaled] + [None], arrow_type)
+
+    def fewest(v: int) -> bytes:
+        return v.to_bytes((v + (v < 0)).bit_length() // 8 + 1, "big", signed=True)
+
+    assert fewest(128) == b"\x00\x80" and fewest(-129) == b"\xff\x7f" and fewest(-1) == b"\xff"
+    assert as_list(hash_values(arr, "BYTE_ARRAY")) == xxs([fewest(v) for v in unscaled])
+
+
 def test_numpy_and_python_inference_match_pyarrow() -> None:
     # numpy arrays hash like pyarrow.array(them) written to Parquet.
     for dtype in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64):

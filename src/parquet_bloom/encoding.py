@@ -802,7 +802,7 @@ def _stored_form(pa: Any, arr: Any, column: _Column) -> Any:
         if column.kind in ("time", "timestamp"):
             return _to_unit(pa, arr, column)
         if column.kind == "decimal":
-            return _decimal_storage(pa, arr, column)
+            return _decimal_storage(arr, column)
     except pa.ArrowInvalid as err:
         raise ValueError(f"{column.describe()}: {err}") from err
     return arr
@@ -819,42 +819,15 @@ def _to_unit(pa: Any, arr: Any, column: _Column) -> Any:
     return arr if t == target else arr.cast(target, safe=True)
 
 
-def _decimal_storage(pa: Any, arr: Any, column: _Column) -> Any:
-    """Check the scale; for BYTE_ARRAY columns build the minimal two's complement bytes."""
-    t = arr.type
-    if t.scale != column.scale:
+def _decimal_storage(arr: Any, column: _Column) -> Any:
+    """Check the scale; hashing narrows the decimal words to the column's INT32, INT64,
+    FIXED_LEN_BYTE_ARRAY or minimal BYTE_ARRAY form and refuses values that do not fit."""
+    if arr.type.scale != column.scale:
         raise ValueError(
-            f"{column.describe()}: Arrow {t} has scale {t.scale}, the column {column.scale}"
+            f"{column.describe()}: Arrow {arr.type} has scale {arr.type.scale}, the column "
+            f"{column.scale}"
         )
-    if column.physical_type != "BYTE_ARRAY":
-        return arr  # INT32/INT64/FLBA: hashing narrows and checks the decimal words
-    width = t.byte_width
-    n = len(arr)
-    values = arr.buffers()[1]
-    if n == 0 or values is None:
-        return pa.array([], pa.large_binary())
-    raw = np.frombuffer(values, dtype=np.uint8)
-    be = raw[arr.offset * width : (arr.offset + n) * width].reshape(n, width)[:, ::-1]
-    sign = np.where(be[:, 0] >= 0x80, 0xFF, 0).astype(np.uint8)
-    # Leading sign bytes are redundant while the byte after them carries the same sign bit.
-    leading = np.logical_and.accumulate(be == sign[:, None], axis=1).sum(axis=1)
-    first = be[np.arange(n), np.minimum(leading, width - 1)]
-    keeps_sign = (first & 0x80) == (sign & 0x80)
-    start = np.where(leading == width, width - 1, np.where(keeps_sign, leading, leading - 1))
-    lengths = (width - start).astype(np.int64)
-    data = be[np.arange(width)[None, :] >= start[:, None]]  # row-major: values back to back
-    offsets = np.zeros(n + 1, dtype=np.int64)  # large_binary: no 2 GiB limit
-    np.cumsum(lengths, out=offsets[1:])
-    validity = None
-    if arr.null_count:
-        valid = arr.is_valid().to_numpy(zero_copy_only=False)
-        validity = pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
-    return pa.Array.from_buffers(
-        pa.large_binary(),
-        n,
-        [validity, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data.tobytes())],
-        null_count=arr.null_count,
-    )
+    return arr
 
 
 def _is_bytes_like(types: Any, t: Any) -> bool:

@@ -1112,6 +1112,24 @@ def _decimal_big_endian(le_rows: U8, width: int, arrow_type: object) -> U8:
     return np.ascontiguousarray(kept)
 
 
+def _minimal_twos_complement(be: U8) -> tuple[U8, I64, I64]:
+    """Big-endian two's-complement rows -> each value in its fewest bytes, back to back, as
+    (data, starts, lengths): a BYTE_ARRAY decimal (LogicalTypes.md, "DECIMAL": "the minimum
+    number of bytes"). A leading sign byte is redundant while the next byte has the same sign
+    bit; zero and -1 keep one byte."""
+    n, width = be.shape
+    sign = np.where(be[:, 0] >= 0x80, 0xFF, 0).astype(np.uint8)
+    leading = np.logical_and.accumulate(be == sign[:, None], axis=1).sum(axis=1)
+    first = be[np.arange(n), np.minimum(leading, width - 1)]
+    keeps_sign = (first & 0x80) == (sign & 0x80)
+    start = np.where(leading == width, width - 1, np.where(keeps_sign, leading, leading - 1))
+    lengths = (width - start).astype(np.int64)
+    data = np.ascontiguousarray(be[np.arange(width)[None, :] >= start[:, None]])  # row-major
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    return data, starts, lengths
+
+
 def _scaled(values: NDArray[np.int64], factor: int, arrow_type: object, target: str) -> I64:
     """values * factor, refusing results that overflow int64 (pyarrow's casts refuse too)."""
     limit = (2**63 - 1) // factor
@@ -1222,6 +1240,8 @@ def _hash_arrow_array(pa: Any, arr: Any, target: str | None, tl: int | None) -> 
             # The store_decimal_as_integer=True layout: the unscaled value as an integer.
             be8 = _decimal_big_endian(le, 8, t)
             return _hash_ndarray(be8.view(">i8").reshape(-1).astype(np.int64), target, None)
+        if target == "BYTE_ARRAY":
+            return _hash_spans(*_minimal_twos_complement(_decimal_big_endian(le, le.shape[1], t)))
         if target not in (None, "FIXED_LEN_BYTE_ARRAY"):
             raise ValueError(f"cannot encode {t} values as {target}")
         # Default: big-endian two's complement, the fewest bytes that hold the precision.
