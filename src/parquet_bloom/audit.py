@@ -571,7 +571,7 @@ def check_file(
         max_fpp = float(max_fpp)
     name = os.fspath(path)
     with BloomFilterReader(name) as reader:
-        leaves = fmt.schema_leaves(reader.metadata)
+        leaves = reader.schema_leaves
         selected = _select_columns(columns, leaves, name)
         by_path = {leaf.path: leaf for leaf in leaves}
         filtered = [

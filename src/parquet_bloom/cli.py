@@ -293,7 +293,7 @@ def _nearest_float(text: str, kind: str) -> Any:
 
 def _probe_file(path: str, column: str, texts: Sequence[str]) -> dict[str, Any]:
     with BloomFilterReader(path) as reader:
-        leaves = {leaf.path: leaf for leaf in fmt.schema_leaves(reader.metadata)}
+        leaves = {leaf.path: leaf for leaf in reader.schema_leaves}
         if column not in leaves:
             raise ValueError(f"no column {column!r} in {path}; its columns are {', '.join(leaves)}")
         leaf = leaves[column]

@@ -532,10 +532,12 @@ class ColumnChunkInfo:
     path_in_schema: tuple[str, ...] = ()  # the unambiguous form of ``path``
 
 
-def column_chunks(md: FileMetaData) -> list[ColumnChunkInfo]:
-    """All column chunks in (row group, column) order, checked against the schema."""
-    leaves = schema_leaves(md)
-    return list(_iter_column_chunks(md, leaves))
+def column_chunks(
+    md: FileMetaData, leaves: list[SchemaLeaf] | None = None
+) -> list[ColumnChunkInfo]:
+    """All column chunks in (row group, column) order, checked against the schema (whose
+    :func:`schema_leaves` a caller that has them passes, saving a walk of a wide schema)."""
+    return list(_iter_column_chunks(md, schema_leaves(md) if leaves is None else leaves))
 
 
 def _iter_column_chunks(md: FileMetaData, leaves: list[SchemaLeaf]) -> Iterator[ColumnChunkInfo]:

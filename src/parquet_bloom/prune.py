@@ -44,7 +44,6 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from parquet_bloom import format as fmt
 from parquet_bloom.encoding import literal_probe
 from parquet_bloom.errors import BloomFilterError
 from parquet_bloom.reader import BloomFilterReader, BloomFilterWarning
@@ -616,7 +615,7 @@ class _FilePruning:
         self.unreadable: list[str] = []
         self._schema = schema
         self._physical_schema = physical_schema
-        self._leaves = {leaf.path_in_schema: leaf for leaf in fmt.schema_leaves(reader.metadata)}
+        self._leaves = {leaf.path_in_schema: leaf for leaf in reader.schema_leaves}
         self._filters: dict[tuple[int, str], SplitBlockBloomFilter] = {}
         self._hashes: dict[int, tuple[str, npt.NDArray[np.uint64]] | None] = {}
         self._unchanged: dict[tuple[str, ...], bool] = {}

@@ -308,15 +308,17 @@ class BloomFilterReader:
     """The Bloom filters of one Parquet file.
 
     ``source`` is a path, a binary file object (``seek``/``read``; not closed by the reader), or a
-    path on ``filesystem`` (an fsspec filesystem). The footer is read on construction.
-    ``reads`` and ``bytes_read`` count the reads made so far.
+    path on ``filesystem`` (an fsspec filesystem). The footer is read on construction:
+    ``metadata`` (the decoded FileMetaData), ``schema_leaves`` (its primitive columns, in
+    column order) and ``column_chunks``. ``reads`` and ``bytes_read`` count the reads made so far.
     """
 
     def __init__(self, source: Any, *, filesystem: Any | None = None) -> None:
         self._source = _Source(source, filesystem)
         try:
             self.metadata, self.footer_start = self._read_footer()
-            self.column_chunks = fmt.column_chunks(self.metadata)
+            self.schema_leaves = fmt.schema_leaves(self.metadata)
+            self.column_chunks = fmt.column_chunks(self.metadata, self.schema_leaves)
         except BloomFilterError as err:
             self._source.close()
             raise err.located(source=self._source.name) from err.__cause__
@@ -325,7 +327,7 @@ class BloomFilterReader:
             raise
         self._by_key = {(c.row_group, c.path): c for c in self.column_chunks}
         self._columns = {c.path: c for c in self.column_chunks}
-        self._leaves = {leaf.path: leaf for leaf in fmt.schema_leaves(self.metadata)}
+        self._leaves = {leaf.path: leaf for leaf in self.schema_leaves}
         self._cache: dict[tuple[int, str], SplitBlockBloomFilter | None] = {}
         # Bytes of guess reads (filters of unknown length): a guess often covers the filters
         # next to the one it was for, so later requests are served from it.

@@ -1086,7 +1086,7 @@ def _open_reader(file: str, storage_options: dict[str, Any]) -> BloomFilterReade
 
 
 def _leaf(reader: BloomFilterReader, column: str) -> fmt.SchemaLeaf | None:
-    for leaf in fmt.schema_leaves(reader.metadata):
+    for leaf in reader.schema_leaves:
         if leaf.path == column:
             return leaf
     return None

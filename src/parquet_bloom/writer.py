@@ -1305,8 +1305,8 @@ def rewrite_bloom_filters(
                 _check_lossless(footer, md, fmt.encode_file_metadata, "the footer")
         except BloomFilterError as err:
             raise err.located(source=source) from err.__cause__
-        chunks = fmt.column_chunks(md)
         leaf_list = fmt.schema_leaves(md)
+        chunks = fmt.column_chunks(md, leaf_list)
         leaves = {leaf.path: leaf for leaf in leaf_list}
         targets, removed = _resolve_targets(chunks, leaves, columns, remove, source)
 
