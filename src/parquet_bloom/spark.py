@@ -127,7 +127,7 @@ from parquet_bloom import format as fmt
 from parquet_bloom import hashing, sizing
 from parquet_bloom.encoding import literal_probe
 from parquet_bloom.errors import BloomFilterError
-from parquet_bloom.reader import BloomFilterReader
+from parquet_bloom.reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom.sbbf import MAX_NUM_BYTES, SALT, SplitBlockBloomFilter, optimal_num_bytes
 
 try:
@@ -1134,20 +1134,13 @@ def _row_groups_to_read(
     """Executor side: the row groups of one file that may hold one of ``values``."""
     with _open_reader(file, storage_options) as reader:
         every = list(range(reader.num_row_groups))
-        leaf = _leaf(reader, column)
-        if leaf is None:
+        if _leaf(reader, column) is None:
             return every  # not this file's column: kept, pruning never guesses
-        probe = literal_probe(values, leaf)
-        if probe.always_keep:
-            return every
         try:
-            # An unusable filter is left out, so its row group is kept; the others still prune.
-            filters, _ = reader.filters_with_errors([column])
+            # An unusable filter keeps its row group (the reader warns; on an executor no one
+            # would read it); the others still prune.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", BloomFilterWarning)
+                return reader.row_groups_might_contain(column, values)
         except OSError:
             return every
-        kept = []
-        for rg in every:
-            bloom_filter = filters.get((rg, column))
-            if bloom_filter is None or probe.keeps(bloom_filter):
-                kept.append(rg)
-        return kept
