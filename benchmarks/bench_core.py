@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
-from timing import best_of
+from timing import best_of, report
 
 import parquet_bloom as pb
 
@@ -42,11 +42,6 @@ def arrow_cost(column: pa.Array, fpp: float) -> float:
     with_filter = best_of(lambda: write({"x": {"ndv": n, "fpp": fpp}}), REPEATS)
     without = best_of(lambda: write(None), REPEATS)
     return with_filter - without
-
-
-def report(name: str, ratio: float, target: str, ok: bool) -> bool:
-    print(f"  {name:<58} {ratio:8.2f}x   target {target:<8} {'ok' if ok else 'MISSED'}")
-    return ok
 
 
 def main() -> bool:

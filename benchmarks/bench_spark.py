@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +29,7 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from timing import best_in_turns, report
 
 from parquet_bloom import spark as pbs
 from parquet_bloom.sbbf import SplitBlockBloomFilter
@@ -38,26 +37,6 @@ from parquet_bloom.sbbf import SplitBlockBloomFilter
 ROWS = 20_000_000
 SMALL_LIST = 100
 REPEATS = 4
-
-
-def best_of(
-    candidates: dict[str, Callable[[], object]], repeats: int = REPEATS
-) -> dict[str, float]:
-    """Best time of each candidate, running them in turns (a, b, c, a, b, c, ...) so that a
-    burst of load on this shared machine hits every candidate rather than one."""
-    times: dict[str, list[float]] = {name: [] for name in candidates}
-    for _ in range(repeats):
-        for name, fn in candidates.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: min(ts) for name, ts in times.items()}
-
-
-def report(name: str, ratio: float, target: str | None = None, ok: bool = True) -> bool:
-    verdict = "" if target is None else f"target {target:<8} {'ok' if ok else 'MISSED'}"
-    print(f"  {name:<62} {ratio:8.2f}x   {verdict}", flush=True)
-    return ok
 
 
 def main() -> bool:
@@ -83,13 +62,14 @@ def main() -> bool:
         (estimate,) = df.select(F.approx_count_distinct("x", rsd=pbs.NDV_RSD)).first() or (0,)
         return pbs.build_filter(df, "x", ndv=int(estimate * 1.03) + 1)
 
-    build = best_of(
+    build = best_in_turns(
         {
             "jvm": lambda: jvm_stat.bloomFilter("x", ROWS, 0.01).bitSize(),
             "ours": lambda: pbs.build_filter(df, "x", ndv=ROWS),
             "folded": lambda: pbs.build_filter(df, "x"),  # counts rows, builds, folds
             "estimated": estimate_then_build,
-        }
+        },
+        REPEATS,
     )
     jvm, ours, estimated, folded = (build[k] for k in ("jvm", "ours", "estimated", "folded"))
     print(
@@ -118,7 +98,7 @@ def main() -> bool:
     big.insert(np.asarray(small + list(range(1_000_000 - SMALL_LIST)), np.int64))
     layout = pbs._SparkLayout.of(spark)
 
-    probes = best_of(
+    probes = best_in_turns(
         {
             "isin": lambda: df.filter(F.col("x").isin(small)).count(),
             "probe": lambda: df.filter(pbs.might_contain(bloom_filter, "x")).count(),
@@ -127,7 +107,8 @@ def main() -> bool:
                 pbs._arrow_probe(spark.sparkContext.broadcast(bloom_filter), F.col("x"), layout)
             ).count(),
             "floor": lambda: df.filter(always("x")).count(),
-        }
+        },
+        REPEATS,
     )
     isin, probe, big_probe, udf, floor = (
         probes[k] for k in ("isin", "probe", "big", "udf", "floor")

@@ -1,4 +1,4 @@
-"""The one timer the benchmark scripts share."""
+"""The timers and the report line the benchmark scripts share."""
 
 from __future__ import annotations
 
@@ -14,3 +14,22 @@ def best_of(fn: Callable[[], object], repeat: int) -> float:
         fn()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+def best_in_turns(candidates: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """The fastest run of each candidate, running them in turns (a, b, c, a, b, c, ...) so that
+    a burst of load on a shared machine hits every candidate rather than one."""
+    times: dict[str, list[float]] = {name: [] for name in candidates}
+    for _ in range(repeat):
+        for name, fn in candidates.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: min(ts) for name, ts in times.items()}
+
+
+def report(name: str, ratio: float, target: str | None = None, ok: bool = True) -> bool:
+    """One ratio, with its target and verdict when it has one; returns ``ok``."""
+    verdict = "" if target is None else f"target {target:<8} {'ok' if ok else 'MISSED'}"
+    print(f"  {name:<62} {ratio:8.2f}x   {verdict}", flush=True)
+    return ok
