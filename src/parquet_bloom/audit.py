@@ -312,7 +312,9 @@ def inspect_file(path: str | os.PathLike[str], *, filesystem: Any | None = None)
         chunks = reader.column_chunks
         filtered = [c for c in chunks if c.bloom_filter_offset is not None]
         locations = _describe_locations(filtered, _row_group_extents(chunks))
-        filters, errors = _load_filters(reader, filtered)
+        # One coalesced read, in which one bad filter spoils no other.
+        filters, failed = reader.filters_with_errors()
+        errors = {key: err.reason for key, err in failed.items()}
         out = []
         for chunk in chunks:
             key = (chunk.row_group, chunk.path)
@@ -359,28 +361,6 @@ def inspect_file(path: str | os.PathLike[str], *, filesystem: Any | None = None)
             created_by=md.created_by,
             chunks=tuple(out),
         )
-
-
-def _load_filters(
-    reader: BloomFilterReader, chunks: Sequence[fmt.ColumnChunkInfo]
-) -> tuple[dict[tuple[int, str], SplitBlockBloomFilter], dict[tuple[int, str], str]]:
-    """All filters in one coalesced read; if any fails, each on its own, to say which."""
-    try:
-        return reader.filters(row_groups=None, columns=None), {}
-    except BloomFilterError:
-        pass
-    filters: dict[tuple[int, str], SplitBlockBloomFilter] = {}
-    errors: dict[tuple[int, str], str] = {}
-    for chunk in chunks:
-        key = (chunk.row_group, chunk.path)
-        try:
-            f = reader.filter(*key)
-        except BloomFilterError as err:
-            errors[key] = err.reason
-            continue
-        if f is not None:
-            filters[key] = f
-    return filters, errors
 
 
 # -- check ---------------------------------------------------------------------------------------
