@@ -224,16 +224,9 @@ def _decimal_storage(precision: int, legacy: bool) -> tuple[str, int | None]:
         return "INT32", None
     if not legacy and precision <= _MAX_LONG_DIGITS:
         return "INT64", None
-    return "FIXED_LEN_BYTE_ARRAY", _min_bytes_for_precision(precision)
-
-
-def _min_bytes_for_precision(precision: int) -> int:
-    """Spark's Decimal.minBytesForPrecision: the fewest bytes whose signed range holds every
-    unscaled value of ``precision`` digits."""
-    num_bytes = 1
-    while 1 << (8 * num_bytes - 1) < 10**precision:
-        num_bytes += 1
-    return num_bytes
+    # Spark's Decimal.minBytesForPrecision: the fewest bytes that hold every value of those
+    # digits, the width pyarrow picks as well.
+    return "FIXED_LEN_BYTE_ARRAY", hashing._decimal_width(precision)
 
 
 # Arrow types Spark hands to Python for each supported Spark type (ArrowUtils.toArrowType),
