@@ -668,17 +668,32 @@ def test_a_filter_past_the_footer_is_refused(sources: dict[str, Path], tmp_path:
     assert (info.value.row_group, info.value.column, info.value.offset) == (2, "code", 10**9)
 
 
-def test_an_undecodable_page_is_a_located_corrupt_file_error(tmp_path: Path) -> None:
-    # pyarrow reports a page header it cannot decode as an OSError; for the rewrite that is a
-    # corrupt source, named with its row group and column, and no output appears.
+@pytest.mark.parametrize(
+    ("write_options", "message", "offset"),
+    [
+        # Read from the pages: our own error, at the page's offset.
+        ({}, "cannot decode a page header", 4),
+        # DELTA_BINARY_PACKED goes through pyarrow, which reports an OSError.
+        (
+            {"use_dictionary": False, "column_encoding": "DELTA_BINARY_PACKED"},
+            "pyarrow cannot read",
+            None,
+        ),
+    ],
+)
+def test_an_undecodable_page_is_a_located_corrupt_file_error(
+    tmp_path: Path, write_options: dict[str, Any], message: str, offset: int | None
+) -> None:
+    # A page header that does not decode is a corrupt source, named with its row group and
+    # column, and no output appears.
     src, dst = tmp_path / "bad.parquet", tmp_path / "out.parquet"
-    pq.write_table(pa.table({"x": pa.array(range(10_000))}), src)
+    pq.write_table(pa.table({"x": pa.array(range(10_000))}), src, **write_options)
     data = bytearray(src.read_bytes())
     data[len(fmt.MAGIC) : len(fmt.MAGIC) + 64] = b"\xff" * 64  # the first page header
     src.write_bytes(bytes(data))
-    with pytest.raises(pb.CorruptFileError, match="pyarrow cannot read") as info:
+    with pytest.raises(pb.CorruptFileError, match=message) as info:
         rewrite_bloom_filters(src, dst, columns=["x"])
-    assert (info.value.row_group, info.value.column) == (0, "x")
+    assert (info.value.row_group, info.value.column, info.value.offset) == (0, "x", offset)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "MAGIC",
     "MAX_BLOOM_FILTER_HEADER_SIZE",
     "MAX_FOOTER_SIZE",
+    "MAX_PAGE_HEADER_SIZE",
     "MAX_THRIFT_CONTAINER_SIZE",
     "MAX_THRIFT_STRING_SIZE",
     "BloomFilterHeader",
@@ -62,6 +63,7 @@ __all__ = [
     "KeyValue",
     "LogicalType",
     "OffsetIndex",
+    "PageHeader",
     "PageLocation",
     "PageType",
     "RowGroup",
@@ -76,6 +78,7 @@ __all__ = [
     "encode_offset_index",
     "parse_bloom_filter_header",
     "parse_footer_trailer",
+    "parse_page_header",
     "schema_leaves",
 ]
 
@@ -429,6 +432,11 @@ class SchemaLeaf:
     precision: int | None
     repetition: str | None  # "REQUIRED", "OPTIONAL", "REPEATED", "VECTOR"; None if unset
     field_id: int | None
+    # The levels a data page stores for this leaf (parquet-format README, "Nested Encoding"):
+    # every non-required element on the path from the root adds one definition level, every
+    # repeated one a repetition level. None when an element on the path has no repetition.
+    max_definition_level: int | None = None
+    max_repetition_level: int | None = None
 
 
 def schema_leaves(md: FileMetaData) -> list[SchemaLeaf]:
@@ -448,15 +456,17 @@ def schema_leaves(md: FileMetaData) -> list[SchemaLeaf]:
         raise CorruptFileError("schema element 0 (the root) has no name")
     root_children = _children(root, 0)
     leaves: list[SchemaLeaf] = []
-    # (index of the group element, children still to visit, path of the group)
-    stack: list[tuple[int, int, tuple[str, ...]]] = [(0, root_children, ())]
+    # (index of the group element, children still to visit, path of the group, its levels)
+    stack: list[tuple[int, int, tuple[str, ...], tuple[int, int] | None]] = [
+        (0, root_children, (), (0, 0))
+    ]
     pos = 1
     while stack:
-        parent, remaining, prefix = stack[-1]
+        parent, remaining, prefix, parent_levels = stack[-1]
         if remaining == 0:
             stack.pop()
             continue
-        stack[-1] = (parent, remaining - 1, prefix)
+        stack[-1] = (parent, remaining - 1, prefix, parent_levels)
         if pos >= n_elements:
             raise CorruptFileError(
                 f"schema element {parent} declares more children than the schema's "
@@ -467,9 +477,10 @@ def schema_leaves(md: FileMetaData) -> list[SchemaLeaf]:
         if name is None:
             raise CorruptFileError(f"schema element {pos} has no name")
         path = (*prefix, name)
+        levels = _levels(parent_levels, element.repetition_type)
         n_children = _children(element, pos)
         if n_children > 0:
-            stack.append((pos, n_children, path))
+            stack.append((pos, n_children, path, levels))
         elif element.type is not None:
             leaves.append(
                 SchemaLeaf(
@@ -484,6 +495,8 @@ def schema_leaves(md: FileMetaData) -> list[SchemaLeaf]:
                     precision=element.precision,
                     repetition=_enum_name(_tt.FieldRepetitionType, element.repetition_type),
                     field_id=element.field_id,
+                    max_definition_level=None if levels is None else levels[0],
+                    max_repetition_level=None if levels is None else levels[1],
                 )
             )
         pos += 1
@@ -493,6 +506,17 @@ def schema_leaves(md: FileMetaData) -> list[SchemaLeaf]:
             f"{root_children} children) holds only {pos}"
         )
     return leaves
+
+
+def _levels(parent: tuple[int, int] | None, repetition: int | None) -> tuple[int, int] | None:
+    """(max definition level, max repetition level) of an element below ``parent``; None
+    below an element without a repetition or with one whose levels we do not know (VECTOR)."""
+    kinds = _tt.FieldRepetitionType
+    if parent is None or repetition not in (kinds.REQUIRED, kinds.OPTIONAL, kinds.REPEATED):
+        return None
+    optional = repetition != kinds.REQUIRED
+    repeated = repetition == kinds.REPEATED
+    return parent[0] + optional, parent[1] + repeated
 
 
 def _children(element: Any, index: int) -> int:
@@ -958,3 +982,110 @@ def encode_offset_index(offset_index: Any) -> bytes:
     """Serialize an ``OffsetIndex`` with the Thrift compact protocol (fields in id order, as
     every writer we know encodes it, so an unchanged index re-encodes to the same bytes)."""
     return _encode_struct(offset_index, _tt.OffsetIndex, _OFFSET_INDEX_SPEC)
+
+
+# =============================================================================================
+# Page headers
+# =============================================================================================
+#
+# parquet-format README, "Data Pages": a column chunk is a sequence of pages, each a
+# Thrift-compact PageHeader followed by compressed_page_size bytes of body. Building a Bloom
+# filter from the pages (parquet_bloom.pages) needs the sizes, the page kind and the encodings,
+# never the statistics, so those are skipped by the C decoder like the footer's.
+
+PageHeader = _tt.PageHeader
+# A page header is tens of bytes plus its statistics, whose min/max can be long strings. Arrow
+# C++ starts with 16 KiB and gives up at 16 MiB (ReaderProperties / kDefaultMaxPageHeaderSize);
+# we accept what it accepts.
+MAX_PAGE_HEADER_SIZE = 16 * 1024 * 1024
+
+_PAGE_HEADER_SPEC = _prune(
+    _tt.PageHeader,
+    {
+        "type",
+        "uncompressed_page_size",
+        "compressed_page_size",
+        "data_page_header",
+        "index_page_header",
+        "dictionary_page_header",
+        "data_page_header_v2",
+    },
+    {
+        "data_page_header": _prune(
+            _tt.DataPageHeader,
+            {"num_values", "encoding", "definition_level_encoding", "repetition_level_encoding"},
+        ),
+        "data_page_header_v2": _prune(
+            _tt.DataPageHeaderV2,
+            {
+                "num_values",
+                "num_nulls",
+                "num_rows",
+                "encoding",
+                "definition_levels_byte_length",
+                "repetition_levels_byte_length",
+                "is_compressed",
+            },
+        ),
+    },
+)
+# Which sub-header each page type must carry, and the counts in it that must be >= 0.
+_PAGE_SUB_HEADERS = {
+    _tt.PageType.DATA_PAGE: ("data_page_header", ("num_values",)),
+    _tt.PageType.DATA_PAGE_V2: (
+        "data_page_header_v2",
+        (
+            "num_values",
+            "num_nulls",
+            "num_rows",
+            "definition_levels_byte_length",
+            "repetition_levels_byte_length",
+        ),
+    ),
+    _tt.PageType.DICTIONARY_PAGE: ("dictionary_page_header", ("num_values",)),
+}
+
+
+def parse_page_header(buf: bytes | memoryview) -> tuple[Any, int]:
+    """Decode the PageHeader at the start of ``buf``.
+
+    Returns the generated ``PageHeader`` (statistics and CRC not decoded) and the number of
+    bytes it took; the page body follows right after. Raises ``CorruptFileError`` when the
+    bytes are not a PageHeader, including when ``buf`` ends inside it (a caller holding only
+    a prefix of the chunk can read more and try again), or when its sizes or counts are
+    negative or the sub-header its type needs is missing. An unknown page type is returned
+    as it is: the caller decides whether to skip it.
+    """
+    data = bytes(buf[:MAX_PAGE_HEADER_SIZE])
+    transport = TMemoryBuffer(data)
+    limit = min(MAX_THRIFT_STRING_SIZE, len(data))
+    try:
+        if _fastbinary is None:
+            proto = _CompactProtocolReplacingUtf8(
+                transport, string_length_limit=limit, container_length_limit=limit
+            )
+            header = _tt.PageHeader()  # type: ignore[no-untyped-call]
+            header.read(proto)  # type: ignore[no-untyped-call]
+        else:
+            proto = TCompactProtocolAccelerated(
+                transport, string_length_limit=limit, container_length_limit=limit
+            )
+            header = _fastbinary.decode_compact(None, proto, [_tt.PageHeader, _PAGE_HEADER_SPEC])
+    except Exception as err:  # every way bad Thrift fails; see _decode_untrusted
+        raise CorruptFileError(f"cannot decode a page header: {_describe(err)}") from err
+    consumed = int(transport.cstringio_buf.tell())
+    for name in ("type", "uncompressed_page_size", "compressed_page_size"):
+        value = getattr(header, name)
+        if value is None or value < 0:
+            raise CorruptFileError(f"page header field {name} is {value}")
+    sub_header = _PAGE_SUB_HEADERS.get(header.type)
+    if sub_header is not None:
+        name, counts = sub_header
+        sub = getattr(header, name)
+        if sub is None:
+            raise CorruptFileError(f"a page header of type {header.type} has no {name}")
+        for count in counts:
+            value = getattr(sub, count)
+            if value is None or value < 0:
+                raise CorruptFileError(f"page header {name}.{count} is {value}")
+    return header, consumed

@@ -39,6 +39,7 @@ __all__ = [
     "hash_values",
     "plain_encode",
     "xxh64_fixed",
+    "xxh64_spans",
     "xxh64_variable",
 ]
 
@@ -591,6 +592,28 @@ def xxh64_variable(
             f"{', decreasing' if (lengths < 0).any() else ''})"
         )
     return _hash_spans(buf, offs[:-1], lengths)
+
+
+def xxh64_spans(
+    data: np.ndarray | bytes | bytearray | memoryview, starts: Any, lengths: Any
+) -> U64:
+    """XXH64 (seed 0) of ``data[starts[i] : starts[i] + lengths[i]]`` for every i: byte strings
+    that need not lie in order or back to back (a selection of a dictionary's entries).
+
+    ``starts`` and ``lengths`` are 1-D integer arrays of one length. Returns uint64 ``(n,)``.
+    """
+    buf = _as_byte_buffer(data)
+    s = np.asarray(starts)
+    n = np.asarray(lengths)
+    if s.ndim != 1 or n.shape != s.shape or s.dtype.kind not in "iu" or n.dtype.kind not in "iu":
+        raise TypeError("starts and lengths must be 1-D integer arrays of one length")
+    s = s.astype(np.int64, copy=False)
+    n = n.astype(np.int64, copy=False)
+    if s.size and (int(s.min()) < 0 or int(n.min()) < 0 or int((s + n).max()) > buf.shape[0]):
+        raise ValueError(f"spans must lie within the {buf.shape[0]}-byte buffer")
+    if s.size == 0:
+        return np.empty(0, dtype=np.uint64)
+    return _hash_spans(buf, s, n)
 
 
 def _as_byte_buffer(data: object) -> U8:

@@ -35,6 +35,7 @@ SALT = np.array(
     ],
     dtype=np.uint32,
 )
+_SALT64 = SALT.astype(np.uint64)  # for 64-bit products, see _insert_dense
 WORDS_PER_BLOCK = 8
 BYTES_PER_BLOCK = 32
 BITS_PER_BLOCK = 256
@@ -162,9 +163,10 @@ class SplitBlockBloomFilter:
         # values hit one word, so set bits instead, which is idempotent. The filter is cut into
         # pages that fit in cache; the hashes are grouped by page (the page is the hash's top
         # bits, so a radix sort on a one- or two-byte key does it); each page is unpacked to one
-        # bool per bit, its hashes set eight bools each, and it is packed back.
+        # bool per bit, once, its hashes set eight bools each, and it is packed back.
         words = self._words
         z = words.shape[0]
+        log_z = z.bit_length() - 1  # z is a power of two (checked on construction)
         page_blocks = min(z, _PAGE_BLOCKS)
         num_pages = z // page_blocks
         if num_pages > 1:
@@ -173,35 +175,45 @@ class SplitBlockBloomFilter:
             page = (h >> np.uint64(64 - page_bits)).astype(key_type)
             h = h.take(np.argsort(page, kind="stable"))  # stable sorts of small ints are radix
             bounds = np.concatenate(([0], np.cumsum(np.bincount(page, minlength=num_pages))))
+            del page
         else:
             bounds = np.array([0, h.size])
         flat = words.reshape(-1).view(np.uint8)
-        pos = np.empty(min(h.size, _CHUNK), dtype=np.uint32)
-        idx = np.empty(min(h.size, _CHUNK), dtype=np.intp)
-        z64 = np.uint64(z)
+        size = min(h.size, _CHUNK)
+        shifted = np.empty(size, dtype=np.uint64)
+        position = np.empty(size, dtype=np.uint64)
+        block_bit = np.empty(size, dtype=np.uint64)
         for p in range(num_pages):
             lo, hi = int(bounds[p]), int(bounds[p + 1])
             if lo == hi:
                 continue
-            first_block = p * page_blocks
-            page_bytes = flat[
-                first_block * BYTES_PER_BLOCK : (first_block + page_blocks) * BYTES_PER_BLOCK
-            ]
+            page_size = page_blocks * BYTES_PER_BLOCK
+            page_bytes = flat[p * page_size : (p + 1) * page_size]
             bits = np.unpackbits(page_bytes, bitorder="little")
             for start in range(lo, hi, _CHUNK):
                 chunk = h[start : min(hi, start + _CHUNK)]
                 n = chunk.size
-                block_bit = _block_index(chunk, z64)
-                block_bit -= first_block
-                block_bit *= BITS_PER_BLOCK
-                key = chunk.astype(np.uint32)
+                # For z = 2**k the spec's block ((h >> 32) * z) >> 32 is h's top k bits; its
+                # low bits are the block within the page, 256 bits a block.
+                base = block_bit[:n]
+                if log_z:
+                    np.right_shift(chunk, np.uint64(64 - log_z), out=base)
+                    base &= np.uint64(page_blocks - 1)
+                    base <<= np.uint64(8)
+                else:
+                    base[:] = 0
+                # Lane i's bit is the top 5 bits of (key * SALT[i]) mod 2**32, key the low half
+                # of h: with the key moved to the top of a 64-bit word, one multiply wraps at
+                # exactly the right place and one shift takes those bits.
+                np.left_shift(chunk, np.uint64(32), out=shifted[:n])
+                pos = position[:n]
                 for lane in range(WORDS_PER_BLOCK):
-                    np.multiply(key, SALT[lane], out=pos[:n])
-                    np.right_shift(pos[:n], np.uint32(27), out=pos[:n])
-                    np.add(block_bit, pos[:n], out=idx[:n])
+                    np.multiply(shifted[:n], _SALT64[lane], out=pos)
+                    pos >>= np.uint64(59)
+                    pos += base
                     # Lane i's word starts 32 * i bits into its block: offset the view, not
                     # every index.
-                    bits[32 * lane :][idx[:n]] = True
+                    bits[32 * lane :][pos.view(np.intp)] = True
             page_bytes[:] = np.packbits(bits, bitorder="little")
 
     def find_hashes(self, hashes: npt.ArrayLike) -> npt.NDArray[np.bool_]:

@@ -1,0 +1,549 @@
+"""Column chunk pages -> the hashes of the values they hold, read straight from the file.
+
+A Bloom filter holds the XXH64 of the PLAIN encoding of each distinct value (parquet-format
+``BloomFilter.md``), and a column chunk's pages hold exactly those bytes: a PLAIN data page
+its non-null values back to back, the dictionary page each value of the dictionary-encoded
+pages once, and those pages only indices into it. So building a chunk's filter needs no
+decoding into Arrow: each page is decompressed, its levels are skipped (a null stores no
+value), and the value bytes are hashed where they lie. That is several times cheaper than
+reading the chunk with pyarrow, which makes an array of every value (a string object each)
+only for us to take it apart again; and no type can be mistaken on the way, because what is
+hashed is what the writer hashed, byte for byte.
+
+Of a dictionary, only the entries some page refers to are hashed: a writer may store entries
+no row uses (Arrow C++ writes a pandas categorical's whole dictionary), and the filter must
+hold the chunk's values, sized for their count. Once every entry is referred to, the
+remaining dictionary-encoded pages cannot add anything and are skipped unread.
+
+Read here (parquet-format ``Encodings.md``): data pages v1 and v2; PLAIN, PLAIN_DICTIONARY /
+RLE_DICTIONARY and BYTE_STREAM_SPLIT values; RLE levels; every codec pyarrow has except the
+ambiguous LZ4 (Hadoop-framed or raw). Anything else (the DELTA_* encodings, BIT_PACKED levels,
+a new page type, or BYTE_ARRAY pages holding many values of varying lengths, which only a
+value-by-value loop could split) raises :class:`NeedsArrow`: the caller reads that chunk with
+pyarrow instead. Bytes that cannot be what they claim raise ``CorruptFileError`` with the
+file offset of the page.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import IO, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from parquet_bloom import format as fmt
+from parquet_bloom import hashing
+from parquet_bloom.errors import CorruptFileError
+
+__all__ = ["NeedsArrow", "chunk_hashes", "rle_hybrid", "supported"]
+
+# parquet.thrift CompressionCodec -> pyarrow.Codec name. LZ4 (5) is left out: files carry it
+# both Hadoop-framed and raw, and Arrow guesses; LZO (3) pyarrow cannot decompress at all.
+_CODECS: dict[int, str | None] = {
+    fmt.CompressionCodec.UNCOMPRESSED: None,
+    fmt.CompressionCodec.SNAPPY: "snappy",
+    fmt.CompressionCodec.GZIP: "gzip",
+    fmt.CompressionCodec.BROTLI: "brotli",
+    fmt.CompressionCodec.ZSTD: "zstd",
+    fmt.CompressionCodec.LZ4_RAW: "lz4_raw",
+}
+_DICTIONARY_ENCODINGS = frozenset({fmt.Encoding.PLAIN_DICTIONARY, fmt.Encoding.RLE_DICTIONARY})
+# Encodings a chunk may list (ColumnMetaData.encodings) for us to read it. RLE and BIT_PACKED
+# are level encodings: parquet-java lists BIT_PACKED for levels that are never written (max
+# level 0), so it is only refused on a page that really has such levels.
+_READABLE_ENCODINGS = _DICTIONARY_ENCODINGS | {
+    fmt.Encoding.PLAIN,
+    fmt.Encoding.RLE,
+    fmt.Encoding.BIT_PACKED,
+    fmt.Encoding.BYTE_STREAM_SPLIT,
+}
+# Encodings.md, "Plain": the bytes of one value of each fixed-width physical type.
+_WIDTHS = {"INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8}
+
+# The first read of a page takes this much, enough for a page header with its statistics
+# (and the whole of a small page); a longer header is read again at four times the size, up
+# to format.MAX_PAGE_HEADER_SIZE. Arrow C++ starts at 16 KiB too.
+PAGE_HEADER_GUESS = 16 * 1024
+# A page may claim to decompress to at most this many bytes: the output is allocated before
+# decompressing, so a corrupt size must not ask for gigabytes. Pages are ~1 MiB (the writers'
+# default); one huge value can make one larger, and pyarrow is left to read those.
+MAX_PAGE_SIZE = 256 * 1024 * 1024
+# BYTE_ARRAY values of varying lengths are split by a Python loop (~0.25 us a value), which
+# is fine for a dictionary or a few small pages but slower than pyarrow for a whole chunk:
+# past this many values in one chunk, the chunk goes to pyarrow.
+MAX_LOOPED_VALUES = 64 * 1024
+# Hashes are collected into room for the footer's num_values (an upper bound on the values
+# with a hash: nulls have none), at most this many at first, grown if the footer was wrong.
+_INITIAL_HASHES = 1 << 26
+
+_U32 = struct.Struct("<I")
+
+
+class NeedsArrow(Exception):
+    """The chunk uses something this module does not read; read it with pyarrow."""
+
+
+def supported(meta: Any, leaf: fmt.SchemaLeaf) -> bool:
+    """Whether the footer says the chunk is one this module can read (it may still find out
+    otherwise on a page and raise :class:`NeedsArrow`)."""
+    return (
+        meta.codec in _CODECS
+        and leaf.max_definition_level is not None
+        and leaf.max_repetition_level is not None
+        and (leaf.physical_type in _WIDTHS or leaf.physical_type == "BYTE_ARRAY" or _flba(leaf))
+        and all(encoding in _READABLE_ENCODINGS for encoding in meta.encodings or ())
+    )
+
+
+def _flba(leaf: fmt.SchemaLeaf) -> bool:
+    return (
+        leaf.physical_type == "FIXED_LEN_BYTE_ARRAY"
+        and leaf.type_length is not None
+        and leaf.type_length >= 0
+    )
+
+
+def chunk_hashes(
+    file: IO[bytes], meta: Any, leaf: fmt.SchemaLeaf, out: np.ndarray | None = None
+) -> np.ndarray:
+    """The XXH64 hashes of the non-null values of one column chunk (duplicates possible), in
+    no particular order, read from ``file`` (opened for reading; its position is moved).
+
+    ``meta`` is the chunk's ColumnMetaData, ``leaf`` its schema leaf. The hashes are written
+    into ``out`` (a uint64 array) when it has room, and the result is then a view of it: a
+    caller hashing chunk after chunk reuses one buffer instead of allocating megabytes each
+    time. Raises :class:`NeedsArrow` for what this module does not read (see the module
+    docstring) and ``CorruptFileError`` (with the page's file offset) for pages that do not
+    decode.
+    """
+    return _ChunkScan(file, meta, leaf, out).run()
+
+
+class _ChunkScan:
+    """One pass over the pages of one column chunk."""
+
+    def __init__(
+        self, file: IO[bytes], meta: Any, leaf: fmt.SchemaLeaf, out: np.ndarray | None
+    ) -> None:
+        if not supported(meta, leaf):
+            raise NeedsArrow("the footer lists an encoding, codec or type not read here")
+        self.file = file
+        self.leaf = leaf
+        self.max_def = int(leaf.max_definition_level or 0)
+        self.max_rep = int(leaf.max_repetition_level or 0)
+        self.width = _WIDTHS.get(leaf.physical_type, leaf.type_length)
+        if leaf.physical_type == "BYTE_ARRAY":
+            self.width = None
+        codec_name = _CODECS[meta.codec]
+        if codec_name is None:
+            self.codec = None
+        else:
+            import pyarrow as pa
+
+            self.codec = pa.Codec(codec_name)
+        # Like Arrow C++ (ComputeColumnChunkRange): a dictionary page offset counts only when
+        # it is positive and before the first data page; some writers put 0 there.
+        start = int(meta.data_page_offset)
+        dictionary = meta.dictionary_page_offset
+        if dictionary is not None and 0 < dictionary < start:
+            start = int(dictionary)
+        self.start = start
+        self.end = start + int(meta.total_compressed_size)
+        self.num_values = int(meta.num_values)
+        room = min(max(self.num_values, 0), _INITIAL_HASHES)
+        if out is not None and out.dtype == np.uint64 and out.ndim == 1 and out.size >= room:
+            self.hashes = out
+        else:
+            self.hashes = np.empty(room, dtype=np.uint64)
+        self.count = 0
+        self.looped = 0  # BYTE_ARRAY values split by the Python loop so far
+        self.dictionary: _Values | None = None
+        self.referenced: npt.NDArray[np.bool_] | None = None
+        self.all_referenced = False
+        self.values_seen = 0  # the data pages' num_values (levels, nulls included)
+        self.page_offset = start
+
+    # -- the pages ------------------------------------------------------------------------
+
+    def run(self) -> np.ndarray:
+        pos = self.start
+        while pos < self.end:
+            self.page_offset = pos
+            header, header_size, head = self._read_header(pos)
+            body_start = pos + header_size
+            body_end = body_start + header.compressed_page_size
+            if body_end > self.end:
+                raise self._corrupt(
+                    f"a page of {header.compressed_page_size} bytes at {body_start} runs past "
+                    f"the end of the column chunk at {self.end}"
+                )
+            if header.uncompressed_page_size > MAX_PAGE_SIZE:
+                raise NeedsArrow(f"a page of {header.uncompressed_page_size} bytes")
+            self._page(header, head, header_size, body_start)
+            pos = body_end
+        if self.values_seen != self.num_values:
+            raise CorruptFileError(
+                f"the column chunk's data pages hold {self.values_seen} values, its footer "
+                f"entry says {self.num_values}",
+                offset=self.start,
+            )
+        if self.dictionary is not None and self.referenced is not None:
+            used = np.flatnonzero(self.referenced)
+            self._add(self.dictionary.hashes(used if used.size < self.referenced.size else None))
+        return self.hashes[: self.count]
+
+    def _read_header(self, pos: int) -> tuple[Any, int, bytes]:
+        size = PAGE_HEADER_GUESS
+        while True:
+            head = self._read(pos, min(size, self.end - pos))
+            try:
+                header, header_size = fmt.parse_page_header(head)
+            except CorruptFileError as err:
+                # Perhaps only cut short: read more, up to the end of the chunk or the limit.
+                if len(head) == self.end - pos or size >= fmt.MAX_PAGE_HEADER_SIZE:
+                    raise self._corrupt(err.reason) from err
+                size = min(4 * size, fmt.MAX_PAGE_HEADER_SIZE)
+                continue
+            return header, header_size, head
+
+    def _read(self, offset: int, length: int) -> bytes:
+        self.file.seek(offset)
+        data = self.file.read(length)
+        if len(data) != length:
+            raise CorruptFileError(
+                f"expected {length} bytes at offset {offset}, the file has {len(data)}",
+                offset=offset,
+            )
+        return data
+
+    def _body(self, head: bytes, header_size: int, body_start: int, size: int) -> bytes:
+        if header_size + size <= len(head):
+            return head[header_size : header_size + size]
+        return self._read(body_start, size)
+
+    def _page(self, header: Any, head: bytes, header_size: int, body_start: int) -> None:
+        kind = header.type
+        size = header.compressed_page_size
+        if kind == fmt.PageType.DICTIONARY_PAGE:
+            self._dictionary_page(header, self._body(head, header_size, body_start, size))
+        elif kind == fmt.PageType.DATA_PAGE:
+            sub = header.data_page_header
+            self.values_seen += sub.num_values
+            if self._skippable(sub.encoding):
+                return
+            body = self._body(head, header_size, body_start, size)
+            self._data_page_v1(sub, self._decompress(body, header.uncompressed_page_size))
+        elif kind == fmt.PageType.DATA_PAGE_V2:
+            sub = header.data_page_header_v2
+            self.values_seen += sub.num_values
+            if self._skippable(sub.encoding):
+                return
+            self._data_page_v2(header, sub, self._body(head, header_size, body_start, size))
+        elif kind != fmt.PageType.INDEX_PAGE:  # index pages are unused by every writer
+            raise NeedsArrow(f"page type {kind}")
+
+    def _skippable(self, encoding: int) -> bool:
+        """A dictionary-encoded page once every dictionary entry is referred to: it holds
+        nothing new, so it is not even read."""
+        if encoding not in _DICTIONARY_ENCODINGS:
+            return False
+        if self.referenced is None:
+            raise self._corrupt("a dictionary-encoded page without a dictionary page")
+        return self.all_referenced
+
+    def _dictionary_page(self, header: Any, body: bytes) -> None:
+        sub = header.dictionary_page_header
+        if self.dictionary is not None or self.values_seen:
+            raise self._corrupt("a dictionary page that is not the chunk's first page")
+        if sub.encoding not in (fmt.Encoding.PLAIN, fmt.Encoding.PLAIN_DICTIONARY):
+            raise NeedsArrow(f"dictionary page encoding {sub.encoding}")
+        data = self._decompress(body, header.uncompressed_page_size)
+        self.dictionary = self._plain(data, sub.num_values)
+        self.referenced = np.zeros(sub.num_values, dtype=bool)
+        self.all_referenced = sub.num_values == 0
+
+    def _data_page_v1(self, sub: Any, data: np.ndarray) -> None:
+        """Data page v1 (Encodings.md, "RLE"): repetition levels, then definition levels,
+        each an RLE stream behind a 4-byte length, then the values, all compressed together."""
+        pos = 0
+        if self.max_rep > 0:
+            self._check_level_encoding(sub.repetition_level_encoding, "repetition")
+            pos = self._skip_levels(data, pos)
+        count = sub.num_values
+        if self.max_def > 0:
+            self._check_level_encoding(sub.definition_level_encoding, "definition")
+            end = self._skip_levels(data, pos)
+            count = self._count_defined(data[pos + 4 : end], sub.num_values)
+            pos = end
+        self._values(sub.encoding, data[pos:], count)
+
+    def _data_page_v2(self, header: Any, sub: Any, body: bytes) -> None:
+        """Data page v2: the levels first and never compressed, their lengths in the header;
+        then the values, compressed unless ``is_compressed`` is false."""
+        levels = sub.repetition_levels_byte_length + sub.definition_levels_byte_length
+        if levels > len(body):
+            raise self._corrupt(f"levels of {levels} bytes in a page of {len(body)}")
+        if sub.num_nulls > sub.num_values:
+            raise self._corrupt(f"{sub.num_nulls} nulls among {sub.num_values} values")
+        values = body[levels:]
+        if sub.is_compressed is None or sub.is_compressed:
+            data = self._decompress(values, header.uncompressed_page_size - levels)
+        else:
+            data = np.frombuffer(values, dtype=np.uint8)
+        self._values(sub.encoding, data, sub.num_values - sub.num_nulls)
+
+    def _check_level_encoding(self, encoding: int, which: str) -> None:
+        if encoding != fmt.Encoding.RLE:
+            raise NeedsArrow(f"{which} levels encoded with {encoding}")
+
+    def _skip_levels(self, data: np.ndarray, pos: int) -> int:
+        """The end of the length-prefixed level stream at ``pos``."""
+        if pos + 4 > data.size:
+            raise self._corrupt("the page ends inside its levels")
+        end = pos + 4 + int(data[pos : pos + 4].view("<u4")[0])
+        if end > data.size:
+            raise self._corrupt(f"levels of {end - pos - 4} bytes in a page of {data.size}")
+        return end
+
+    def _count_defined(self, levels: np.ndarray, num_values: int) -> int:
+        """How many of the page's ``num_values`` definition levels are the maximum, i.e. how
+        many values the page stores."""
+        packed, runs = self._rle_hybrid(levels, self.max_def.bit_length(), num_values)
+        return int(np.count_nonzero(packed == self.max_def)) + sum(
+            n for value, n in runs if value == self.max_def
+        )
+
+    # -- values ---------------------------------------------------------------------------
+
+    def _values(self, encoding: int, data: np.ndarray, count: int) -> None:
+        if count == 0:
+            return
+        if encoding == fmt.Encoding.PLAIN:
+            self._add(self._plain(data, count).hashes())
+        elif encoding in _DICTIONARY_ENCODINGS:
+            self._refer(data, count)
+        elif encoding == fmt.Encoding.BYTE_STREAM_SPLIT and self.width is not None:
+            # Encodings.md, "Byte Stream Split": byte k of every value, then byte k + 1, ...
+            need = count * self.width
+            if data.size < need:
+                raise self._short(need, data.size, count)
+            rows = data[:need].reshape(self.width, count).T
+            self._add(hashing.xxh64_fixed(np.ascontiguousarray(rows)))
+        else:
+            raise NeedsArrow(f"data page encoding {encoding}")
+
+    def _plain(self, data: np.ndarray, count: int) -> _Values:
+        """PLAIN values (Encodings.md, "Plain"): fixed-width values back to back, or for
+        BYTE_ARRAY each value's bytes behind its 4-byte little-endian length."""
+        if self.width is not None:
+            need = count * self.width
+            if data.size < need:
+                raise self._short(need, data.size, count)
+            return _Values(rows=data[:need].reshape(count, self.width))
+        if data.size >= 4:
+            # Values of one length (UUIDs or digests as text, fixed-width codes) form a
+            # matrix: check that every length field says so, and hash the rows.
+            width = int(data[:4].view("<u4")[0])
+            stride = 4 + width
+            if data.size >= count * stride:
+                lengths = np.ndarray((count,), dtype="<u4", buffer=data, strides=(stride,))
+                if bool((lengths == width).all()):
+                    rows = np.ndarray(
+                        (count, width), dtype=np.uint8, buffer=data, offset=4, strides=(stride, 1)
+                    )
+                    return _Values(rows=rows)
+        self.looped += count
+        if self.looped > MAX_LOOPED_VALUES:
+            raise NeedsArrow("BYTE_ARRAY values of many lengths")
+        return _Values(spans=self._split(data, count))
+
+    def _split(self, data: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(data, starts, lengths) of ``count`` length-prefixed BYTE_ARRAY values."""
+        raw = data.tobytes()
+        unpack = _U32.unpack_from
+        starts = [0] * count
+        lengths = [0] * count
+        pos = 0
+        size = len(raw)
+        try:
+            for i in range(count):
+                (length,) = unpack(raw, pos)
+                pos += 4
+                starts[i] = pos
+                lengths[i] = length
+                pos += length
+        except struct.error:
+            pos = size + 1
+        if pos > size:
+            raise self._corrupt(f"{count} BYTE_ARRAY values run past the {size} bytes of the page")
+        return data, np.array(starts, dtype=np.int64), np.array(lengths, dtype=np.int64)
+
+    def _refer(self, data: np.ndarray, count: int) -> None:
+        """Mark the dictionary entries a dictionary-encoded page refers to (Encodings.md,
+        "Dictionary Encoding": the index bit width in one byte, then an RLE stream)."""
+        assert self.referenced is not None  # _skippable checked
+        if data.size == 0:
+            raise self._corrupt("a dictionary-encoded page without its index bit width")
+        bit_width = int(data[0])
+        if bit_width > 32:
+            raise self._corrupt(f"dictionary index bit width {bit_width}")
+        packed, runs = self._rle_hybrid(data[1:], bit_width, count)
+        size = self.referenced.size
+        for value, _ in runs:
+            if value >= size:
+                raise self._bad_index(value)
+            self.referenced[value] = True
+        if packed.size:
+            top = int(packed.max())
+            if top >= size:
+                raise self._bad_index(top)
+            self.referenced[packed] = True
+        self.all_referenced = bool(self.referenced.all())
+
+    # -- results and errors ---------------------------------------------------------------
+
+    def _decompress(self, body: bytes, size: int) -> np.ndarray:
+        if self.codec is None:
+            return np.frombuffer(body, dtype=np.uint8)
+        if size < 0:
+            raise self._corrupt(f"a page that decompresses to {size} bytes")
+        import pyarrow as pa
+
+        try:
+            out = self.codec.decompress(body, decompressed_size=size, asbytes=False)
+        except (pa.ArrowException, OSError, ValueError) as err:
+            raise self._corrupt(f"cannot decompress a page: {err}") from err
+        return np.frombuffer(out, dtype=np.uint8)
+
+    def _add(self, hashes: np.ndarray) -> None:
+        end = self.count + hashes.size
+        if end > self.hashes.size:
+            grown = np.empty(max(2 * self.hashes.size, end), dtype=np.uint64)
+            grown[: self.count] = self.hashes[: self.count]
+            self.hashes = grown
+        self.hashes[self.count : end] = hashes
+        self.count = end
+
+    def _corrupt(self, reason: str) -> CorruptFileError:
+        return CorruptFileError(reason, offset=self.page_offset)
+
+    def _short(self, need: int, have: int, count: int) -> CorruptFileError:
+        return self._corrupt(f"{count} values need {need} bytes, the page has {have}")
+
+    def _rle_hybrid(
+        self, data: np.ndarray, bit_width: int, count: int
+    ) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        try:
+            return rle_hybrid(data, bit_width, count)
+        except CorruptFileError as err:
+            raise self._corrupt(err.reason) from None
+
+    def _bad_index(self, index: int) -> CorruptFileError:
+        assert self.referenced is not None
+        return self._corrupt(
+            f"dictionary index {index} in a dictionary of {self.referenced.size} entries"
+        )
+
+
+class _Values:
+    """Decoded PLAIN values: fixed-width ``rows`` (an (n, width) uint8 array, any strides) or
+    variable-length ``spans`` (data, starts, lengths)."""
+
+    __slots__ = ("rows", "spans")
+
+    def __init__(
+        self,
+        rows: np.ndarray | None = None,
+        spans: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ) -> None:
+        self.rows = rows
+        self.spans = spans
+
+    def hashes(self, select: np.ndarray | None = None) -> np.ndarray:
+        """The hashes of the values, or of those at the indices ``select``."""
+        if self.rows is not None:
+            rows = self.rows if select is None else self.rows[select]
+            return hashing.xxh64_fixed(np.ascontiguousarray(rows))
+        assert self.spans is not None
+        data, starts, lengths = self.spans
+        if select is not None:
+            starts, lengths = starts[select], lengths[select]
+        return hashing.xxh64_spans(data, starts, lengths)
+
+
+def rle_hybrid(
+    data: np.ndarray, bit_width: int, count: int
+) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """The first ``count`` values of an RLE / bit-packing hybrid stream (Encodings.md, "RLE"),
+    as the values of its bit-packed runs (in order, uint32) and the (value, length) of its RLE
+    runs: what is needed here is which values occur and how often, not their order.
+
+    Only the run headers are walked in Python (a run is up to 512 values for Arrow); the
+    bit-packed runs are unpacked together, as one stream (each is whole bytes). Raises
+    ``CorruptFileError`` when the stream ends before ``count`` values.
+    """
+    raw = data.tobytes()
+    size = len(raw)
+    value_bytes = (bit_width + 7) // 8
+    pieces: list[bytes] = []
+    packed_count = 0
+    runs: list[tuple[int, int]] = []
+    pos = 0
+    remaining = count
+    while remaining > 0:
+        header = 0
+        shift = 0
+        while True:  # ULEB128
+            if pos >= size:
+                raise _short_stream(count - remaining, count)
+            byte = raw[pos]
+            pos += 1
+            header |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                break
+            shift += 7
+            if shift > 28:
+                raise CorruptFileError("an RLE run header longer than 5 bytes")
+        if header & 1:  # bit-packed: (header >> 1) groups of 8 values
+            taken = min((header >> 1) * 8, remaining)
+            need = (taken * bit_width + 7) // 8
+            if pos + need > size:
+                raise _short_stream(count - remaining, count)
+            pieces.append(raw[pos : pos + need])
+            pos += (header >> 1) * bit_width
+            packed_count += taken
+        else:  # RLE: one value, repeated (header >> 1) times
+            taken = min(header >> 1, remaining)
+            if pos + value_bytes > size:
+                raise _short_stream(count - remaining, count)
+            runs.append((int.from_bytes(raw[pos : pos + value_bytes], "little"), taken))
+            pos += value_bytes
+        remaining -= taken
+    return _unpack(b"".join(pieces), bit_width, packed_count), runs
+
+
+def _short_stream(done: int, count: int) -> CorruptFileError:
+    return CorruptFileError(f"an RLE stream that ends after {done} of its {count} values")
+
+
+def _unpack(packed: bytes, bit_width: int, count: int) -> np.ndarray:
+    """The first ``count`` values of a bit-packed stream (Encodings.md, "RLE", note 1: values
+    packed from the least significant bit of each byte), as uint32.
+
+    Every 8 values take exactly ``bit_width`` bytes, so value ``j`` of each group sits at the
+    same bit offset in its group: eight strided passes, one per position, each reading an
+    unaligned 64-bit word (the value's up to 39 bits from there) and shifting it into place.
+    """
+    if count == 0 or bit_width == 0:
+        return np.zeros(count, dtype=np.uint32)
+    groups = -(-count // 8)
+    buf = np.zeros(groups * bit_width + 8, dtype=np.uint8)
+    buf[: len(packed)] = np.frombuffer(packed, dtype=np.uint8)
+    out = np.empty((groups, 8), dtype=np.uint32)
+    mask = np.uint64((1 << bit_width) - 1)
+    for j in range(8):
+        byte, shift = divmod(j * bit_width, 8)
+        words = np.ndarray((groups,), dtype="<u8", buffer=buf, offset=byte, strides=(bit_width,))
+        out[:, j] = (words >> np.uint64(shift)) & mask
+    return out.reshape(-1)[:count]
