@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import decimal
+import errno
 import hashlib
 import itertools
 import json
@@ -813,6 +814,56 @@ def test_a_crash_mid_write_leaves_src_intact_and_no_dst(
                 rewrite_bloom_filters(src, columns=["id", "name"], remove=["code"], **options)
             assert hashlib.sha256(src.read_bytes()).hexdigest() == digest
             assert sorted(os.listdir(tmp_path)) == ["src.parquet"], budget
+
+
+def test_the_body_is_copied_in_the_kernel_and_without_it_alike(
+    sources: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # copy_file_range copies the unchanged bytes where the kernel can; where it cannot (EXDEV
+    # across file systems, ENOSYS on old kernels) the copy goes through a buffer instead, to
+    # the same bytes.
+    src = sources["deltalake-filters"]  # filters after each row group: a body with splices
+    kernel, fallback = tmp_path / "kernel.parquet", tmp_path / "fallback.parquet"
+    real = writer._COPY_FILE_RANGE
+    if real is None:
+        pytest.skip("no copy_file_range on this platform")
+    calls: list[int] = []
+
+    def counting(*args: Any) -> int:
+        calls.append(args[2])
+        return real(*args)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(writer, "_COPY_FILE_RANGE", counting)
+    rewrite_bloom_filters(src, kernel, columns=["id"], remove=["code"])
+    assert calls  # the kernel did copy
+
+    def cannot(*args: Any) -> int:
+        raise OSError(errno.EXDEV, "Invalid cross-device link (simulated)")
+
+    monkeypatch.setattr(writer, "_COPY_FILE_RANGE", cannot)
+    rewrite_bloom_filters(src, fallback, columns=["id"], remove=["code"])
+    assert kernel.read_bytes() == fallback.read_bytes()
+
+
+def test_a_disk_full_during_the_kernel_copy_leaves_no_file(
+    sources: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An error that is not "cannot copy here" (ENOSPC, EIO) is an error, not a fallback.
+    src = tmp_path / "src.parquet"
+    src.write_bytes(sources["pyarrow-filters"].read_bytes())
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    if writer._COPY_FILE_RANGE is None:
+        pytest.skip("no copy_file_range on this platform")
+
+    def full(*args: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device (simulated)")
+
+    monkeypatch.setattr(writer, "_COPY_FILE_RANGE", full)
+    for options in ({"in_place": True}, {"dst": tmp_path / "out.parquet"}):
+        with pytest.raises(OSError, match="simulated"):
+            rewrite_bloom_filters(src, columns=["id"], **options)
+        assert hashlib.sha256(src.read_bytes()).hexdigest() == digest
+        assert sorted(os.listdir(tmp_path)) == ["src.parquet"]
 
 
 def test_a_failed_rename_leaves_no_file(

@@ -480,8 +480,10 @@ def rle_hybrid(
     runs: what is needed here is which values occur and how often, not their order.
 
     Only the run headers are walked in Python (a run is up to 512 values for Arrow); the
-    bit-packed runs are unpacked together, as one stream (each is whole bytes). Raises
-    ``CorruptFileError`` when the stream ends before ``count`` values.
+    bit-packed runs are unpacked together, as one stream (each is whole bytes). At bit width 0
+    a bit-packed run holds zeros that take no bytes, so it comes back as a run of 0: a few
+    bytes claiming billions of values cost no memory. Raises ``CorruptFileError`` when the
+    stream ends before ``count`` values or a run's value is wider than ``bit_width``.
     """
     raw = data.tobytes()
     size = len(raw)
@@ -505,7 +507,10 @@ def rle_hybrid(
             shift += 7
             if shift > 28:
                 raise CorruptFileError("an RLE run header longer than 5 bytes")
-        if header & 1:  # bit-packed: (header >> 1) groups of 8 values
+        if header & 1 and bit_width == 0:  # bit-packed zeros take no bytes: a run of zeros
+            taken = min((header >> 1) * 8, remaining)
+            runs.append((0, taken))
+        elif header & 1:  # bit-packed: (header >> 1) groups of 8 values
             taken = min((header >> 1) * 8, remaining)
             need = (taken * bit_width + 7) // 8
             if pos + need > size:
@@ -517,7 +522,10 @@ def rle_hybrid(
             taken = min(header >> 1, remaining)
             if pos + value_bytes > size:
                 raise _short_stream(count - remaining, count)
-            runs.append((int.from_bytes(raw[pos : pos + value_bytes], "little"), taken))
+            value = int.from_bytes(raw[pos : pos + value_bytes], "little")
+            if value >> bit_width:
+                raise CorruptFileError(f"an RLE run of {value}, wider than {bit_width} bits")
+            runs.append((value, taken))
             pos += value_bytes
         remaining -= taken
     return _unpack(b"".join(pieces), bit_width, packed_count), runs
