@@ -279,13 +279,16 @@ def main() -> int:
         rss = above_baseline(rewrite)
         allocated = traced["numpy_peak"] + traced["arrow_peak"]
         met = ratio <= TARGET_TIME_RATIO
+        # The target allows all the filters at once; the rewrite writes each out as soon as it
+        # is built, so the peak can be below the filters' total.
+        allowance = filters + TARGET_MEMORY_RATIO * decoded
         for name, used in (("peak RSS", rss), ("peak allocated (Arrow + numpy)", allocated)):
-            times = (used - filters) / decoded
-            met &= times <= TARGET_MEMORY_RATIO
-            verdict = "OK" if times <= TARGET_MEMORY_RATIO else "MISSED"
+            met &= used <= allowance
+            verdict = "OK" if used <= allowance else "MISSED"
             print(
-                f"rewrite, {name}: {used / mib:.1f} MiB = filters + {times:.2f}x the largest "
-                f"decoded chunk (target <= {TARGET_MEMORY_RATIO}x: {verdict})"
+                f"rewrite, {name}: {used / mib:.1f} MiB = {used / decoded:.2f}x the largest "
+                f"decoded chunk (target <= the filters + {TARGET_MEMORY_RATIO}x it = "
+                f"{allowance / mib:.1f} MiB: {verdict})"
             )
         print(
             f"  for scale: pyarrow reading that one chunk alone peaks at "

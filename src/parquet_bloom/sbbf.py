@@ -48,6 +48,10 @@ MAX_NUM_BYTES = 128 * 1024 * 1024
 # Hashes are processed in chunks of this many, so that the numpy passes over a chunk (its
 # positions, gathered blocks, or the sparse path's (n, 8) masks of 1 MiB) stay in cache.
 _CHUNK = 1 << 15
+# Dense inserts set bits for this many hashes per numpy pass: large passes leave a second thread
+# inserting into another filter fewer hand-overs of the GIL to wait for; 64 Ki hashes are 512
+# KiB of positions, which still fit in L2 beside the page.
+_DENSE_CHUNK = 1 << 16
 # Dense inserts work on pages of 128 KiB of filter: unpacked to one bool per bit that is 1 MiB,
 # which stays in a 2 MiB L2 cache while the page's hashes set their bits, and a filter of up to
 # 32 MiB has at most 256 pages, so grouping hashes by page is a radix sort on one byte. Measured
@@ -179,7 +183,7 @@ class SplitBlockBloomFilter:
         else:
             bounds = np.array([0, h.size])
         flat = words.reshape(-1).view(np.uint8)
-        size = min(h.size, _CHUNK)
+        size = min(h.size, _DENSE_CHUNK)
         shifted = np.empty(size, dtype=np.uint64)
         position = np.empty(size, dtype=np.uint64)
         block_bit = np.empty(size, dtype=np.uint64)
@@ -190,8 +194,8 @@ class SplitBlockBloomFilter:
             page_size = page_blocks * BYTES_PER_BLOCK
             page_bytes = flat[p * page_size : (p + 1) * page_size]
             bits = np.unpackbits(page_bytes, bitorder="little")
-            for start in range(lo, hi, _CHUNK):
-                chunk = h[start : min(hi, start + _CHUNK)]
+            for start in range(lo, hi, _DENSE_CHUNK):
+                chunk = h[start : min(hi, start + _DENSE_CHUNK)]
                 n = chunk.size
                 # For z = 2**k the spec's block ((h >> 32) * z) >> 32 is h's top k bits; its
                 # low bits are the block within the page, 256 bits a block.
