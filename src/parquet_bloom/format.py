@@ -70,6 +70,7 @@ __all__ = [
     "SchemaElement",
     "SchemaLeaf",
     "Type",
+    "chunk_start",
     "column_chunks",
     "decode_file_metadata",
     "decode_offset_index",
@@ -611,6 +612,17 @@ def _iter_column_chunks(md: FileMetaData, leaves: list[SchemaLeaf]) -> Iterator[
                 num_values, data_page_offset, meta.dictionary_page_offset, total_compressed_size,
                 bloom_filter_offset, bloom_filter_length, encrypted, leaf.path_in_schema,
             )  # fmt: skip
+
+
+def chunk_start(meta: Any) -> int:
+    """Where a column chunk's pages begin: its dictionary page, if it has one, else its first
+    data page. Like Arrow C++ (ComputeColumnChunkRange), a dictionary page offset counts only
+    when it is positive and before the first data page; some writers put 0 or junk there."""
+    start = int(meta.data_page_offset)
+    dictionary = meta.dictionary_page_offset
+    if dictionary is not None and 0 < dictionary < start:
+        start = int(dictionary)
+    return start
 
 
 def _chunk_error(i: int, j: int, leaf: SchemaLeaf, what: str) -> CorruptFileError:

@@ -36,7 +36,7 @@ from parquet_bloom import format as fmt
 from parquet_bloom import hashing
 from parquet_bloom.errors import CorruptFileError
 
-__all__ = ["NeedsArrow", "chunk_hashes", "rle_hybrid", "supported"]
+__all__ = ["HashBuffer", "NeedsArrow", "chunk_hashes", "rle_hybrid", "supported"]
 
 # parquet.thrift CompressionCodec -> pyarrow.Codec name. LZ4 (5) is left out: files carry it
 # both Hadoop-framed and raw, and Arrow guesses; LZO (3) pyarrow cannot decompress at all.
@@ -74,7 +74,8 @@ MAX_PAGE_SIZE = 256 * 1024 * 1024
 # past this many values in one chunk, the chunk goes to pyarrow.
 MAX_LOOPED_VALUES = 64 * 1024
 # Hashes are collected into room for the footer's num_values (an upper bound on the values
-# with a hash: nulls have none), at most this many at first, grown if the footer was wrong.
+# with a hash: nulls have none), at most this many at first (a corrupt footer cannot make us
+# reserve an absurd amount), grown if the footer was wrong.
 _INITIAL_HASHES = 1 << 26
 
 _U32 = struct.Struct("<I")
@@ -82,6 +83,38 @@ _U32 = struct.Struct("<I")
 
 class NeedsArrow(Exception):
     """The chunk uses something this module does not read; read it with pyarrow."""
+
+
+class HashBuffer:
+    """The hashes of one column chunk, collected as they are made.
+
+    Room is made for ``num_values`` (the footer's count, nulls included, so an upper bound),
+    in ``out`` (a uint64 array) when it has room: a caller hashing chunk after chunk reuses one
+    buffer instead of allocating megabytes each time. Grown if the count was wrong.
+    """
+
+    __slots__ = ("_buffer", "_count")
+
+    def __init__(self, num_values: int, out: np.ndarray | None = None) -> None:
+        room = min(max(num_values, 0), _INITIAL_HASHES)
+        if out is not None and out.dtype == np.uint64 and out.ndim == 1 and out.size >= room:
+            self._buffer = out
+        else:
+            self._buffer = np.empty(room, dtype=np.uint64)
+        self._count = 0
+
+    def add(self, hashes: np.ndarray) -> None:
+        end = self._count + hashes.size
+        if end > self._buffer.size:
+            grown = np.empty(max(2 * self._buffer.size, end), dtype=np.uint64)
+            grown[: self._count] = self._buffer[: self._count]
+            self._buffer = grown
+        self._buffer[self._count : end] = hashes
+        self._count = end
+
+    def hashes(self) -> np.ndarray:
+        """The hashes so far: a view of the buffer (``.base`` is the buffer, to keep)."""
+        return self._buffer[: self._count]
 
 
 def supported(meta: Any, leaf: fmt.SchemaLeaf) -> bool:
@@ -142,27 +175,16 @@ class _ChunkScan:
             import pyarrow as pa
 
             self.codec = pa.Codec(codec_name)
-        # Like Arrow C++ (ComputeColumnChunkRange): a dictionary page offset counts only when
-        # it is positive and before the first data page; some writers put 0 there.
-        start = int(meta.data_page_offset)
-        dictionary = meta.dictionary_page_offset
-        if dictionary is not None and 0 < dictionary < start:
-            start = int(dictionary)
-        self.start = start
-        self.end = start + int(meta.total_compressed_size)
+        self.start = fmt.chunk_start(meta)
+        self.end = self.start + int(meta.total_compressed_size)
         self.num_values = int(meta.num_values)
-        room = min(max(self.num_values, 0), _INITIAL_HASHES)
-        if out is not None and out.dtype == np.uint64 and out.ndim == 1 and out.size >= room:
-            self.hashes = out
-        else:
-            self.hashes = np.empty(room, dtype=np.uint64)
-        self.count = 0
+        self.hashes = HashBuffer(self.num_values, out)
         self.looped = 0  # BYTE_ARRAY values split by the Python loop so far
         self.dictionary: _Values | None = None
         self.referenced: npt.NDArray[np.bool_] | None = None
         self.all_referenced = False
         self.values_seen = 0  # the data pages' num_values (levels, nulls included)
-        self.page_offset = start
+        self.page_offset = self.start
 
     # -- the pages ------------------------------------------------------------------------
 
@@ -190,8 +212,10 @@ class _ChunkScan:
             )
         if self.dictionary is not None and self.referenced is not None:
             used = np.flatnonzero(self.referenced)
-            self._add(self.dictionary.hashes(used if used.size < self.referenced.size else None))
-        return self.hashes[: self.count]
+            self.hashes.add(
+                self.dictionary.hashes(used if used.size < self.referenced.size else None)
+            )
+        return self.hashes.hashes()
 
     def _read_header(self, pos: int) -> tuple[Any, int, bytes]:
         size = PAGE_HEADER_GUESS
@@ -320,7 +344,7 @@ class _ChunkScan:
         if count == 0:
             return
         if encoding == fmt.Encoding.PLAIN:
-            self._add(self._plain(data, count).hashes())
+            self.hashes.add(self._plain(data, count).hashes())
         elif encoding in _DICTIONARY_ENCODINGS:
             self._refer(data, count)
         elif encoding == fmt.Encoding.BYTE_STREAM_SPLIT and self.width is not None:
@@ -329,7 +353,7 @@ class _ChunkScan:
             if data.size < need:
                 raise self._short(need, data.size, count)
             rows = data[:need].reshape(self.width, count).T
-            self._add(hashing.xxh64_fixed(np.ascontiguousarray(rows)))
+            self.hashes.add(hashing.xxh64_fixed(np.ascontiguousarray(rows)))
         else:
             raise NeedsArrow(f"data page encoding {encoding}")
 
@@ -415,15 +439,6 @@ class _ChunkScan:
         except (pa.ArrowException, OSError, ValueError) as err:
             raise self._corrupt(f"cannot decompress a page: {err}") from err
         return np.frombuffer(out, dtype=np.uint8)
-
-    def _add(self, hashes: np.ndarray) -> None:
-        end = self.count + hashes.size
-        if end > self.hashes.size:
-            grown = np.empty(max(2 * self.hashes.size, end), dtype=np.uint64)
-            grown[: self.count] = self.hashes[: self.count]
-            self.hashes = grown
-        self.hashes[self.count : end] = hashes
-        self.count = end
 
     def _corrupt(self, reason: str) -> CorruptFileError:
         return CorruptFileError(reason, offset=self.page_offset)

@@ -89,10 +89,6 @@ READ_BUFFER_SIZE = 1024 * 1024
 # memory at once. Large enough that per-batch costs vanish, small next to a chunk.
 READ_BATCH_SIZE = 64 * 1024
 
-# The hashes of a chunk are first given room for the footer's num_values, at most this many
-# (grown when exceeded): a corrupt footer cannot make us reserve an absurd amount.
-_INITIAL_HASHES = 1 << 26
-
 # Hashes inserted per call (see _insert), and at least this many per block of the filter. An
 # insert's temporaries are ~17 bytes a hash, so this bounds them (17 MiB); fewer, larger calls
 # mean fewer, larger numpy passes, which is what lets the two build threads overlap (they hand
@@ -438,16 +434,6 @@ class _Range(NamedTuple):
     what: str
 
 
-def _chunk_data_start(meta: Any) -> int:
-    # Like Arrow C++ (ComputeColumnChunkRange): a dictionary page offset counts only when it
-    # is positive and before the first data page; some writers put 0 or junk there.
-    start = int(meta.data_page_offset)
-    dictionary = meta.dictionary_page_offset
-    if dictionary is not None and 0 < dictionary < start:
-        start = int(dictionary)
-    return start
-
-
 def _layout_ranges(md: Any, footer_start: int, source: str) -> list[_Range]:
     """Everything the footer points at that must survive the rewrite byte for byte: each
     chunk's pages, column index and offset index, checked to lie inside the data region."""
@@ -456,7 +442,7 @@ def _layout_ranges(md: Any, footer_start: int, source: str) -> list[_Range]:
         for chunk in rg.columns:
             meta = chunk.meta_data
             column = ".".join(meta.path_in_schema)
-            start = _chunk_data_start(meta)
+            start = fmt.chunk_start(meta)
             candidates = [(start, int(meta.total_compressed_size), "pages")]
             for kind in ("column_index", "offset_index"):
                 offset = getattr(chunk, f"{kind}_offset")
@@ -602,7 +588,7 @@ def _offset_index_entries(
         for chunk in rg.columns:
             offset, length = chunk.offset_index_offset, chunk.offset_index_length
             meta = chunk.meta_data
-            start = _chunk_data_start(meta)
+            start = fmt.chunk_start(meta)
             end = start + int(meta.total_compressed_size)
             if offset is None or length is None or end <= first_cut or offset in entries:
                 continue
@@ -778,9 +764,14 @@ class _ChunkReader:
 
 
 def _chunk_hashes(
-    reader: _ChunkReader, chunk: fmt.ColumnChunkInfo, leaf: fmt.SchemaLeaf, meta: Any
+    reader: _ChunkReader,
+    chunk: fmt.ColumnChunkInfo,
+    leaf: fmt.SchemaLeaf,
+    meta: Any,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The hashes of a chunk's non-null values (duplicates possible), in no particular order.
+    """The hashes of a chunk's non-null values (duplicates possible), in no particular order,
+    read with pyarrow (into ``out`` if it has room, as :func:`parquet_bloom.pages.chunk_hashes`).
 
     The chunk is read and hashed a batch of rows at a time, so its decoded values are never
     all in memory: what it takes is 8 bytes a value for the hashes plus one batch. A chunk
@@ -788,13 +779,11 @@ def _chunk_hashes(
     first (a hash table over the values) and only they are hashed.
     """
     from parquet_bloom import encoding
+    from parquet_bloom.pages import HashBuffer
 
     few_distinct = _all_pages_dictionary_encoded(meta)
     dictionary = few_distinct and leaf.physical_type == "BYTE_ARRAY"
-    # At most one hash a value (nulls and empty lists have none). num_values comes from the
-    # footer, so it is only a first guess, grown if wrong; pages never written stay virtual.
-    hashes = np.empty(min(max(int(chunk.num_values), 0), _INITIAL_HASHES), dtype=np.uint64)
-    at = 0
+    hashes = HashBuffer(int(chunk.num_values), out)
     with _pyarrow_errors():
         for batch in reader.batches(chunk.row_group, chunk.column_index, dictionary=dictionary):
             arr = _leaf_array(batch.column(0), leaf)
@@ -802,14 +791,8 @@ def _chunk_hashes(
             if few_distinct:
                 arr = _distinct_values(arr)
             for start in range(0, len(arr), HASH_BATCH_SIZE):
-                part = encoding.column_hashes(arr.slice(start, HASH_BATCH_SIZE), leaf)
-                if at + part.size > hashes.size:
-                    grown = np.empty(max(2 * hashes.size, at + part.size), dtype=np.uint64)
-                    grown[:at] = hashes[:at]
-                    hashes = grown
-                hashes[at : at + part.size] = part
-                at += part.size
-    return hashes[:at]
+                hashes.add(encoding.column_hashes(arr.slice(start, HASH_BATCH_SIZE), leaf))
+    return hashes.hashes()
 
 
 @contextmanager
@@ -1035,12 +1018,15 @@ class _FilterBuilds:
 
     def _build(self, chunk: fmt.ColumnChunkInfo) -> SplitBlockBloomFilter:
         meta = self._md.row_groups[chunk.row_group].columns[chunk.column_index].meta_data
+        buffer = getattr(self._scratch, "hashes", None)
         try:
             hashes = None
             if chunk.column_index not in self._arrow_columns:
-                hashes = self._hashes_from_pages(chunk, meta)
+                hashes = self._hashes_from_pages(chunk, meta, buffer)
             if hashes is None:
-                hashes = self._hashes_with_arrow(chunk, meta)
+                hashes = self._hashes_with_arrow(chunk, meta, buffer)
+            if hashes.base is not buffer:  # a larger buffer: keep it instead
+                self._scratch.hashes = hashes.base
             previous = self._sizes.get(chunk.column_index)
             guess = None if previous is None else 2 * previous
             bloom_filter = _chunk_filter(hashes, self._sizing, guess)
@@ -1051,27 +1037,27 @@ class _FilterBuilds:
         self._sizes[chunk.column_index] = bloom_filter.num_bytes
         return bloom_filter
 
-    def _hashes_from_pages(self, chunk: fmt.ColumnChunkInfo, meta: Any) -> np.ndarray | None:
+    def _hashes_from_pages(
+        self, chunk: fmt.ColumnChunkInfo, meta: Any, buffer: np.ndarray | None
+    ) -> np.ndarray | None:
         from parquet_bloom import pages
 
-        buffer = getattr(self._scratch, "hashes", None)
         try:
             with open(self._source, "rb") as file:
-                hashes = pages.chunk_hashes(file, meta, self._leaves[chunk.column_index], buffer)
+                return pages.chunk_hashes(file, meta, self._leaves[chunk.column_index], buffer)
         except pages.NeedsArrow:
             self._arrow_columns.add(chunk.column_index)  # its other chunks likely too
             return None
-        if hashes.base is not buffer:  # a larger buffer: keep it instead
-            self._scratch.hashes = hashes.base
-        return hashes
 
-    def _hashes_with_arrow(self, chunk: fmt.ColumnChunkInfo, meta: Any) -> np.ndarray:
+    def _hashes_with_arrow(
+        self, chunk: fmt.ColumnChunkInfo, meta: Any, buffer: np.ndarray | None
+    ) -> np.ndarray:
         with self._arrow_lock:
             if self._arrow_reader is None:  # it parses the footer again: only when needed
                 byte_arrays = {c.path for c in self._targets if c.physical_type == "BYTE_ARRAY"}
                 self._arrow_reader = _ChunkReader(self._source, sorted(byte_arrays))
             leaf = self._leaves[chunk.column_index]
-            hashes = _chunk_hashes(self._arrow_reader, chunk, leaf, meta)
+            hashes = _chunk_hashes(self._arrow_reader, chunk, leaf, meta, buffer)
             _release_freed_memory()  # the batches' buffers
         return hashes
 
@@ -1136,7 +1122,7 @@ class _Cancelled(Exception):
 
 
 def _copy_range(
-    src: IO[bytes],
+    src: io.BufferedIOBase,
     out: IO[bytes],
     start: int,
     end: int,
@@ -1164,7 +1150,7 @@ KERNEL_COPY_SIZE = 64 * 1024 * 1024
 
 
 def _copy_in_kernel(
-    src: IO[bytes], out: io.FileIO, start: int, end: int, cancel: threading.Event | None
+    src: io.BufferedIOBase, out: io.FileIO, start: int, end: int, cancel: threading.Event | None
 ) -> int:
     """Copy what the kernel will of ``src[start:end]``; returns where it stopped (``end``, or
     earlier when the file ended or the kernel cannot, for the buffered copy to go on from)."""
@@ -1188,7 +1174,7 @@ def _copy_in_kernel(
 
 
 def _copy_through_buffer(
-    src: Any,
+    src: io.BufferedIOBase,
     out: IO[bytes],
     start: int,
     end: int,
@@ -1251,7 +1237,7 @@ class _BodyCopy:
         except BaseException as err:  # handed to the calling thread by finish()
             self._error = err
 
-    def _copy(self, file: IO[bytes], start: int, end: int) -> None:
+    def _copy(self, file: io.BufferedIOBase, start: int, end: int) -> None:
         _copy_range(file, self._out, start, end, self._source, self._cancel)
 
     def finish(self) -> None:
