@@ -162,12 +162,14 @@ class _ChunkScan:
         if not supported(meta, leaf):
             raise NeedsArrow("the footer lists an encoding, codec or type not read here")
         self.file = file
-        self.leaf = leaf
         self.max_def = int(leaf.max_definition_level or 0)
         self.max_rep = int(leaf.max_repetition_level or 0)
-        self.width = _WIDTHS.get(leaf.physical_type, leaf.type_length)
-        if leaf.physical_type == "BYTE_ARRAY":
-            self.width = None
+        # Bytes a value; None for BYTE_ARRAY, whose values carry their own lengths.
+        self.width: int | None = (
+            None
+            if leaf.physical_type == "BYTE_ARRAY"
+            else _WIDTHS.get(leaf.physical_type, leaf.type_length)
+        )
         codec_name = _CODECS[meta.codec]
         if codec_name is None:
             self.codec = None
