@@ -27,7 +27,7 @@ from __future__ import annotations
 import struct
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import numpy as np
 import xxhash
@@ -109,6 +109,12 @@ _BOOLEAN_MESSAGE = (
 # XXH64 kernels. Every function here updates uint64 arrays in place; ``tmp`` is scratch space
 # of the same length, passed in so the hot loops allocate nothing per chunk.
 # --------------------------------------------------------------------------------------------
+
+# Gathers (np.take into ``out``) use mode="wrap": their indices are in range by construction
+# (the word buffer has spare words past the last value), and with the default mode="raise"
+# numpy gathers into a temporary buffer first ("out is always buffered", np.take's docs), which
+# cost 14 % of hashing strings of mixed lengths.
+_GATHER: Final = "wrap"
 
 
 def _rotl(x: U64, r: int, tmp: U64) -> None:
@@ -346,10 +352,10 @@ def _stripes(words: U64, starts: I64, nstripes: I64) -> U64:
         k = int(taking[s])
         b = base[:k]
         np.add(q[:k], 4 * s, out=b)
-        np.take(words, b, out=lo[:k])
+        np.take(words, b, out=lo[:k], mode=_GATHER)
         for j in range(4):
             b += 1
-            np.take(words, b, out=hi[:k])
+            np.take(words, b, out=hi[:k], mode=_GATHER)
             np.right_shift(lo[:k], sh[:k], out=lane[:k])
             np.left_shift(hi[:k], ish[:k], out=t[:k])
             lane[:k] |= t[:k]
@@ -405,7 +411,7 @@ class _Chain:
     def commit(self, step: int) -> None:
         """Keep the step's result for the values that take it."""
         if self.split:  # h ^= (h ^ running) & mask
-            np.take(_STEP_MASKS[step], self.rem, out=self.mask)
+            np.take(_STEP_MASKS[step], self.rem, out=self.mask, mode=_GATHER)
             np.bitwise_xor(self.running, self.h, out=self.tmp)
             self.tmp &= self.mask
             self.h ^= self.tmp
@@ -452,13 +458,13 @@ def _hash_spans_chunk(
     np.right_shift(qi, 3, out=q0)
     chain = _Chain(h, running, mask, t, rem)
     if counts[0]:
-        np.take(words, q0, out=lo)
+        np.take(words, q0, out=lo, mode=_GATHER)
         np.copyto(qi, q0)
         for k in range(3):  # 8-byte lanes: values with more than k left
             if counts[k] == 0:
                 break
             qi += 1
-            np.take(words, qi, out=hi)
+            np.take(words, qi, out=hi, mode=_GATHER)
             np.right_shift(lo, sh, out=w)
             np.left_shift(hi, ish, out=t)
             w |= t
@@ -473,9 +479,9 @@ def _hash_spans_chunk(
     # is word rem // 8 of the tail.
     np.right_shift(rem, 3, out=qi)
     qi += q0
-    np.take(words, qi, out=w)
+    np.take(words, qi, out=w, mode=_GATHER)
     qi += 1
-    np.take(words, qi, out=hi)
+    np.take(words, qi, out=hi, mode=_GATHER)
     w >>= sh
     hi <<= ish
     w |= hi
@@ -484,7 +490,7 @@ def _hash_spans_chunk(
         np.bitwise_and(w, np.uint64(0xFFFFFFFF), out=lo)
         _mix_lane4(chain.state(counts[3]), lo, t2)
         chain.commit(3)
-        np.take(_LANE4_SHIFT, rem, out=lo)  # the bytes follow the lane
+        np.take(_LANE4_SHIFT, rem, out=lo, mode=_GATHER)  # the bytes follow the lane
         w >>= lo
     chain = _Chain(h, running, mask, t, rem)
     for j in range(3):  # single bytes: values with more than j left
