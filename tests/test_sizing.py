@@ -209,6 +209,27 @@ def test_bits_set_by_size_without_building(n: int, seed: int) -> None:
     assert counts[-1] <= 8 * len(np.unique(hashes))
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=300), st.booleans())
+def test_distinct_hashes_are_the_sorted_set_of_bit_patterns(
+    values: list[int], signed: bool
+) -> None:
+    unsigned = [v % 2**64 for v in values + values[: len(values) // 3]]  # with repeats
+    hashes = np.array(unsigned, dtype=np.uint64)
+    given_as = hashes.view(np.int64) if signed else hashes  # JVM tools hand out signed longs
+    distinct = sizing.distinct_hashes(given_as)
+    assert distinct.dtype == np.uint64
+    assert distinct.tolist() == sorted(set(unsigned))
+
+
+def test_distinct_hashes_refuses_other_types() -> None:
+    assert sizing.distinct_hashes(np.array([], dtype=np.float64)).size == 0
+    with pytest.raises(TypeError, match="64-bit integers"):
+        sizing.distinct_hashes(np.array([1.5, 2.5]))
+    with pytest.raises(TypeError, match="64-bit integers"):
+        sizing.distinct_hashes(np.array([1, 2], dtype=np.int32))
+
+
 @settings(max_examples=20, deadline=None)
 @given(st.integers(1, 5000), st.sampled_from([0.001, 0.01, 0.05]))
 def test_written_num_bytes_is_the_fold_of_each_initial_size(n: int, fpp: float) -> None:

@@ -631,9 +631,9 @@ def _check_chunk(
     except (TypeError, ValueError) as err:
         return replace(base, notes=(f"values not checked: {err}",)), findings
     found = f.find_hashes(hashes)
-    distinct = np.unique(hashes)
+    distinct = sizing.distinct_hashes(hashes)
     ndv = int(distinct.size)
-    missing = int(np.unique(hashes[~found]).size)
+    missing = int(sizing.distinct_hashes(hashes[~found]).size)
     if missing:
         first = _first_missing_value(arr, found, hashes.size)
         message = (
