@@ -183,6 +183,7 @@ class SplitBlockBloomFilter:
         else:
             bounds = np.array([0, h.size])
         flat = words.reshape(-1).view(np.uint8)
+        page_size = page_blocks * BYTES_PER_BLOCK
         size = min(h.size, _DENSE_CHUNK)
         shifted = np.empty(size, dtype=np.uint64)
         position = np.empty(size, dtype=np.uint64)
@@ -191,7 +192,6 @@ class SplitBlockBloomFilter:
             lo, hi = int(bounds[p]), int(bounds[p + 1])
             if lo == hi:
                 continue
-            page_size = page_blocks * BYTES_PER_BLOCK
             page_bytes = flat[p * page_size : (p + 1) * page_size]
             bits = np.unpackbits(page_bytes, bitorder="little")
             for start in range(lo, hi, _DENSE_CHUNK):

@@ -1424,12 +1424,12 @@ def rewrite_bloom_filters(
             report = RewriteReport(source, target, bytes_before=file_size)
             placements: dict[tuple[int, int], tuple[int, int]] = {}
             at = relocation(footer_start)
+            body.finish()  # the builds go on meanwhile, on their own threads
             for chunk in chunks:
                 key = (chunk.row_group, chunk.column_index)
                 if key in builds:
                     bloom_filter = builds.result(key)
                     header = fmt.encode_bloom_filter_header(bloom_filter.num_bytes)
-                    body.finish()
                     # serialize_bloom_filter's bytes, written from the filter's own words.
                     _write_all(out, header)
                     _write_all(out, bloom_filter.words.data.cast("B"))
@@ -1440,7 +1440,6 @@ def rewrite_bloom_filters(
                     del bloom_filter
                 elif key in old_filters and chunk.path not in removed:
                     old = old_filters[key]
-                    body.finish()
                     _copy_range(file, out, old.offset, old.offset + old.length, source)
                     length = old.length
                     report.filters_kept += 1
@@ -1449,7 +1448,6 @@ def rewrite_bloom_filters(
                     continue
                 placements[key] = (at, length)
                 at += length
-            body.finish()
             _relocate_footer(md, relocation, footer_start, placements)
             new_footer = fmt.encode_file_metadata(md)
             _write_all(out, new_footer)
