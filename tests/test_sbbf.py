@@ -192,7 +192,8 @@ def test_estimates_track_what_was_inserted() -> None:
 
 def test_empty_and_saturated_filters() -> None:
     empty = pb.SplitBlockBloomFilter(64)
-    assert empty.bits_set() == 0 and empty.estimate_ndv() == 0 and empty.fpp() == 0.0
+    assert empty.bits_set() == 0 and empty.fpp() == 0.0
+    assert empty.estimate_ndv() == 0 and math.copysign(1.0, empty.estimate_ndv()) == 1.0  # not -0
     assert not empty.find_hashes(np.arange(100, dtype=np.uint64)).any()
     full = pb.SplitBlockBloomFilter.from_bytes(b"\xff" * 64)
     assert full.fraction_set() == 1.0 and full.fpp() == 1.0

@@ -216,8 +216,10 @@ def footer_of(data: bytes) -> tuple[Any, int]:
 
 
 def chunk_start(meta: Any) -> int:
+    """The first page: the dictionary page when it lies before the first data page, or when
+    the data page offset is 0 (Arrow C++'s for a chunk without data pages)."""
     dictionary = meta.dictionary_page_offset
-    if dictionary is not None and 0 < dictionary < meta.data_page_offset:
+    if dictionary and (dictionary < meta.data_page_offset or meta.data_page_offset == 0):
         return int(dictionary)
     return int(meta.data_page_offset)
 
@@ -488,6 +490,28 @@ def test_flavored_sizing(sources: dict[str, Path], tmp_path: Path, flavor: str) 
     check_rewrite(
         src, dst, report, expected_num_bytes=lambda ndv: expected_num_bytes(ndv, 0.01, flavor)
     )
+
+
+def test_empty_row_groups_and_an_empty_table(tmp_path: Path) -> None:
+    """Arrow C++ writes data_page_offset 0 for a chunk with a dictionary page and no data page
+    (each column of an empty row group, and of an empty table's one row group): such a chunk's
+    pages are its dictionary page alone, and it gets an empty filter like any chunk."""
+    table = make_table(rows=600)
+    gaps = tmp_path / "empty-row-groups.parquet"
+    with pq.ParquetWriter(gaps, table.schema, write_page_index=True) as out:
+        for part in (table.slice(0, 300), table.slice(0, 0), table.slice(300), table.slice(0, 0)):
+            out.write_table(part)
+    empty = tmp_path / "empty-table.parquet"
+    pq.write_table(table.slice(0, 0), empty)
+    for src in (gaps, empty):
+        md = pq.ParquetFile(src).metadata
+        empties = [i for i in range(md.num_row_groups) if md.row_group(i).num_rows == 0]
+        assert empties and all(md.row_group(i).column(0).data_page_offset == 0 for i in empties)
+        dst = src.with_suffix(".out.parquet")
+        report = rewrite_bloom_filters(src, dst, columns=filterable(src))
+        check_rewrite(src, dst, report)
+        assert all(size == 32 for rg, _, size in report.filters_written if rg in empties)
+        assert pb.check_file(dst).ok
 
 
 def test_footer_without_bloom_filter_length(sources: dict[str, Path], tmp_path: Path) -> None:

@@ -196,10 +196,7 @@ class _Extent:
 
 
 def _chunk_extent(chunk: fmt.ColumnChunkInfo) -> _Extent:
-    start = chunk.data_page_offset
-    dictionary = chunk.dictionary_page_offset
-    if dictionary is not None and 0 < dictionary < start:
-        start = dictionary
+    start = fmt.chunk_start(chunk)
     return _Extent(start, start + chunk.total_compressed_size)
 
 

@@ -615,12 +615,18 @@ def _iter_column_chunks(md: FileMetaData, leaves: list[SchemaLeaf]) -> Iterator[
 
 
 def chunk_start(meta: Any) -> int:
-    """Where a column chunk's pages begin: its dictionary page, if it has one, else its first
-    data page. Like Arrow C++ (ComputeColumnChunkRange), a dictionary page offset counts only
-    when it is positive and before the first data page; some writers put 0 or junk there."""
+    """Where a column chunk's pages begin (``meta``: a ColumnMetaData or ColumnChunkInfo): its
+    dictionary page, if it has one, else its first data page.
+
+    Like Arrow C++ (ComputeColumnChunkRange), a dictionary page offset counts only when it is
+    positive and before the first data page; some writers put 0 or junk there. Unlike Arrow
+    C++, a data page offset inside the leading magic counts for nothing: Arrow C++ writes
+    ``data_page_offset`` 0 for a chunk of a dictionary page and no data page (every column of
+    an empty table, or of an empty row group), and never reads such a chunk's pages itself.
+    """
     start = int(meta.data_page_offset)
     dictionary = meta.dictionary_page_offset
-    if dictionary is not None and 0 < dictionary < start:
+    if dictionary is not None and (0 < dictionary < start or start < len(MAGIC) <= dictionary):
         start = int(dictionary)
     return start
 

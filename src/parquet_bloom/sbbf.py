@@ -330,7 +330,10 @@ class SplitBlockBloomFilter:
         A saturated filter (every bit set) gives the estimate for all bits but one.
         """
         num_bits = self.num_bytes * 8
-        unset = max(num_bits - self.bits_set(), 1) / num_bits
+        bits_set = self.bits_set()
+        if bits_set == 0:
+            return 0.0  # not the formula's -0.0
+        unset = max(num_bits - bits_set, 1) / num_bits
         return math.log(unset) / math.log1p(
             -1.0 / (BITS_PER_BLOCK // WORDS_PER_BLOCK * self.num_blocks)
         )

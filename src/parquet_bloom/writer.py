@@ -450,8 +450,10 @@ def _layout_ranges(md: Any, footer_start: int, source: str) -> list[_Range]:
                 if offset is not None and length is not None:
                     candidates.append((int(offset), int(length), kind.replace("_", " ")))
             for offset, length, what in candidates:
+                if length == 0:  # nothing to keep (Arrow C++ gives a chunk without pages offset 0)
+                    continue
                 if not (
-                    offset >= _FIRST_DATA_OFFSET and length >= 0 and offset + length <= footer_start
+                    offset >= _FIRST_DATA_OFFSET and length > 0 and offset + length <= footer_start
                 ):
                     raise CorruptFileError(
                         f"the {what} of {length} bytes at offset {offset} lie outside the data "
