@@ -802,6 +802,28 @@ def test_in_place_replaces_src_and_keeps_its_mode(sources: dict[str, Path], tmp_
     assert sorted(os.listdir(tmp_path)) == ["data.parquet"]
 
 
+def test_in_place_through_a_symlink_rewrites_the_file_and_keeps_its_owner(
+    sources: dict[str, Path], tmp_path: Path
+) -> None:
+    data = tmp_path / "data" / "part-0.parquet"
+    data.parent.mkdir()
+    data.write_bytes(sources["pyarrow-plain"].read_bytes())
+    data.chmod(0o604)
+    owner = (os.getuid() + 1234, os.getgid() + 5678) if os.getuid() == 0 else None
+    if owner is not None:  # only root may give a file away; CI runs as root
+        os.chown(data, *owner)
+    link = tmp_path / "current.parquet"
+    link.symlink_to(data)
+    report = rewrite_bloom_filters(link, in_place=True, columns=["name"])
+    assert report.src == report.dst == str(link)
+    assert link.is_symlink() and link.resolve() == data
+    assert {c for _, c in filters_of(data)} == {"name"}
+    assert stat.S_IMODE(data.stat().st_mode) == 0o604
+    if owner is not None:
+        assert (data.stat().st_uid, data.stat().st_gid) == owner
+    assert sorted(p.name for p in data.parent.iterdir()) == ["part-0.parquet"]
+
+
 def test_dst_is_replaced_when_it_exists(sources: dict[str, Path], tmp_path: Path) -> None:
     dst = tmp_path / "out.parquet"
     dst.write_bytes(b"old")

@@ -1096,10 +1096,13 @@ def _fsync_directory(directory: str) -> None:
 
 
 @contextmanager
-def _atomic_output(target: str, mode: int | None) -> Iterator[IO[bytes]]:
+def _atomic_output(target: str, like: os.stat_result | None) -> Iterator[IO[bytes]]:
     """A file that becomes ``target`` only when the block completes: written to a temporary
     file in the same directory, flushed, fsynced and renamed over ``target``. On any exception
-    (KeyboardInterrupt included) the temporary file is removed and ``target`` is untouched."""
+    (KeyboardInterrupt included) the temporary file is removed and ``target`` is untouched.
+
+    ``like``: the stat of the file being replaced, whose permissions the new file takes, and
+    its owner and group where we may give them (root may; anyone may keep their own)."""
     directory = os.path.dirname(os.path.abspath(target))
     tmp_path, out = _open_temporary(directory, os.path.basename(target))
     try:
@@ -1109,14 +1112,25 @@ def _atomic_output(target: str, mode: int | None) -> Iterator[IO[bytes]]:
             os.fsync(out.fileno())
         finally:
             out.close()
-        if mode is not None:
-            os.chmod(tmp_path, mode)
+        if like is not None:
+            _take_ownership_and_mode(tmp_path, like)
         os.replace(tmp_path, target)
     except BaseException:
         with suppress(FileNotFoundError):
             os.unlink(tmp_path)
         raise
     _fsync_directory(directory)
+
+
+def _take_ownership_and_mode(path: str, like: os.stat_result) -> None:
+    if hasattr(os, "chown"):
+        current = os.stat(path)
+        if (current.st_uid, current.st_gid) != (like.st_uid, like.st_gid):
+            # Not allowed unless root (or the group is one of ours): the file is then ours.
+            with suppress(PermissionError):
+                os.chown(path, like.st_uid, like.st_gid)
+    # After chown, which may clear the set-id bits.
+    os.chmod(path, stat.S_IMODE(like.st_mode))
 
 
 class _Cancelled(Exception):
@@ -1371,15 +1385,16 @@ def rewrite_bloom_filters(
 
     ``dst`` appears only once complete (temporary file, fsync, rename) and is replaced if it
     exists; ``src`` is only read. ``in_place=True`` (with ``dst`` None) replaces ``src`` the
-    same way. The footer must re-encode to its exact bytes, else
-    :class:`~parquet_bloom.errors.UnsupportedFileError` unless ``force=True``. Encrypted files
-    and files whose chunks live in other files are refused.
+    same way (the file a symlink names, not the link), keeping its permissions and, where
+    allowed, its owner; other hard links to it keep the old file. The footer must re-encode to
+    its exact bytes, else :class:`~parquet_bloom.errors.UnsupportedFileError` unless
+    ``force=True``. Encrypted files and files whose chunks live in other files are refused.
     """
     source = os.fspath(src)
     if in_place:
         if dst is not None and os.path.abspath(os.fspath(dst)) != os.path.abspath(source):
             raise ValueError("in_place=True rewrites src itself; pass no dst")
-        target = source
+        target = os.path.realpath(source)  # through symlinks: the file itself
     else:
         if dst is None:
             raise ValueError("pass dst, or in_place=True to replace src")
@@ -1416,14 +1431,14 @@ def rewrite_bloom_filters(
         )
         # The body is copied (IO) on a thread while others build the filters (CPU); each
         # filter is written out as soon as it and those before it are done.
-        mode = stat.S_IMODE(os.fstat(file.fileno()).st_mode) if in_place else None
+        replaced = os.fstat(file.fileno()) if in_place else None
         with (
-            _atomic_output(target, mode) as out,
+            _atomic_output(target, replaced) as out,
             _BodyCopy(source, out, relocation, footer_start) as body,
             _FilterBuilds(source, targets, leaf_list, md, sizing) as builds,
         ):
             # The filters, kept and new, together after the body in (row group, column) order.
-            report = RewriteReport(source, target, bytes_before=file_size)
+            report = RewriteReport(source, source if in_place else target, bytes_before=file_size)
             placements: dict[tuple[int, int], tuple[int, int]] = {}
             at = relocation(footer_start)
             body.finish()  # the builds go on meanwhile, on their own threads
