@@ -788,6 +788,18 @@ def test_dst_must_be_given_unless_in_place(sources: dict[str, Path], tmp_path: P
 # -- safe output ---------------------------------------------------------------------------------
 
 
+def test_a_dst_that_cannot_be_a_file_is_refused_before_any_work(
+    sources: dict[str, Path], tmp_path: Path
+) -> None:
+    src = sources["pyarrow-plain"]
+    with pytest.raises(IsADirectoryError, match="dst is a directory"):
+        rewrite_bloom_filters(src, tmp_path, columns=["id"])
+    missing = tmp_path / "no" / "such" / "out.parquet"
+    with pytest.raises(FileNotFoundError, match=r"no directory to write .*out\.parquet"):
+        rewrite_bloom_filters(src, missing, columns=["id"])
+    assert os.listdir(tmp_path) == []
+
+
 def test_in_place_replaces_src_and_keeps_its_mode(sources: dict[str, Path], tmp_path: Path) -> None:
     src = tmp_path / "data.parquet"
     src.write_bytes(sources["pyarrow-plain"].read_bytes())

@@ -1104,6 +1104,8 @@ def _atomic_output(target: str, like: os.stat_result | None) -> Iterator[IO[byte
     ``like``: the stat of the file being replaced, whose permissions the new file takes, and
     its owner and group where we may give them (root may; anyone may keep their own)."""
     directory = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(directory):  # else the error would name our temporary file
+        raise FileNotFoundError(errno.ENOENT, f"no directory to write {target!r} in", directory)
     tmp_path, out = _open_temporary(directory, os.path.basename(target))
     try:
         try:
@@ -1401,6 +1403,8 @@ def rewrite_bloom_filters(
         target = os.fspath(dst)
         if os.path.exists(target) and os.path.samefile(source, target):
             raise ValueError(f"dst {target!r} is src; pass in_place=True to replace src")
+        if os.path.isdir(target):  # found now, not by the rename after all the work
+            raise IsADirectoryError(errno.EISDIR, "dst is a directory, not a file path", target)
     sizing = _check_sizing(fpp, ndv, num_bytes, flavor)
     if isinstance(remove, str) and remove != "all":
         raise TypeError(f'remove must be a list of column paths or "all", not {remove!r}')
