@@ -19,6 +19,7 @@ import json
 import os
 import random
 import stat
+import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parquet_bloom as pb
@@ -514,6 +515,76 @@ def test_empty_row_groups_and_an_empty_table(tmp_path: Path) -> None:
         report = rewrite_bloom_filters(src, dst, columns=filterable(src))
         check_rewrite(src, dst, report)
         assert all(size == 32 for rg, _, size in report.filters_written if rg in empties)
+        assert pb.check_file(dst).ok
+
+
+# Column makers for random tables, from random integer codes.
+RANDOM_COLUMNS: dict[str, Callable[[np.ndarray], pa.Array]] = {
+    "int64": lambda v: pa.array(v * 7919 - 10**6, pa.int64()),
+    "int8": lambda v: pa.array((v % 100).astype(np.int8)),
+    "uint32": lambda v: pa.array(v.astype(np.uint32)),
+    "float32": lambda v: pa.array((v / 3).astype(np.float32)),
+    "string": lambda v: pa.array([("x" * int(k % 40)) + str(k) for k in v]),
+    "binary": lambda v: pa.array([bytes([k % 256]) * int(k % 5) for k in v], pa.binary()),
+    "fixed": lambda v: pa.array([int(k).to_bytes(6, "little") for k in v], pa.binary(6)),
+    "timestamp": lambda v: pa.array(v * 1000, pa.timestamp("ms")),
+    "decimal": lambda v: pa.array(
+        [decimal.Decimal(int(k)).scaleb(-2) for k in v], pa.decimal128(30, 2)
+    ),
+    "dictionary": lambda v: pa.array([f"d{k}" for k in v]).dictionary_encode(),
+    "list": lambda v: pa.array(
+        [[int(k), int(k) + 1][: int(k % 3)] for k in v], pa.list_(pa.int64())
+    ),
+}
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    kinds=st.lists(st.sampled_from(sorted(RANDOM_COLUMNS)), min_size=1, max_size=4),
+    rows=st.sampled_from([0, 1, 17, 700]),
+    cardinality=st.sampled_from([1, 3, 50, 10**6]),
+    nulls=st.sampled_from([None, 0.3, 1.0]),
+    seed=st.integers(0, 2**32 - 1),
+    options=st.fixed_dictionaries(
+        {
+            "row_group_size": st.sampled_from([7, 100, 10**5]),
+            "use_dictionary": st.booleans(),
+            "data_page_version": st.sampled_from(["1.0", "2.0"]),
+            "compression": st.sampled_from(["snappy", "zstd", "gzip", "none", "brotli"]),
+            "write_page_index": st.booleans(),
+            "data_page_size": st.sampled_from([64, 1 << 20]),
+        }
+    ),
+    with_filters=st.booleans(),
+)
+def test_random_tables_written_by_pyarrow(
+    kinds: list[str],
+    rows: int,
+    cardinality: int,
+    nulls: float | None,
+    seed: int,
+    options: dict[str, Any],
+    with_filters: bool,
+) -> None:
+    """Random schemas, sizes, nulls and writer options: every column gets a filter (its old
+    one, if any, replaced), and the rewrite passes every check."""
+    rng = np.random.default_rng(seed)
+    columns = {}
+    for i, kind in enumerate(kinds):
+        values = RANDOM_COLUMNS[kind](rng.integers(0, cardinality, rows))
+        if nulls is not None:
+            valid = pa.array(rng.random(rows) >= nulls)
+            values = pc.if_else(valid, values, pa.nulls(rows, values.type))
+        columns[f"c{i}_{kind}"] = values
+    table = pa.table(columns)
+    if with_filters:
+        flat = [c for c in table.column_names if not c.endswith("list")]
+        options["bloom_filter_options"] = {c: {"ndv": 100} for c in flat}
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = Path(d) / "src.parquet", Path(d) / "dst.parquet"
+        pq.write_table(table, src, **options)
+        report = rewrite_bloom_filters(src, dst, columns=filterable(src))
+        check_rewrite(src, dst, report)
         assert pb.check_file(dst).ok
 
 
