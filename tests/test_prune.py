@@ -9,6 +9,7 @@ with those of ``d.to_table(filter=e)``, by a unique row key.
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import functools
 import operator
 from collections.abc import Collection
@@ -360,6 +361,54 @@ def test_an_int32_file_in_an_int64_dataset_still_prunes(tmp_path: Path) -> None:
     # Read as doubles the values pass through a cast: no pruning on that column.
     as_double = ds.dataset(path, schema=pa.schema([("k", pa.float64())]))
     assert check(as_double, pc.field("k") == 3 * 2500.0, key="k").row_groups_skipped == 0
+
+
+def test_literals_match_what_the_scan_compares_them_as(tmp_path: Path) -> None:
+    """Arrow's is_in casts its value set to the column's type, rounding a double to float32
+    or to the column's decimal scale and truncating a timestamp to its date; == compares
+    decimals and floats as doubles through a cast that is not correctly rounded (0.3 becomes
+    0.30000000000000004). Each filter below matches a row whose stored value differs from the
+    literal: the pruned dataset must keep it, and where the match can be named, skip the
+    other row groups."""
+    path = tmp_path / "cast.parquet"
+    table = pa.table(
+        {
+            "row": pa.array(range(4)),
+            "f32": pa.array([1.5, 379072.5, 2.0, 3.0], pa.float32()),
+            "day": pa.array([1, 2, 3, 4], pa.date32()),
+            "tenths": pa.array([decimal.Decimal(v) for v in ["0.3", "0.4", "0.5", "0.6"]]),
+            "real": pa.array([0.30000000000000004, 0.4, 0.5, 0.6]),
+            "wide": pa.array(
+                # The double 0.1 to 34 places (as Arrow casts it), then 0.1 itself.
+                [
+                    decimal.Decimal(v)
+                    for v in ("0.1000000000000000055511151231257827", "0.1", "2", "3")
+                ],
+                pa.decimal128(38, 34),
+            ),
+        }
+    )
+    options = {c: {"ndv": 4} for c in table.column_names}
+    pq.write_table(table, path, row_group_size=1, bloom_filter_options=options)
+    dataset = ds.dataset(path)
+    noon_of_day_2 = pa.array([2 * 86_400_000 + 43_200_000], pa.timestamp("ms"))
+    named = [
+        pc.field("f32").isin([1.5000000001]),
+        pc.field("f32").isin([379072.500000001, 99.0]),
+        pc.field("day").isin(noon_of_day_2),
+        pc.field("tenths").isin([0.3000001]),
+        pc.field("tenths") == 0.30000000000000004,  # not == 0.3, which matches no row
+        pc.field("real") == decimal.Decimal("0.3"),
+        pc.field("wide").isin([0.1]),
+    ]
+    for expression in named:
+        assert dataset.to_table(filter=expression).num_rows == 1, expression
+        assert check(dataset, expression).row_groups_skipped == 3, expression
+    # Past 15 digits, too many decimals may cast to one double to name them: keep all.
+    assert dataset.to_table(filter=pc.field("wide") == 0.1).num_rows == 1
+    assert check(dataset, pc.field("wide") == 0.1).row_groups_skipped == 0
+    # Arrow's == stays exact for a float32 column: a double it cannot hold matches nothing.
+    assert check(dataset, pc.field("f32") == 1.5000000001).row_groups_skipped == 4
 
 
 # -- unreadable filters ----------------------------------------------------------------------

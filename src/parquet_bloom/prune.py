@@ -6,7 +6,8 @@ hold a row that ``filter`` keeps, so that ``prune(d, f).dataset.to_table(filter=
 of them can be decided by a Bloom filter; anything else keeps the row group. Pruning never drops
 a row group that holds a matching row: a NaN or null literal, a BOOLEAN column, a column absent
 from the file (a hive partition key, a newer column), a file column whose type the dataset casts,
-and a filter that cannot be read (with a :class:`BloomFilterWarning`) all keep it.
+and a filter that cannot be read (with a :class:`BloomFilterWarning`) all keep it. Literals are
+probed as the scan compares them, casts and all (see :func:`_compared_values`).
 
 Reading the filter. A ``pyarrow.compute.Expression`` offers no Python view of its structure, and
 its ``str()`` is not a grammar (field names and string literals print unescaped). The structural
@@ -28,12 +29,14 @@ scan), and all filters the filter needs from that file are loaded in one coalesc
 from __future__ import annotations
 
 import ctypes
+import decimal
+import math
 import os
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeAlias
 
@@ -641,8 +644,13 @@ class _FilePruning:
         leaf = self._leaves.get(member.column)
         if leaf is None or not self._reads_unchanged(member.column):
             return None
+        column_type = _field_type(self._schema, member.column)
+        assert column_type is not None  # _reads_unchanged found it
+        values = _compared_values(member, _value_type(column_type))
+        if values is None:
+            return None
         try:
-            probe = literal_probe(member.values, leaf)
+            probe = literal_probe(values, leaf)
         except TypeError:
             # A literal this library cannot compare with the column (pyarrow casts more
             # freely than the Parquet types allow a probe to); the scan decides, not us.
@@ -682,6 +690,61 @@ class _FilePruning:
             else:
                 keep[i] = bool(bloom.find_hashes(hashes).any())
         return keep
+
+
+def _compared_values(member: Equal | IsIn, column_type: pa.DataType) -> pa.Array | None:
+    """The literals as the scan compares them with values of ``column_type`` (the dataset's
+    type of the column, dictionary unwrapped), or None when they may equal more stored values
+    than a probe can name: keep every row group.
+
+    ``is_in`` first casts its value set to the column's type with a safe cast (Arrow's set
+    lookup does), which still rounds a double to the nearest float32 or to the column's
+    decimal scale and truncates a timestamp to its date; only if that cast fails does it
+    compare as ``==`` does. ``==`` compares both sides cast to a common type, which is exact
+    for every pair but decimals against floating point: both are compared as doubles, and
+    Arrow's decimal to double cast is not correctly rounded (it makes 0.3 into
+    0.30000000000000004).
+    """
+    values = member.values
+    if isinstance(member, IsIn) and values.type != column_type:
+        with suppress(pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return values.cast(column_type)
+    if pa.types.is_decimal(column_type) and pa.types.is_floating(values.type):
+        return _decimals_cast_to(values.cast(pa.float64()), column_type)
+    if pa.types.is_floating(column_type) and pa.types.is_decimal(values.type):
+        return values.cast(pa.float64())
+    return values
+
+
+# Decimals of up to this many digits are further apart than a double's rounding error, so at
+# most a few of them cast to any one double.
+_DOUBLE_EXACT_DIGITS = 15
+# How many units of the last decimal place either side of a double to try: Arrow's cast errs
+# by under a unit at up to _DOUBLE_EXACT_DIGITS digits.
+_DECIMAL_NEIGHBOURS = 2
+
+
+def _decimals_cast_to(doubles: pa.Array, decimal_type: pa.DataType) -> pa.Array | None:
+    """Every value of ``decimal_type`` that Arrow's cast to double turns into one of
+    ``doubles`` (a null stays, to keep every row group), or None past 15 digits, where too
+    many may."""
+    if decimal_type.precision > _DOUBLE_EXACT_DIGITS:
+        return None
+    limit = 10**decimal_type.precision
+    units: set[int] = set()
+    for double in doubles.to_pylist():
+        if double is None or not math.isfinite(double):
+            continue  # a null keeps every row group below; NaN and infinities equal no decimal
+        nearest = int(decimal.Decimal(double).scaleb(decimal_type.scale).to_integral_value())
+        reach = range(nearest - _DECIMAL_NEIGHBOURS, nearest + _DECIMAL_NEIGHBOURS + 1)
+        units.update(u for u in reach if -limit < u < limit)
+    candidates = pa.array(
+        [decimal.Decimal(u).scaleb(-decimal_type.scale) for u in sorted(units)], decimal_type
+    )
+    found = candidates.filter(pc.is_in(candidates.cast(pa.float64()), value_set=doubles))
+    if doubles.null_count:
+        found = pa.concat_arrays([found, pa.nulls(1, decimal_type)])
+    return found
 
 
 def _reads_unchanged(schema: pa.Schema, physical_schema: pa.Schema, path: tuple[str, ...]) -> bool:
