@@ -239,6 +239,17 @@ def test_the_missing_value_is_a_python_value(
     json.dumps(audit.CheckReport(str(path), (), (v,)).to_dict())  # dates, decimals become text
 
 
+def test_a_missing_string_that_is_not_utf8_is_given_as_its_bytes(tmp_path: Path) -> None:
+    """A corrupt page may hold a STRING that is not UTF-8; the report shows its bytes."""
+    offsets = pa.py_buffer(np.array([0, 2, 4], np.int32).tobytes())
+    values = pa.Array.from_buffers(pa.string(), 2, [None, offsets, pa.py_buffer(b"\xb8\xffok")])
+    path = tmp_path / "latin.parquet"
+    pq.write_table(pa.table({"s": values}), path, bloom_filter_options={"s": {"ndv": 2}})
+    (v,) = audit.check_file(zero_bitset(path, tmp_path / "zero.parquet", 0, "s")).violations
+    assert v.kind == "false-negative" and v.value == b"\xb8\xff"
+    json.dumps(audit.CheckReport(str(path), (), (v,)).to_dict())
+
+
 def test_check_columns(pyarrow_file: Path, tmp_path: Path) -> None:
     path = zero_bitset(pyarrow_file, tmp_path / "zero.parquet", 0, "st.b")
     assert audit.check_file(path, columns=["int64", "st.a"]).ok

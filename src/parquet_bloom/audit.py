@@ -495,7 +495,11 @@ def _first_missing_value(values: Any, found: npt.NDArray[np.bool_], num_hashes: 
     missing = np.flatnonzero(~found)
     if len(non_null) != num_hashes or missing.size == 0:
         return None
-    return non_null[int(missing[0])].as_py()
+    value = non_null[int(missing[0])]
+    try:
+        return value.as_py()
+    except UnicodeDecodeError:  # a string that is not UTF-8 (a corrupt page): its bytes
+        return value.cast(pa.binary()).as_py()
 
 
 def _size_matches(

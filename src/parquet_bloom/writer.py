@@ -414,7 +414,8 @@ def _check_supported(md: Any) -> None:
         )
     for i, rg in enumerate(md.row_groups):
         for chunk in rg.columns:
-            column = ".".join(chunk.meta_data.path_in_schema) if chunk.meta_data else None
+            path = chunk.meta_data.path_in_schema if chunk.meta_data else None
+            column = ".".join(path) if path else None  # a missing path is reported later
             if chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None:
                 raise UnsupportedFileError(
                     "encrypted column chunks are not supported", row_group=i, column=column
