@@ -784,6 +784,16 @@ def test_a_filter_past_the_footer_is_refused(sources: dict[str, Path], tmp_path:
     assert (info.value.row_group, info.value.column, info.value.offset) == (2, "code", 10**9)
 
 
+def test_a_chunk_without_its_path_is_refused(sources: dict[str, Path], tmp_path: Path) -> None:
+    def drop_path(md: Any) -> None:
+        md.row_groups[1].columns[2].meta_data.path_in_schema = None
+
+    src = rewrite_footer(sources["pyarrow-plain"], tmp_path / "bad.parquet", drop_path)
+    with pytest.raises(pb.CorruptFileError, match="path_in_schema None") as info:
+        rewrite_bloom_filters(src, tmp_path / "out.parquet", columns=["id"])
+    assert (info.value.row_group, info.value.column) == (1, "name")
+
+
 @pytest.mark.parametrize(
     ("write_options", "message", "offset"),
     [
