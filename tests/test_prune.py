@@ -12,6 +12,8 @@ import datetime as dt
 import decimal
 import functools
 import operator
+import subprocess
+import sys
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -412,6 +414,31 @@ def test_literals_match_what_the_scan_compares_them_as(tmp_path: Path) -> None:
 
 
 # -- unreadable filters ----------------------------------------------------------------------
+
+
+def test_a_footer_whose_column_metadata_aborts_pyarrow_is_pruned(tmp_path: Path) -> None:
+    """pyarrow aborts the process (an uncaught C++ exception) building the column metadata of
+    a chunk whose size statistics have the wrong histogram length, while its scan raises a
+    plain OSError. Pruning must not be what kills the process: it sizes row groups from its
+    own footer. Run in a child process, so that a regression fails this test alone."""
+    path = tmp_path / "t.parquet"
+    table = pa.table({"a": pa.array(range(3000))})
+    pq.write_table(table, path, row_group_size=1000, bloom_filter_options={"a": {"ndv": 1000}})
+
+    def wrong_histogram(md: Any) -> None:
+        md.row_groups[1].columns[0].meta_data.size_statistics.definition_level_histogram = [1, 2, 3]
+
+    bad = writers.rewrite_footer(path, tmp_path / "bad.parquet", wrong_histogram)
+    script = (
+        "import sys, parquet_bloom as pb, pyarrow.dataset as ds, pyarrow.compute as pc\n"
+        "r = pb.prune(ds.dataset(sys.argv[1]), pc.field('a') == 5).report\n"
+        "print(r.row_groups, r.row_groups_skipped)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(bad)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.split() == ["3", "2"]
 
 
 def test_a_corrupt_filter_keeps_its_row_group_and_warns(files: list[Path], tmp_path: Path) -> None:

@@ -367,7 +367,8 @@ class PruneReport:
     """What pruning skipped and what it cost.
 
     Sizes are the row groups' compressed column chunk bytes (``total_compressed_size``), what a
-    scan of all columns would read. ``reads`` and ``bytes_read`` are our own reads (footers and
+    scan of all columns would read; a file whose footer we cannot read counts its row groups
+    but not their bytes. ``reads`` and ``bytes_read`` are our own reads (footers and
     filters); ``filter_reads`` those for filters alone, at most one per file when a writer keeps
     a file's filters together. ``filters_unreadable`` counts column chunk filters that could not
     be used (their row groups were kept, with a :class:`BloomFilterWarning`). A filter with
@@ -559,19 +560,26 @@ def _prune_fragment(
     # pyarrow's view of the fragment: the row groups it covers (it may be a subset already)
     # and the Arrow types its file holds. Reading them loads pyarrow's copy of the footer,
     # which the subset made below keeps for the scan.
-    row_groups = {rg.id: _compressed_size(rg.metadata) for rg in fragment.row_groups}
+    row_group_ids = [rg.id for rg in fragment.row_groups]
     physical_schema = fragment.physical_schema
-    report = PruneReport(
-        files=1, row_groups=len(row_groups), compressed_bytes=sum(row_groups.values())
-    )
+    report = PruneReport(files=1, row_groups=len(row_group_ids))
     if not any(_field_type(physical_schema, m.column) is not None for m in _members(tree)):
-        # None of the filter's columns is in this file (a partition key, a newer column).
-        return _Outcome(fragment, report, None)
+        # None of the filter's columns is in this file (a partition key, a newer column):
+        # nothing to read, every row group kept.
+        sizes = {rg.id: _compressed_size(rg.metadata) for rg in fragment.row_groups}
+        return _Outcome(fragment, replace(report, compressed_bytes=sum(sizes.values())), None)
     with ExitStack() as stack:
         try:
             reader = _open_reader(fragment.path, filesystem, stack)
         except BloomFilterError as err:
             return _Outcome(fragment, report, f"{err}; keeping all row groups of the file")
+        # Sizes from our footer, not pyarrow's: pyarrow aborts the process (a C++ exception
+        # nothing catches) building the column metadata of some corrupt footers.
+        row_groups = dict.fromkeys(row_group_ids, 0)
+        for chunk in reader.column_chunks:
+            if chunk.row_group in row_groups:
+                row_groups[chunk.row_group] += chunk.total_compressed_size
+        report = replace(report, compressed_bytes=sum(row_groups.values()))
         footer_reads = reader.reads
         pruning = _FilePruning(reader, schema, physical_schema, list(row_groups))
         keep = pruning.might_match(tree)
