@@ -358,8 +358,10 @@ def test_truncated_file_is_one_line_exit_2(
     assert_one_line_error(err)
     assert str(truncated_file) in err and "not a Parquet file" in err
     if "--json" in argv:
-        message = err.removeprefix("parquet-bloom: error: ").rstrip("\n").split(": ", 1)[1]
-        assert json.loads(out)["files"] == [{"path": str(truncated_file), "error": message}]
+        (entry,) = json.loads(out)["files"]
+        assert entry["path"] == str(truncated_file)
+        # The line names the file once: the message does.
+        assert err == f"parquet-bloom: error: {entry['error']}\n"
 
 
 def test_truncated_file_through_a_real_process(truncated_file: Path) -> None:
@@ -396,13 +398,14 @@ def test_usage_errors(capsys: Capture, pyarrow_file: Path, tmp_path: Path) -> No
     assert status == 0 and "inspect" in out and "probe" in out and "check" in out
     for command in ("add", "resize", "remove"):
         assert run(capsys, command, "--help")[0] == 0
-    # Rewriting needs exactly one of DST and --in-place (checked before any work).
+    # Rewriting needs SRC and DST, files and a directory, or --in-place (checked before any
+    # work).
     status, _, err = run(capsys, "remove", pyarrow_file, "--column", "s")
-    assert status == 2 and "pass DST, or --in-place" in err
-    status, _, err = run(
-        capsys, "remove", pyarrow_file, tmp_path / "o.parquet", "--in-place", "--column", "s"
-    )
-    assert status == 2 and "not both" in err
+    assert status == 2 and "pass SRC and DST" in err and "--in-place" in err
+    missing = tmp_path / "o.parquet"
+    status, _, err = run(capsys, "remove", pyarrow_file, pyarrow_file, missing, "--column", "s")
+    assert status == 2 and f"{missing} is not a directory" in err
+    assert list(tmp_path.iterdir()) == []
     status, _, err = run(
         capsys,
         "add",

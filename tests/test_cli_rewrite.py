@@ -42,6 +42,14 @@ def filter_sizes(path: Path) -> dict[tuple[int, str], int]:
         return {key: f.num_bytes for key, f in reader.filters().items()}
 
 
+def copies_of(src: Path, *paths: Path) -> list[Path]:
+    """``src`` copied to each of ``paths`` (parent directories made)."""
+    for path in paths:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(src.read_bytes())
+    return list(paths)
+
+
 def run(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
     status = main([str(a) for a in argv])
     captured = capsys.readouterr()
@@ -89,7 +97,7 @@ def test_resize_shrinks_filters_to_their_chunk(
     dst = tmp_path / "dst.parquet"
     status, out, err = run(capsys, "resize", src, dst, "--json")
     assert (status, err) == (0, "")
-    report = json.loads(out)
+    (report,) = json.loads(out)["files"]
     assert report["filters_written"] == [
         {"row_group": rg, "column": "code", "num_bytes": optimal_num_bytes(50, 0.01)}
         for rg in range(3)
@@ -114,7 +122,7 @@ def test_remove_in_place(src: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
         (["add", "{src}", "{dst}", "--column", "nope"], "no leaf column 'nope'"),
         (["add", "{src}", "{dst}", "--column", "id", "--bytes", "1000"], "power of two"),
         (["add", "{src}", "{dst}", "--column", "id", "--fpp", "2"], "between 0 and 1"),
-        (["remove", "{src}", "{dst}", "--column", "id", "--in-place"], "not both"),
+        (["remove", "{src}", "{src}", "{dst}", "--column", "id"], "is not a directory"),
         (["add", "{missing}", "{dst}", "--column", "id"], "No such file"),
         (["add", "{encrypted}", "{dst}", "--column", "id"], "encrypted"),
     ],
@@ -134,3 +142,59 @@ def test_errors_are_one_line_and_leave_no_file(
     assert err.count("\n") == 1
     assert message in err
     assert not dst.exists()
+
+
+def test_many_files_into_a_directory_with_progress(
+    src: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sources = copies_of(src, *(tmp_path / name / f"{name}.parquet" for name in "abc"))
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    status, out, err = run(
+        capsys, "add", *sources, out_dir, "--column", "id", "--progress", "--json"
+    )
+    assert status == 0
+    report = json.loads(out)
+    assert report["ok"] and [f["dst"] for f in report["files"]] == [
+        str(out_dir / s.name) for s in sources
+    ]
+    assert "[########################] 3/3 c.parquet" in err  # drawn over itself with \r
+    for s in sources:
+        assert {c for _, c in filter_sizes(out_dir / s.name)} == {"id", "code"}
+        assert filter_sizes(s) == filter_sizes(src)  # the sources are untouched
+
+
+def test_many_files_in_place_go_on_past_a_bad_one(
+    src: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = copies_of(src, tmp_path / "0.parquet", tmp_path / "1.parquet")
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"not parquet at all")
+    status, out, err = run(
+        capsys, "remove", good[0], bad, good[1], "--in-place", "--column", "code"
+    )
+    assert status == 2
+    assert err.count("\n") == 1 and err.startswith("parquet-bloom: error: ") and str(bad) in err
+    assert out.count("removed 3") == 2
+    assert all(filter_sizes(path) == {} for path in good)
+    assert bad.read_bytes() == b"not parquet at all"
+
+
+def test_two_files_of_one_name_are_not_written_to_one_directory(
+    src: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    twins = copies_of(src, tmp_path / "a" / "part-0.parquet", tmp_path / "b" / "part-0.parquet")
+    status, out, err = run(capsys, "add", *twins, tmp_path, "--column", "id")
+    assert (status, out) == (2, "")
+    assert "several files named 'part-0.parquet'" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+
+
+def test_bad_options_are_one_error_before_any_file(
+    src: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copies = copies_of(src, *(tmp_path / f"{i}.parquet" for i in range(3)))
+    status, out, err = run(capsys, "add", *copies, "--in-place", "--column", "id", "--bytes", "33")
+    assert (status, out) == (2, "")
+    assert err.count("\n") == 1 and "power of two" in err
+    assert all(path.read_bytes() == src.read_bytes() for path in copies)

@@ -122,10 +122,12 @@ class _Progress:
 def _bad_file(
     path: str, error: Exception, progress: _Progress, err: IO[str], results: list[dict[str, Any]]
 ) -> int:
-    """Report a file that cannot be read: one line on stderr, and an entry in the JSON output."""
+    """Report a file that cannot be read: one line on stderr, and an entry in the JSON output.
+    The line names the file, once (most of our errors name it already)."""
     progress.close()
-    _error(err, f"{path}: {_one_line(error)}")
-    results.append({"path": path, "error": _one_line(error)})
+    message = _one_line(error)
+    _error(err, message if path in message else f"{path}: {message}")
+    results.append({"path": path, "error": message})
     return EXIT_BAD_INPUT
 
 
@@ -423,45 +425,98 @@ def _cmd_check(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 # -- add, resize, remove (parquet_bloom.writer) ----------------------------------------------------
 
 
-def _rewrite(args: argparse.Namespace, out: IO[str], **kwargs: Any) -> int:
-    if args.in_place and args.dst is not None:
-        raise _UsageError("pass DST or --in-place, not both")
-    if not args.in_place and args.dst is None:
-        raise _UsageError("pass DST, or --in-place to rewrite SRC itself")
-    # Imported here so that inspect, probe and check never depend on the writer.
-    from parquet_bloom.writer import rewrite_bloom_filters
-
-    report = rewrite_bloom_filters(
-        args.src, args.dst, in_place=args.in_place, force=args.force, **kwargs
-    )
-    if args.json:
-        json.dump(
-            {
-                "src": report.src,
-                "dst": report.dst,
-                "filters_written": [
-                    {"row_group": rg, "column": column, "num_bytes": n}
-                    for rg, column, n in report.filters_written
-                ],
-                "filters_removed": report.filters_removed,
-                "bytes_before": report.bytes_before,
-                "bytes_after": report.bytes_after,
-            },
-            out,
-            indent=2,
+def _rewrite_jobs(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """(SRC, DST) pairs from the paths: SRC DST; SRC... DIR; or, with --in-place, the files."""
+    paths: list[str] = args.paths
+    if args.in_place:
+        return [(path, None) for path in paths]
+    if len(paths) < 2:
+        raise _UsageError(
+            "pass SRC and DST, several SRC and the directory to write them into, "
+            "or --in-place and the files to rewrite"
         )
-        out.write("\n")
-        return EXIT_OK
+    *sources, target = paths
+    if os.path.isdir(target):
+        names = [os.path.basename(os.path.normpath(source)) for source in sources]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise _UsageError(f"several files named {twice[0]!r} would be written to {target}")
+        return [(src, os.path.join(target, name)) for src, name in zip(sources, names, strict=True)]
+    if len(sources) > 1:
+        raise _UsageError(
+            f"{target} is not a directory: with several files, the last path is the directory "
+            "to write them into (or pass --in-place)"
+        )
+    return [(sources[0], target)]
+
+
+def _rewrite_text(report: Any) -> str:
     written = sum(n for _, _, n in report.filters_written)
-    out.write(
-        f"{report.src} -> {report.dst}: wrote {len(report.filters_written)} filters "
+    where = report.src if report.dst == report.src else f"{report.src} -> {report.dst}"
+    text = (
+        f"{where}: wrote {len(report.filters_written)} filters "
         f"({_size(written)}), removed {report.filters_removed}; "
-        f"file {report.bytes_before:,} -> {report.bytes_after:,} bytes\n"
+        f"file {report.bytes_before:,} -> {report.bytes_after:,} bytes"
     )
     if report.filters_written:
         rows = [[str(rg), column, _size(n)] for rg, column, n in report.filters_written]
-        out.write(_table(["rg", "column", "bytes"], rows, right=(0, 2)) + "\n")
-    return EXIT_OK
+        text += "\n" + _table(["rg", "column", "bytes"], rows, right=(0, 2))
+    return text
+
+
+def _rewrite_dict(report: Any) -> dict[str, Any]:
+    return {
+        "src": report.src,
+        "dst": report.dst,
+        "filters_written": [
+            {"row_group": rg, "column": column, "num_bytes": n}
+            for rg, column, n in report.filters_written
+        ],
+        "filters_kept": report.filters_kept,
+        "filters_removed": report.filters_removed,
+        "bytes_before": report.bytes_before,
+        "bytes_after": report.bytes_after,
+    }
+
+
+def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any) -> int:
+    """Rewrite each file in turn; a file that fails is reported and the others go on."""
+    jobs = _rewrite_jobs(args)
+    # Imported here so that inspect, probe and check never depend on the writer.
+    from parquet_bloom.writer import rewrite_files
+
+    results: list[dict[str, Any]] = []  # printed with --json
+    finished = failed = 0
+
+    def after(src: str) -> None:
+        nonlocal finished
+        finished += 1
+        progress.show(finished, os.path.basename(src))
+
+    def done(report: Any) -> None:
+        if args.json:
+            results.append(_rewrite_dict(report))
+        else:
+            progress.close()
+            out.write(("\n" if finished else "") + _rewrite_text(report) + "\n")
+        after(report.src)
+
+    def failure(src: str, error: Exception) -> None:
+        nonlocal failed
+        failed += 1
+        _bad_file(src, error, progress, err, results)
+        after(src)
+
+    progress = _progress(args, len(jobs), err)
+    progress.show(0, os.path.basename(jobs[0][0]))
+    rewrite_files(
+        jobs, in_place=args.in_place, force=args.force, progress=done, on_error=failure, **kwargs
+    )
+    progress.close()
+    if args.json:
+        json.dump({"files": results, "ok": not failed}, out, indent=2)
+        out.write("\n")
+    return EXIT_BAD_INPUT if failed else EXIT_OK
 
 
 def _cmd_add(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -474,18 +529,18 @@ def _cmd_add(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         kwargs["ndv"] = args.ndv
     if args.flavor is not None:
         kwargs["flavor"] = args.flavor
-    return _rewrite(args, out, **kwargs)
+    return _rewrite(args, out, err, **kwargs)
 
 
 def _cmd_resize(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     kwargs: dict[str, Any] = {"columns": args.column or "existing"}
     if args.fpp is not None:
         kwargs["fpp"] = args.fpp
-    return _rewrite(args, out, **kwargs)
+    return _rewrite(args, out, err, **kwargs)
 
 
 def _cmd_remove(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    return _rewrite(args, out, columns=None, remove=args.column)
+    return _rewrite(args, out, err, columns=None, remove=args.column)
 
 
 # -- the parser ----------------------------------------------------------------------------------
@@ -561,11 +616,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-fpp", type=_fpp, help="also flag filters whose rate exceeds this")
 
     def rewriting(p: argparse.ArgumentParser) -> None:
-        p.add_argument("src", metavar="SRC", help="the Parquet file to read")
-        p.add_argument("dst", metavar="DST", nargs="?", help="where to write the result")
-        p.add_argument("--in-place", action="store_true", help="replace SRC instead of DST")
+        p.usage = (
+            f"{PROG} {p.prog.split()[-1]} [options] SRC DST | SRC [SRC ...] DIR | "
+            "--in-place FILE [FILE ...]"
+        )
+        p.add_argument(
+            "paths",
+            nargs="+",
+            metavar="PATH",
+            help="SRC and DST; or files and the directory to write them into, each under its "
+            "own name; or, with --in-place, the files to rewrite",
+        )
+        p.add_argument("--in-place", action="store_true", help="replace each file itself")
         p.add_argument(
             "--force", action="store_true", help="rewrite even if the footer does not round-trip"
+        )
+        p.add_argument(
+            "--progress", action="store_true", help="show progress on stderr even if not a TTY"
         )
 
     p = command("add", "Add (or replace) filters for columns, sized per chunk.", _cmd_add)

@@ -331,6 +331,20 @@ def _check_sizing(fpp: float, ndv: Ndv, num_bytes: int | None, flavor: str | Non
     return sizing
 
 
+def _check_options(
+    columns: object, remove: object, fpp: float, ndv: Ndv, num_bytes: int | None, flavor: str | None
+) -> _Sizing:
+    """Raise for options that no file could take; the sizing they ask for."""
+    sizing = _check_sizing(fpp, ndv, num_bytes, flavor)
+    if isinstance(remove, str) and remove != "all":
+        raise TypeError(f'remove must be a list of column paths or "all", not {remove!r}')
+    if isinstance(columns, str) and columns != "existing":
+        raise TypeError(
+            f'columns must be a list of column paths, "existing" or None, not {columns!r}'
+        )
+    return sizing
+
+
 def _column_list(value: object, what: str) -> list[str]:
     if isinstance(value, str) or not isinstance(value, Iterable):
         raise TypeError(f"{what} must be a list of column paths, not {value!r}")
@@ -1406,13 +1420,7 @@ def rewrite_bloom_filters(
             raise ValueError(f"dst {target!r} is src; pass in_place=True to replace src")
         if os.path.isdir(target):  # found now, not by the rename after all the work
             raise IsADirectoryError(errno.EISDIR, "dst is a directory, not a file path", target)
-    sizing = _check_sizing(fpp, ndv, num_bytes, flavor)
-    if isinstance(remove, str) and remove != "all":
-        raise TypeError(f'remove must be a list of column paths or "all", not {remove!r}')
-    if isinstance(columns, str) and columns != "existing":
-        raise TypeError(
-            f'columns must be a list of column paths, "existing" or None, not {columns!r}'
-        )
+    sizing = _check_options(columns, remove, fpp, ndv, num_bytes, flavor)
 
     with open(source, "rb") as file:
         file_size = os.fstat(file.fileno()).st_size
@@ -1495,11 +1503,14 @@ def rewrite_files(
     """:func:`rewrite_bloom_filters` over many ``(src, dst)`` pairs (``dst`` None with
     ``in_place=True``), one file at a time, with the same options for all.
 
-    ``progress(report)`` is called after each file that was rewritten. Without ``on_error`` the
-    first failure is raised (the files before it are done, the rest untouched); with it, a file
-    that fails with a :class:`BloomFilterError` or an ``OSError`` is passed to
-    ``on_error(src, error)`` and the others go on. Returns the reports of the files rewritten.
+    Options that no file could take raise before any file is read. ``progress(report)`` is
+    called after each file that was rewritten. Without ``on_error`` the first failure is raised
+    (the files before it are done, the rest untouched); with it, a file that fails with a
+    :class:`BloomFilterError`, an ``OSError`` or a ``ValueError`` (a column it lacks, a dst that
+    is its src) is passed to ``on_error(src, error)`` and the others go on. Returns the reports
+    of the files rewritten.
     """
+    _check_options(columns, remove, fpp, ndv, num_bytes, flavor)
     reports: list[RewriteReport] = []
     for src, dst in jobs:
         try:
@@ -1515,7 +1526,7 @@ def rewrite_files(
                 in_place=in_place,
                 force=force,
             )
-        except (BloomFilterError, OSError) as err:
+        except (BloomFilterError, OSError, ValueError) as err:
             if on_error is None:
                 raise
             on_error(os.fspath(src), err)
