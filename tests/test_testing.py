@@ -276,3 +276,16 @@ def test_values_for_refuses_types_parquet_does_not_allow(
 ) -> None:
     with pytest.raises(ValueError, match="no values for"):
         values_for(physical, logical, type_length=length)
+
+
+@pytest.mark.parametrize(("precision", "scale"), [(29, 0), (33, 0), (38, 5)])
+@settings(max_examples=300, deadline=None, database=None)
+@given(data=st.data())
+def test_wide_decimals_keep_their_precision_at_both_ends(
+    data: st.DataObject, precision: int, scale: int
+) -> None:
+    """Past 28 digits the default decimal context rounds: negating the bound made
+    -999...9 (33 nines) into -10**33, a value DECIMAL(33, 0) cannot hold."""
+    value = data.draw(values_for("BYTE_ARRAY", f"DECIMAL({precision}, {scale})"))
+    digits = value.as_tuple().digits
+    assert len(digits) <= precision and value.as_tuple().exponent == -scale

@@ -202,11 +202,11 @@ def values_for(
         }.get(physical)
         if limit is None or not 1 <= precision <= limit or not 0 <= scale <= precision:
             raise bad(f"DECIMAL({precision}, {scale}) does not fit {physical}")
-        # precision nines at the scale, built digit by digit: arithmetic in the default decimal
-        # context would round beyond 28 digits.
-        bound = decimal.Decimal((0, (9,) * precision, -scale))
+        # precision nines at the scale, either sign, built digit by digit: arithmetic in the
+        # default decimal context (negation included) would round beyond 28 digits.
+        low, high = (decimal.Decimal((sign, (9,) * precision, -scale)) for sign in (1, 0))
         return st.decimals(
-            min_value=-bound, max_value=bound, places=scale, allow_nan=False, allow_infinity=False
+            min_value=low, max_value=high, places=scale, allow_nan=False, allow_infinity=False
         )
     if logical == "DATE":
         if physical != "INT32":
