@@ -204,9 +204,13 @@ def values_for(
             raise bad(f"DECIMAL({precision}, {scale}) does not fit {physical}")
         # precision nines at the scale, either sign, built digit by digit: arithmetic in the
         # default decimal context (negation included) would round beyond 28 digits.
-        low, high = (decimal.Decimal((sign, (9,) * precision, -scale)) for sign in (1, 0))
+        nines = [decimal.Decimal((sign, (9,) * precision, -scale)) for sign in (1, 0)]
         return st.decimals(
-            min_value=low, max_value=high, places=scale, allow_nan=False, allow_infinity=False
+            min_value=nines[0],
+            max_value=nines[1],
+            places=scale,
+            allow_nan=False,
+            allow_infinity=False,
         )
     if logical == "DATE":
         if physical != "INT32":
