@@ -629,7 +629,7 @@ class _FilePruning:
         self._leaves = {leaf.path_in_schema: leaf for leaf in reader.schema_leaves}
         self._filters: dict[tuple[int, str], SplitBlockBloomFilter] = {}
         self._hashes: dict[int, tuple[str, npt.NDArray[np.uint64]] | None] = {}
-        self._unchanged: dict[tuple[str, ...], bool] = {}
+        self._compared_types: dict[tuple[str, ...], pa.DataType | None] = {}
 
     def might_match(self, tree: Node) -> npt.NDArray[np.bool_]:
         if any(not 0 <= rg < self.reader.num_row_groups for rg in self.row_groups):
@@ -650,11 +650,10 @@ class _FilePruning:
         """The column chunk path and hashes to look for, or None when the member cannot prune
         in this file: keep every row group for it."""
         leaf = self._leaves.get(member.column)
-        if leaf is None or not self._reads_unchanged(member.column):
+        column_type = self._compared_type(member.column)
+        if leaf is None or column_type is None:
             return None
-        column_type = _field_type(self._schema, member.column)
-        assert column_type is not None  # _reads_unchanged found it
-        values = _compared_values(member, _value_type(column_type))
+        values = _compared_values(member, column_type)
         if values is None:
             return None
         try:
@@ -667,10 +666,16 @@ class _FilePruning:
             return None
         return leaf.path, np.asarray(probe.hashes, dtype=np.uint64)
 
-    def _reads_unchanged(self, column: tuple[str, ...]) -> bool:
-        if column not in self._unchanged:
-            self._unchanged[column] = _reads_unchanged(self._schema, self._physical_schema, column)
-        return self._unchanged[column]
+    def _compared_type(self, column: tuple[str, ...]) -> pa.DataType | None:
+        """The type the scan compares ``column``'s values in (the dataset's, dictionary
+        unwrapped), or None when those are not the file's own values."""
+        if column not in self._compared_types:
+            unchanged = _reads_unchanged(self._schema, self._physical_schema, column)
+            dataset_type = _field_type(self._schema, column)
+            self._compared_types[column] = (
+                _value_type(dataset_type) if unchanged and dataset_type is not None else None
+            )
+        return self._compared_types[column]
 
     def _load(self, columns: list[str]) -> None:
         # One coalesced read; an unusable filter is reported and its row groups kept.
@@ -715,7 +720,7 @@ def _compared_values(member: Equal | IsIn, column_type: pa.DataType) -> pa.Array
     """
     values = member.values
     if isinstance(member, IsIn) and values.type != column_type:
-        with suppress(pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        with suppress(pa.ArrowException):  # Arrow compares in the value set's type then
             return values.cast(column_type)
     if pa.types.is_decimal(column_type) and pa.types.is_floating(values.type):
         return _decimals_cast_to(values.cast(pa.float64()), column_type)
