@@ -17,8 +17,9 @@ the footer change:
 3. The new file is the old one minus the old filters' byte ranges (wherever the writer put them:
    arrow-rs after each row group, Arrow C++ between the data and the page index, DuckDB before
    the footer), then every filter, kept or new, together, then the new footer. A reader fetches
-   all filters in one read. The unchanged bytes are copied by the kernel where it can
-   (``copy_file_range``), on a thread of their own, while the filters are built.
+   all filters in one read. The unchanged bytes are copied on a thread of their own while
+   the filters are built: long runs around the page cache (direct I/O), the rest by the kernel
+   where it can (``copy_file_range``).
 4. Removing bytes moves what came after them. Every absolute offset is relocated: in the footer
    (page, index and filter offsets of each column chunk, row group ``file_offset``) and in the
    page index, whose ``PageLocation.offset`` is "the offset of the page in the file"
@@ -38,6 +39,7 @@ import errno
 import io
 import itertools
 import math
+import mmap
 import os
 import secrets
 import stat
@@ -1161,13 +1163,18 @@ def _copy_range(
     end: int,
     source: str,
     cancel: threading.Event | None = None,
+    *,
+    direct: bool = False,
 ) -> None:
-    """Copy ``src[start:end]`` to the end of ``out``: in the kernel where it can
+    """Copy ``src[start:end]`` to the end of ``out``: with ``direct``, its long aligned runs
+    around the page cache (see :data:`DIRECT_COPY_MIN`); the rest in the kernel where it can
     (``copy_file_range``: no bytes through user space, a fifth of the CPU time of read and
     write, measured on a 1 GB copy), else through one reused buffer."""
     position = start
+    if direct and _O_DIRECT is not None and isinstance(out, io.FileIO):
+        position = _copy_direct(src, out, start, end, source, cancel)
     if _COPY_FILE_RANGE is not None and isinstance(out, io.FileIO):
-        position = _copy_in_kernel(src, out, start, end, cancel)
+        position = _copy_in_kernel(src, out, position, end, cancel)
     if position < end:
         _copy_through_buffer(src, out, position, end, source, cancel)
 
@@ -1203,6 +1210,95 @@ def _copy_in_kernel(
         if copied == 0:  # the source ended early: the buffered copy reports it
             return position
         position += copied
+    return position
+
+
+# Long runs of unchanged bytes are written around the page cache (O_DIRECT), read into one
+# buffer: copy_file_range on a file system that cannot share extents (ext4) copies every byte
+# into new page-cache pages, which must then be written back. Measured on the benchmark's 0.93
+# GB body: 0.3 s of CPU (up to 2.3 s when new pages are slow to come by) against 0.12-0.16 s,
+# and the rewrite 0.2-0.7 s faster, as the copy no longer takes CPU from the filter builds.
+# Direct I/O wants file offsets, lengths and memory aligned to the device's block; a page (4
+# KiB, or the system's mapping granularity if larger) is a multiple of every common one.
+DIRECT_COPY_ALIGN = max(4096, mmap.ALLOCATIONGRANULARITY)
+# Shorter runs are not worth the set-up (changing the file's flags, the buffer).
+DIRECT_COPY_MIN = 8 * 1024 * 1024
+# Bytes read and written at a time: the buffer's size. 8 MiB copied the 0.93 GB body as fast as
+# 32 MiB (0.39 against 0.31-0.46 s, within noise) and faster than 1 MiB (0.53 s).
+DIRECT_COPY_WINDOW = 8 * 1024 * 1024
+_O_DIRECT: int | None = getattr(os, "O_DIRECT", None)
+# Errors that say "not here" (a file system without direct I/O, a block larger than we align
+# to): the copy goes on through copy_file_range.
+_CANNOT_WRITE_DIRECT = frozenset({errno.EINVAL, errno.EOPNOTSUPP})
+# write(2) for direct I/O, under a name of its own so that tests can make it fail.
+_write_direct = os.write
+
+
+def _copy_direct(
+    src: io.BufferedIOBase,
+    out: io.FileIO,
+    start: int,
+    end: int,
+    source: str,
+    cancel: threading.Event | None,
+) -> int:
+    """Copy most of ``src[start:end]`` to the end of ``out`` with direct I/O: the head, up to
+    where ``out`` reaches an aligned offset, and the tail are left to the other copies (the
+    head is copied here first). Returns where it stopped, for them to go on from: ``start``
+    when the run is too short, earlier than the tail when direct I/O is refused."""
+    import fcntl
+
+    assert _O_DIRECT is not None
+    first = start + -out.tell() % DIRECT_COPY_ALIGN  # where the output is aligned
+    last = first + (end - first) // DIRECT_COPY_ALIGN * DIRECT_COPY_ALIGN
+    if last - first < max(DIRECT_COPY_MIN, DIRECT_COPY_ALIGN):
+        return start
+    _copy_range(src, out, start, first, source, cancel)
+    fd = out.fileno()
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags | _O_DIRECT)
+    except OSError as err:
+        if err.errno in _CANNOT_WRITE_DIRECT:
+            return first
+        raise
+    try:
+        # Anonymous mappings are page-aligned, as direct I/O wants its memory.
+        with mmap.mmap(-1, min(DIRECT_COPY_WINDOW, last - first)) as buffer:
+            return _write_direct_windows(src.fileno(), fd, buffer, first, last, cancel)
+    finally:
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+
+
+def _write_direct_windows(
+    src_fd: int, fd: int, buffer: mmap.mmap, start: int, end: int, cancel: threading.Event | None
+) -> int:
+    """Copy ``src[start:end]`` (aligned) through ``buffer`` to ``fd`` (opened for direct I/O);
+    returns where it stopped."""
+    position = start
+    # Views are released on the way out, whatever still holds them (a traceback may): else the
+    # buffer could not be closed.
+    with memoryview(buffer) as whole:
+        while position < end:
+            if cancel is not None and cancel.is_set():
+                raise _Cancelled
+            length = min(len(whole), end - position)
+            with whole[:length] as window:
+                if os.preadv(src_fd, [window], position) < length:
+                    return position  # the source ended early: the buffered copy reports it
+            done = 0
+            while done < length:
+                with whole[done:length] as rest:
+                    try:
+                        written = _write_direct(fd, rest)
+                    except OSError as err:
+                        if err.errno in _CANNOT_WRITE_DIRECT:
+                            return position + done
+                        raise
+                done += written
+                if written % DIRECT_COPY_ALIGN:  # a short write left the output unaligned
+                    return position + done
+            position += length
     return position
 
 
@@ -1271,7 +1367,7 @@ class _BodyCopy:
             self._error = err
 
     def _copy(self, file: io.BufferedIOBase, start: int, end: int) -> None:
-        _copy_range(file, self._out, start, end, self._source, self._cancel)
+        _copy_range(file, self._out, start, end, self._source, self._cancel, direct=True)
 
     def finish(self) -> None:
         self._thread.join()
