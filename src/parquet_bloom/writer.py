@@ -1220,13 +1220,14 @@ def _copy_in_kernel(
 # which the filter builds on the other threads get back: the rewrite 0.16 s faster on average
 # over 6 runs each (0.2-0.7 s when new pages are slow). The copy is then not in the page cache:
 # a reader of the new file reads it from the disk.
-# Direct I/O wants file offsets, lengths and memory aligned to the device's block; a page (4
-# KiB, or the system's mapping granularity if larger) is a multiple of every common one.
-DIRECT_COPY_ALIGN = max(4096, mmap.ALLOCATIONGRANULARITY)
+# Direct I/O wants file offsets, lengths and memory aligned to the device's logical block: 4 KiB
+# is a multiple of the common ones (512 B, 4 KiB); a larger one refuses the writes (EINVAL) and
+# the kernel's copy takes over. The buffer, an anonymous mapping, starts on a page.
+DIRECT_COPY_ALIGN = 4096
 # Shorter runs are not worth the set-up (changing the file's flags, the buffer).
 DIRECT_COPY_MIN = 8 * 1024 * 1024
-# Bytes read and written at a time: the buffer's size. 8 MiB copied the 0.93 GB body as fast as
-# 32 MiB (0.39 against 0.31-0.46 s, within noise) and faster than 1 MiB (0.53 s).
+# Bytes read and written at a time: the buffer's size. The 0.93 GB body took 0.45-0.49 s with 8
+# MiB, as with 4 MiB (0.43-0.47 s), and 0.53 s with 1 MiB.
 DIRECT_COPY_WINDOW = 8 * 1024 * 1024
 _O_DIRECT: int | None = getattr(os, "O_DIRECT", None)
 # Errors that say "not here" (a file system without direct I/O, a block larger than we align
@@ -1244,10 +1245,11 @@ def _copy_direct(
     source: str,
     cancel: threading.Event | None,
 ) -> int:
-    """Copy most of ``src[start:end]`` to the end of ``out`` with direct I/O: the head, up to
-    where ``out`` reaches an aligned offset, and the tail are left to the other copies (the
-    head is copied here first). Returns where it stopped, for them to go on from: ``start``
-    when the run is too short, earlier than the tail when direct I/O is refused."""
+    """Copy most of ``src[start:end]`` to the end of ``out`` with direct I/O: all but the head
+    (up to where ``out`` reaches an aligned offset, copied here first the usual way) and the
+    tail (less than a block). Returns where it stopped, for the usual copy to go on from:
+    ``start`` when the run is too short for direct I/O, else the tail's start, or wherever
+    direct I/O was refused."""
     import fcntl
 
     assert _O_DIRECT is not None
