@@ -268,7 +268,7 @@ def main() -> int:
             dst.unlink()  # else the next rewrite's rename frees it: 0.25 s that is not its work
         read = min(reads, key=lambda r: r["seconds"])
         rewrite = min(rewrites, key=lambda r: r["seconds"])
-        peak = max(rewrites, key=lambda r: r["peak_kib"] - r["baseline_kib"])
+        peak = max(rewrites, key=above_baseline)
         traced = measure("rewrite-traced", src, dst)
         encoded, encoded_column, decoded, decoded_column = largest_chunk(src)
         one_chunk = measure("read-chunk", src, dst, [decoded_column])

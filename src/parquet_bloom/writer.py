@@ -1171,10 +1171,11 @@ def _copy_range(
     (``copy_file_range``: no bytes through user space, a fifth of the CPU time of read and
     write, measured on a 1 GB copy), else through one reused buffer."""
     position = start
-    if direct and _O_DIRECT is not None and isinstance(out, io.FileIO):
-        position = _copy_direct(src, out, start, end, source, cancel)
-    if _COPY_FILE_RANGE is not None and isinstance(out, io.FileIO):
-        position = _copy_in_kernel(src, out, position, end, cancel)
+    if isinstance(out, io.FileIO):  # unbuffered: the kernel may write to its descriptor
+        if direct and _O_DIRECT is not None:
+            position = _copy_direct(src, out, start, end, source, cancel)
+        if _COPY_FILE_RANGE is not None:
+            position = _copy_in_kernel(src, out, position, end, cancel)
     if position < end:
         _copy_through_buffer(src, out, position, end, source, cancel)
 
