@@ -49,6 +49,27 @@ def test_dense_and_sparse_paths_match_reference(num_bytes: int, seed: int, parts
     assert ours.find_hashes(hashes).all()
 
 
+@pytest.mark.parametrize("page_blocks", [4, 64])
+def test_hashes_grouped_by_page_in_many_groups_match_reference(
+    monkeypatch: pytest.MonkeyPatch, page_blocks: int
+) -> None:
+    # Small pages and groups, so that a filter has many pages (past 256 the page keys take two
+    # bytes) and the hashes many groups, whose runs are appended to each page's.
+    monkeypatch.setattr(sbbf, "_PAGE_BLOCKS", page_blocks)
+    monkeypatch.setattr(sbbf, "_GROUP_SIZE", 1000)
+    monkeypatch.setattr(sbbf, "_GROUP_PER_PAGE", 2)
+    num_bytes = 1 << 16  # 2048 blocks: 512 pages of 4 blocks, or 32 of 64
+    hashes = np.random.default_rng(page_blocks).integers(0, 2**64, 20_000, dtype=np.uint64)
+    page_bits = (2048 // page_blocks).bit_length() - 1
+    grouped, bounds = sbbf._group_by_page(hashes, page_bits)
+    pages = grouped >> np.uint64(64 - page_bits)
+    assert sorted(grouped.tolist()) == sorted(hashes.tolist())
+    assert bounds == np.searchsorted(pages, np.arange(2**page_bits + 1)).tolist()
+
+    ours, ref = filled(num_bytes, hashes.tolist())
+    assert ours.to_bytes() == ref.to_bytes()
+
+
 @settings(max_examples=60, deadline=None)
 @given(NUM_BYTES, st.lists(U64, max_size=200), st.lists(U64, max_size=200))
 def test_find_matches_reference(num_bytes: int, inserted: list[int], probes: list[int]) -> None:
