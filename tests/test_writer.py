@@ -794,6 +794,23 @@ def test_a_chunk_without_its_path_is_refused(sources: dict[str, Path], tmp_path:
     assert (info.value.row_group, info.value.column) == (1, "name")
 
 
+@pytest.mark.parametrize(("codec", "name"), [(3, "LZO"), (99, "codec 99")])
+def test_a_codec_pyarrow_lacks_is_unsupported_not_corrupt(
+    sources: dict[str, Path], tmp_path: Path, codec: int, name: str
+) -> None:
+    # LZO is a Parquet codec that pyarrow has never decompressed (it says so with an OSError,
+    # which would read as a corrupt file); a codec number from a newer format is unknown.
+    def recompress(md: Any) -> None:
+        md.row_groups[1].columns[0].meta_data.codec = codec
+
+    src = rewrite_footer(sources["pyarrow-plain"], tmp_path / "lzo.parquet", recompress)
+    dst = tmp_path / "out.parquet"
+    with pytest.raises(pb.UnsupportedFileError, match=f"compressed with {name},") as info:
+        rewrite_bloom_filters(src, dst, columns=["id"])
+    assert (info.value.row_group, info.value.column) == (1, "id")
+    assert not dst.exists()
+
+
 @pytest.mark.parametrize(
     ("write_options", "message", "offset"),
     [

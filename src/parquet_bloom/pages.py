@@ -36,18 +36,22 @@ from parquet_bloom import format as fmt
 from parquet_bloom import hashing
 from parquet_bloom.errors import CorruptFileError
 
-__all__ = ["HashBuffer", "NeedsArrow", "chunk_hashes", "rle_hybrid", "supported"]
+__all__ = ["ARROW_CODECS", "HashBuffer", "NeedsArrow", "chunk_hashes", "rle_hybrid", "supported"]
 
-# parquet.thrift CompressionCodec -> pyarrow.Codec name. LZ4 (5) is left out: files carry it
-# both Hadoop-framed and raw, and Arrow guesses; LZO (3) pyarrow cannot decompress at all.
-_CODECS: dict[int, str | None] = {
+# parquet.thrift CompressionCodec -> pyarrow.Codec name (None: uncompressed). LZO (3) is missing:
+# pyarrow cannot decompress it at all ("not supported by the C++ implementation").
+ARROW_CODECS: dict[int, str | None] = {
     fmt.CompressionCodec.UNCOMPRESSED: None,
     fmt.CompressionCodec.SNAPPY: "snappy",
     fmt.CompressionCodec.GZIP: "gzip",
     fmt.CompressionCodec.BROTLI: "brotli",
+    fmt.CompressionCodec.LZ4: "lz4",
     fmt.CompressionCodec.ZSTD: "zstd",
     fmt.CompressionCodec.LZ4_RAW: "lz4_raw",
 }
+# The codecs read here: LZ4 (5) is left out, as files carry it both Hadoop-framed and raw, and
+# only pyarrow knows how to guess which.
+_CODECS = {k: v for k, v in ARROW_CODECS.items() if k != fmt.CompressionCodec.LZ4}
 _DICTIONARY_ENCODINGS = frozenset({fmt.Encoding.PLAIN_DICTIONARY, fmt.Encoding.RLE_DICTIONARY})
 # Encodings a chunk may list (ColumnMetaData.encodings) for us to read it. RLE and BIT_PACKED
 # are level encodings: parquet-java lists BIT_PACKED for levels that are never written (max

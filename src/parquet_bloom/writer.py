@@ -800,6 +800,7 @@ def _chunk_hashes(
     from parquet_bloom import encoding
     from parquet_bloom.pages import HashBuffer
 
+    _check_arrow_codec(meta)
     few_distinct = _all_pages_dictionary_encoded(meta)
     dictionary = few_distinct and leaf.physical_type == "BYTE_ARRAY"
     hashes = HashBuffer(int(chunk.num_values), out)
@@ -812,6 +813,23 @@ def _chunk_hashes(
             for start in range(0, len(arr), HASH_BATCH_SIZE):
                 hashes.add(encoding.column_hashes(arr.slice(start, HASH_BATCH_SIZE), leaf))
     return hashes.hashes()
+
+
+def _check_arrow_codec(meta: Any) -> None:
+    """Refuse a chunk compressed with a codec pyarrow lacks (LZO always; others where pyarrow
+    was built without them): pyarrow reports it as an OSError, which would read as corrupt."""
+    import pyarrow as pa
+
+    from parquet_bloom.pages import ARROW_CODECS
+
+    if meta.codec == fmt.CompressionCodec.UNCOMPRESSED:
+        return
+    name = ARROW_CODECS.get(meta.codec)
+    if name is None or not pa.Codec.is_available(name):
+        codec = fmt.CompressionCodec._VALUES_TO_NAMES.get(meta.codec, f"codec {meta.codec}")
+        raise UnsupportedFileError(
+            f"the column chunk is compressed with {codec}, which pyarrow cannot decompress"
+        )
 
 
 @contextmanager
