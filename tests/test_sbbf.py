@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 import pickle
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -79,6 +80,30 @@ def test_one_page_in_many_passes_matches_reference(monkeypatch: pytest.MonkeyPat
     hashes = np.random.default_rng(7).integers(0, 2**64, 10_000, dtype=np.uint64)
     ours, ref = filled(1 << 14, hashes.tolist())
     assert ours.to_bytes() == ref.to_bytes()
+
+
+def test_work_arrays_kept_between_inserts_carry_nothing_over() -> None:
+    # Dense inserts keep their work arrays per thread: larger then smaller filters, refilled
+    # ones, and two threads at once must each get exactly the reference's bits.
+    rng = np.random.default_rng(11)
+    jobs = [
+        (num_bytes, rng.integers(0, 2**64, n, dtype=np.uint64))
+        for num_bytes, n in [(1 << 16, 9_000), (1 << 12, 3_000), (1 << 16, 5_000), (1 << 10, 900)]
+    ]
+
+    def build(num_bytes: int, hashes: np.ndarray) -> bytes:
+        bloom_filter = pb.SplitBlockBloomFilter(num_bytes)
+        for part in np.array_split(hashes, 3):  # the second and third find bits set
+            bloom_filter.insert_hashes(part)
+        return bloom_filter.to_bytes()
+
+    with ThreadPoolExecutor(2) as pool:
+        built = list(pool.map(lambda job: build(*job), jobs * 3))
+    for (num_bytes, hashes), got in zip(jobs * 3, built, strict=True):
+        ref = ReferenceFilter(num_bytes)
+        for h in hashes.tolist():
+            ref.insert(h)
+        assert got == ref.to_bytes()
 
 
 @settings(max_examples=60, deadline=None)
