@@ -53,8 +53,8 @@ _CHUNK = 1 << 15
 # inserting into another filter fewer hand-overs of the GIL to wait for; 64 Ki hashes are 512
 # KiB of positions, which still fit in L2 beside the lane being set.
 _DENSE_CHUNK = 1 << 16
-# Dense inserts set one lane of a page at a time, unpacked to one bool per bit: lane i's words
-# of a page of 16 Ki blocks (512 KiB of filter) are 512 KiB of bools, which stay in a 2 MiB L2
+# Dense inserts set one lane of a page at a time, unpacked to one byte per bit: lane i's words
+# of a page of 16 Ki blocks (512 KiB of filter) are 512 KiB unpacked, which stay in a 2 MiB L2
 # cache while the page's hashes set their bits. A filter of up to 2 MiB is one page: grouping
 # the hashes by page would cost more than the cache misses of a 2 MiB lane. A 128 MiB filter
 # has 256 pages, so grouping is a radix sort on one byte. Measured, half a hash a byte into
@@ -186,7 +186,7 @@ class SplitBlockBloomFilter:
         # values hit one word, so set bits instead, which is idempotent. The filter is cut into
         # pages that fit in cache; the hashes are grouped by page (the page is the hash's top
         # bits, so a radix sort on a one- or two-byte key does it); each page is worked one lane
-        # at a time: lane i's word of every block of the page is unpacked to one bool per bit,
+        # at a time: lane i's word of every block of the page is unpacked to one byte per bit,
         # all the page's hashes set their bit in it, and it is packed back.
         words = self._words
         z = words.shape[0]
