@@ -124,6 +124,11 @@ def test_xxh64_fixed_many_rows(width: int) -> None:
     assert [int(got[i]) for i in check] == [xx(rows[i].tobytes()) for i in check]
     strided = np.asfortranarray(rows[:100])
     assert as_list(xxh64_fixed(strided)) == xxs([r.tobytes() for r in rows[:100]])
+    # As a page of length-prefixed strings of one length lays them out: a row every 4 + width
+    # bytes, over many of the parts the rows are copied to lanes in.
+    framed = np.zeros((70_001, 4 + width), dtype=np.uint8)
+    framed[:, 4:] = rows
+    assert (xxh64_fixed(framed[:, 4:]) == got).all()
 
 
 def test_kernel_argument_errors() -> None:

@@ -279,15 +279,18 @@ def _hash_rows_chunk(rows: U8) -> U64:
 
 
 def _hash_rows(rows: U8) -> U64:
-    """XXH64 of every row of a (n, width) uint8 array."""
-    rows = np.ascontiguousarray(rows)
+    """XXH64 of every row of a (n, width) uint8 array, contiguous or not (e.g. the values of
+    a page of length-prefixed strings of one length, a row every 4 + width bytes)."""
     n, width = rows.shape
     if width == 8:
-        return _hash_u64(rows.view("<u8").reshape(n).astype(np.uint64, copy=False))
+        lanes = np.ascontiguousarray(rows).view("<u8").reshape(n)
+        return _hash_u64(lanes.astype(np.uint64, copy=False))
     if width == 4:
-        return _hash_u32(rows.view("<u4").reshape(n).astype(np.uint32, copy=False))
+        lanes = np.ascontiguousarray(rows).view("<u4").reshape(n)
+        return _hash_u32(lanes.astype(np.uint32, copy=False))
     out = np.empty(n, dtype=np.uint64)
-    # Keep one chunk's lanes in cache; long rows need fewer rows per chunk.
+    # Keep one chunk's lanes in cache; long rows need fewer rows per chunk. Rows that are not
+    # contiguous are copied a chunk at a time (into the lanes), while in cache.
     step = max(1024, _CHUNK * 16 // max(width, 16))
     for lo in range(0, n, step):
         out[lo : lo + step] = _hash_rows_chunk(rows[lo : lo + step])
@@ -563,7 +566,8 @@ def _back_to_back(starts: I64, lengths: I64) -> bool:
 def xxh64_fixed(data: np.ndarray) -> np.ndarray:
     """XXH64 (seed 0) of every row of a 2-D uint8 array ``(n, width)``, any ``width >= 0``.
 
-    Returns a uint64 array of shape ``(n,)``. Widths 4 and 8 take unrolled fast paths.
+    Returns a uint64 array of shape ``(n,)``. Widths 4 and 8 take unrolled fast paths. The
+    rows need not be contiguous (a strided view is read a cache-sized part at a time).
     """
     if not isinstance(data, np.ndarray):
         raise TypeError(f"xxh64_fixed expects a numpy array, not {type(data).__name__}")
@@ -571,7 +575,7 @@ def xxh64_fixed(data: np.ndarray) -> np.ndarray:
         raise TypeError(
             f"xxh64_fixed expects a 2-D uint8 array (n, width), not {data.ndim}-D {data.dtype}"
         )
-    return _hash_rows(data)  # which makes it contiguous
+    return _hash_rows(data)  # contiguous or not
 
 
 def xxh64_variable(

@@ -359,7 +359,7 @@ class _ChunkScan:
             if data.size < need:
                 raise self._short(need, data.size, count)
             rows = data[:need].reshape(self.width, count).T
-            self.hashes.add(hashing.xxh64_fixed(np.ascontiguousarray(rows)))
+            self.hashes.add(hashing.xxh64_fixed(rows))
         else:
             raise NeedsArrow(f"data page encoding {encoding}")
 
@@ -485,7 +485,7 @@ class _Values:
         """The hashes of the values, or of those at the indices ``select``."""
         if self.rows is not None:
             rows = self.rows if select is None else self.rows[select]
-            return hashing.xxh64_fixed(np.ascontiguousarray(rows))
+            return hashing.xxh64_fixed(rows)  # copied to lanes a cache-sized part at a time
         assert self.spans is not None
         data, starts, lengths = self.spans
         if select is not None:
