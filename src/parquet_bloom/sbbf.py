@@ -161,7 +161,11 @@ class SplitBlockBloomFilter:
 
     def insert_hashes(self, hashes: npt.ArrayLike) -> None:
         """Insert 64-bit XXH64 hashes (any shape; flattened; signed 64-bit integers are read as
-        their bit pattern, as JVM tools hand them out)."""
+        their bit pattern, as JVM tools hand them out).
+
+        Large inserts keep their work arrays for the calling thread's next insert: at most
+        13 MiB a thread, freed with the thread.
+        """
         h = _as_hashes(hashes)
         if h.size * _DENSE_RATIO < self.num_blocks:
             self._insert_sparse(h)
