@@ -72,7 +72,7 @@ _DENSE_RATIO = 8
 # Up to this many hashes, probing one at a time beats the fixed cost of the numpy passes.
 _SCALAR_PROBES = 16
 # Dense inserts keep their work arrays between calls, per thread, up to this many bytes each:
-# an insert of 1 M hashes into 2 MiB needs 11 MiB of them, and memory fresh from the kernel is
+# an insert of 1 M hashes into 2 MiB needs 13 MiB of them, and memory fresh from the kernel is
 # faulted in a page at a time (2-2.6 K faults a call, which took it from 20 to 25 ns a hash).
 _WORK_ARRAY_LIMIT = 4 * 1024 * 1024
 

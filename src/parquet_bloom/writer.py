@@ -92,7 +92,7 @@ READ_BUFFER_SIZE = 1024 * 1024
 READ_BATCH_SIZE = 64 * 1024
 
 # Hashes inserted per call (see _insert), and at least this many per block of the filter. An
-# insert's temporaries are 9-13 bytes a hash, so this bounds them (13 MiB); fewer, larger calls
+# insert's temporaries are 9-14 bytes a hash, so this bounds them (14 MiB); fewer, larger calls
 # mean fewer, larger numpy passes, which is what lets the two build threads overlap (they hand
 # the GIL over between passes): the benchmark's 11 row groups built in 2.65-3.21 s, against
 # 3.24-3.81 s with parts of 256 Ki.
@@ -903,7 +903,7 @@ def _ndv_bounds(estimate: float, num_values: int, num_bytes: int) -> tuple[int, 
 
 
 def _insert(bloom_filter: SplitBlockBloomFilter, hashes: np.ndarray) -> None:
-    """Insert ``hashes`` a part at a time: an insert's temporaries are 9-13 bytes a hash
+    """Insert ``hashes`` a part at a time: an insert's temporaries are 9-14 bytes a hash
     (sbbf keeps each hash's key and block as two 32-bit numbers, and groups the hashes by
     filter page for a filter of over 2 MiB), which for a large chunk would be more than its
     hashes (8 bytes each). Each call also unpacks and repacks the filter, so parts hold a few
