@@ -840,6 +840,26 @@ def test_an_undecodable_page_is_a_located_corrupt_file_error(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]
 
 
+def test_what_pyarrow_does_not_implement_is_unsupported_not_corrupt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pyarrow raises NotImplemented for what it cannot decode by design (e.g. nested columns
+    # too large for one chunk), which no small file makes it do: inject it where the rewrite
+    # reads a chunk through pyarrow. The file is fine, so it is unsupported, not corrupt.
+    src, dst = tmp_path / "delta.parquet", tmp_path / "out.parquet"
+    table = pa.table({"x": pa.array(range(10_000))})
+    pq.write_table(table, src, use_dictionary=False, column_encoding="DELTA_BINARY_PACKED")
+
+    def not_implemented(*args: Any, **kwargs: Any) -> Any:
+        raise pa.ArrowNotImplementedError("not implemented here")
+
+    monkeypatch.setattr(writer._ChunkReader, "batches", not_implemented)
+    with pytest.raises(pb.UnsupportedFileError, match="pyarrow cannot read") as info:
+        rewrite_bloom_filters(src, dst, columns=["x"])
+    assert (info.value.row_group, info.value.column) == (0, "x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["delta.parquet"]
+
+
 @pytest.mark.parametrize(
     ("options", "error", "message"),
     [
