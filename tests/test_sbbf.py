@@ -180,6 +180,18 @@ def test_signed_hashes_are_read_as_their_bit_pattern() -> None:
     assert signed == unsigned
 
 
+def test_big_endian_hashes_are_read_as_their_values() -> None:
+    hashes = np.array([1, 2**63 + 5, 2**64 - 1], dtype=np.uint64)
+    native = pb.SplitBlockBloomFilter(1024)
+    native.insert_hashes(hashes)
+    for dtype in (">u8", ">i8"):
+        swapped = hashes.astype(">u8").view(dtype)
+        f = pb.SplitBlockBloomFilter(1024)
+        f.insert_hashes(swapped)
+        assert f == native, dtype
+        assert f.find_hashes(swapped).all()
+
+
 def test_fold_refuses_growing_and_bad_sizes() -> None:
     f = pb.SplitBlockBloomFilter(1024)
     with pytest.raises(ValueError, match="cannot fold"):

@@ -516,6 +516,8 @@ def _masks(h: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint32]:
 
 def _as_hashes(hashes: npt.ArrayLike) -> npt.NDArray[np.uint64]:
     a = np.asarray(hashes)
+    if not a.dtype.isnative:  # e.g. ">u8" read from a big-endian file: the values, not the bytes
+        a = a.astype(a.dtype.newbyteorder("="))
     if a.dtype == np.uint64:
         return a.reshape(-1)
     if a.dtype.kind in "iu" and a.dtype.itemsize == 8:
