@@ -8,7 +8,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint bench java clean
 
-$(STAMP): pyproject.toml
+# Reinstalled when the C kernels change too: the editable install builds them in place.
+$(STAMP): pyproject.toml setup.py src/parquet_bloom/_kernels.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'

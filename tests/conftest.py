@@ -1,4 +1,5 @@
-"""Fixtures shared by the test modules: one local Spark session for the whole run.
+"""Fixtures shared by the test modules: one local Spark session for the whole run, and the
+choice between the compiled kernels and numpy alone.
 
 Starting Spark costs seconds and a JVM, so every test marked ``spark`` shares the session made
 here. Without pyspark those tests are skipped (say so, with what to install); without a usable
@@ -18,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from parquet_bloom import kernels
 
 # Spark 4 runs on Java 17 or newer.
 MIN_JAVA_VERSION = 17
@@ -80,3 +83,18 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="module", params=["compiled", "numpy"])
+def implementation(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run a module's tests once with the compiled kernels and once on numpy alone (the way
+    msgpack reruns its suite on its pure-Python fallback). Module-scoped, so Hypothesis's
+    examples all run under one implementation."""
+    built = kernels.compiled
+    if request.param == "compiled" and built is None:
+        pytest.skip("the compiled kernels are not built (no C compiler at install time)")
+    kernels.compiled = built if request.param == "compiled" else None
+    try:
+        yield str(request.param)
+    finally:
+        kernels.compiled = built

@@ -39,6 +39,9 @@ from parquet_bloom import BloomFilterReader, SplitBlockBloomFilter
 from parquet_bloom import format as fmt
 from parquet_bloom.encoding import Probe, column_hashes, literal_probe
 
+# Every test here runs with the compiled kernels and on numpy alone (see conftest.py).
+pytestmark = pytest.mark.usefixtures("implementation")
+
 D = decimal.Decimal
 UTC = dt.timezone.utc
 PLUS_ONE = dt.timezone(dt.timedelta(hours=1))

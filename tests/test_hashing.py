@@ -37,6 +37,9 @@ from parquet_bloom.hashing import (
 )
 from tests.reference import ReferenceFilter
 
+# Every test here runs with the compiled kernels and on numpy alone (see conftest.py).
+pytestmark = pytest.mark.usefixtures("implementation")
+
 SETTINGS = settings(max_examples=150, deadline=None)
 
 
@@ -129,6 +132,25 @@ def test_xxh64_fixed_many_rows(width: int) -> None:
     framed = np.zeros((70_001, 4 + width), dtype=np.uint8)
     framed[:, 4:] = rows
     assert (xxh64_fixed(framed[:, 4:]) == got).all()
+
+
+@SETTINGS
+@given(st.data())
+def test_xxh64_fixed_rows_in_any_layout_match_xxhash(data: st.DataObject) -> None:
+    # Rows a stride apart inside a larger buffer (as a page of strings of one length lays them
+    # out), reversed, or with a column step: each is hashed where it lies or copied first.
+    width = data.draw(st.integers(0, 70))
+    count = data.draw(st.integers(0, 20))
+    gap = data.draw(st.integers(0, 9))
+    offset = data.draw(st.integers(0, 7))
+    stride = width + gap
+    raw = data.draw(st.binary(min_size=offset + count * stride, max_size=offset + count * stride))
+    buffer = np.frombuffer(raw + b"\0" * width, dtype=np.uint8)
+    rows = np.ndarray((count, width), np.uint8, buffer=buffer, offset=offset, strides=(stride, 1))
+    expected = xxs([r.tobytes() for r in rows])
+    assert as_list(xxh64_fixed(rows)) == expected
+    assert as_list(xxh64_fixed(rows[::-1])) == expected[::-1]
+    assert as_list(xxh64_fixed(rows[:, ::2])) == xxs([r.tobytes() for r in rows[:, ::2]])
 
 
 def test_kernel_argument_errors() -> None:

@@ -55,6 +55,9 @@ from parquet_bloom.pages import (
     supported,
 )
 
+# Every test here runs with the compiled kernels and on numpy alone (see conftest.py).
+pytestmark = pytest.mark.usefixtures("implementation")
+
 ROWS = 3_000
 ROW_GROUP_SIZE = 1_500
 

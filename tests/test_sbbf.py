@@ -16,6 +16,9 @@ import parquet_bloom as pb
 from parquet_bloom import sbbf
 from tests.reference import ReferenceFilter
 
+# Every test here runs with the compiled kernels and on numpy alone (see conftest.py).
+pytestmark = pytest.mark.usefixtures("implementation")
+
 U64 = st.integers(min_value=0, max_value=2**64 - 1)
 NUM_BYTES = st.sampled_from([32, 64, 128, 1024, 8192, 65536, 1 << 17, 1 << 20])
 

@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 
 import parquet_bloom as pb
 from parquet_bloom import format as fmt
-from parquet_bloom import writer
+from parquet_bloom import kernels, writer
 from parquet_bloom.encoding import column_hashes
 from parquet_bloom.reader import FOOTER_READ_SIZE
 from parquet_bloom.sbbf import SplitBlockBloomFilter, optimal_num_bytes
@@ -388,6 +388,22 @@ def test_every_column_of_the_real_writers_files_is_read_from_its_pages(
     assert (
         len(report.filters_written) == len(columns) * pq.ParquetFile(sources[source]).num_row_groups
     )
+
+
+@pytest.mark.parametrize("source", ["pyarrow-plain", "deltalake-plain", "duckdb"])
+def test_numpy_alone_writes_the_same_file_as_the_compiled_kernels(
+    sources: dict[str, Path], source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The other tests here run with the compiled kernels where they are built; the rewrite
+    # on numpy alone (kernels.compiled is None) must give the same bytes, filters included.
+    if kernels.compiled is None:
+        pytest.skip("the compiled kernels are not built: every test here ran on numpy alone")
+    src, columns = sources[source], filterable(sources[source])
+    rewrite_bloom_filters(src, tmp_path / "compiled.parquet", columns=columns)
+    monkeypatch.setattr(kernels, "compiled", None)
+    rewrite_bloom_filters(src, tmp_path / "numpy.parquet", columns=columns)
+    compiled = (tmp_path / "compiled.parquet").read_bytes()
+    assert (tmp_path / "numpy.parquet").read_bytes() == compiled
 
 
 @pytest.mark.parametrize("source", SOURCES)

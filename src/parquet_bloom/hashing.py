@@ -16,6 +16,9 @@ building one therefore needs two things, and this module provides both:
   DOUBLE) are unrolled and run in cache-sized chunks with in-place operations; variable
   length values (strings) are hashed across all values at once, step by step (values of
   4 KiB or more, where a per-value C call costs nothing in comparison, go to xxhash).
+  Where the package carries its compiled kernels (:mod:`parquet_bloom.kernels`), the four
+  kernels here (``_hash_u64``, ``_hash_u32``, ``_hash_rows``, ``_hash_spans``) hand the
+  bytes to them instead: the same hashes, in one pass a value and without the GIL.
 
 Only :func:`hash_value` (one probe value) goes through the ``xxhash`` package; it encodes with
 :func:`plain_encode`, which is written independently of the vectorised encoders so the two
@@ -27,11 +30,14 @@ from __future__ import annotations
 import struct
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from types import ModuleType
 from typing import Any, Final, TypeAlias
 
 import numpy as np
 import xxhash
 from numpy.typing import NDArray
+
+from parquet_bloom import kernels
 
 __all__ = [
     "PHYSICAL_TYPES",
@@ -198,6 +204,9 @@ def _hash_u64(lanes: NDArray[np.uint64]) -> U64:
     Unrolled for one 8-byte input: h = P5 + 8; h ^= rotl(lane * P2, 31) * P1;
     h = rotl(h, 27) * P1 + P4; avalanche.
     """
+    compiled = kernels.compiled
+    if compiled is not None:
+        return _compiled_rows(compiled, np.ascontiguousarray(lanes).view(np.uint8).reshape(-1, 8))
     n = lanes.shape[0]
     out = np.empty(n, dtype=np.uint64)
     tmp = np.empty(min(n, _CHUNK), dtype=np.uint64)
@@ -221,6 +230,9 @@ def _hash_u32(lanes: NDArray[np.uint32]) -> U64:
     Unrolled for one 4-byte input: h = (P5 + 4) ^ (lane * P1); h = rotl(h, 23) * P2 + P3;
     avalanche.
     """
+    compiled = kernels.compiled
+    if compiled is not None:
+        return _compiled_rows(compiled, np.ascontiguousarray(lanes).view(np.uint8).reshape(-1, 4))
     n = lanes.shape[0]
     out = np.empty(n, dtype=np.uint64)
     tmp = np.empty(min(n, _CHUNK), dtype=np.uint64)
@@ -281,6 +293,9 @@ def _hash_rows_chunk(rows: U8) -> U64:
 def _hash_rows(rows: U8) -> U64:
     """XXH64 of every row of a (n, width) uint8 array, contiguous or not (e.g. the values of
     a page of length-prefixed strings of one length, a row every 4 + width bytes)."""
+    compiled = kernels.compiled
+    if compiled is not None:
+        return _compiled_rows(compiled, rows)
     n, width = rows.shape
     if width == 8:
         lanes = np.ascontiguousarray(rows).view("<u8").reshape(n)
@@ -294,6 +309,25 @@ def _hash_rows(rows: U8) -> U64:
     step = max(1024, _CHUNK * 16 // max(width, 16))
     for lo in range(0, n, step):
         out[lo : lo + step] = _hash_rows_chunk(rows[lo : lo + step])
+    return out
+
+
+def _compiled_rows(compiled: ModuleType, rows: U8) -> U64:
+    """XXH64 of every row of a (n, width) uint8 array, by the compiled kernel. Rows a fixed
+    number of bytes apart, each contiguous (a page of strings of one length, every 4 + width
+    bytes), are read where they lie: the kernel takes the bytes from the first row's start to
+    the last row's end, and the distance between rows."""
+    n, width = rows.shape
+    out = np.empty(n, dtype=np.uint64)
+    if n == 0:
+        return out
+    stride = rows.strides[0]
+    # Read in place only rows that each lie contiguous, in order and apart: then the bytes
+    # from the first row's start to the last row's end all belong to the array's buffer.
+    if width == 0 or (rows.strides[1] != 1 and width > 1) or stride < width:
+        rows, stride = np.ascontiguousarray(rows), width
+    span = np.lib.stride_tricks.as_strided(rows, shape=((n - 1) * stride + width,), strides=(1,))
+    compiled.xxh64_rows(span, 0, stride, width, n, out)
     return out
 
 
@@ -533,6 +567,16 @@ def _hash_spans(data: U8, starts: I64, lengths: I64) -> U64:
     starts = starts.astype(np.int64, copy=False)
     lengths = lengths.astype(np.int64, copy=False)
     n = starts.shape[0]
+    compiled = kernels.compiled
+    if compiled is not None:
+        out = np.empty(n, dtype=np.uint64)
+        compiled.xxh64_spans(
+            np.ascontiguousarray(data),
+            np.ascontiguousarray(starts),
+            np.ascontiguousarray(lengths),
+            out,
+        )
+        return out
     if n and _back_to_back(starts, lengths):
         # Values of one length stored one after another (UUIDs or digests as text, fixed-width
         # codes) already form an (n, width) matrix, which the fixed-width kernel hashes several

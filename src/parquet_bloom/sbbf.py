@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from parquet_bloom import hashing
+from parquet_bloom import hashing, kernels
 
 # BloomFilter.md, "Algorithm": the eight odd constants that turn one 32-bit key into eight bit
 # positions, one per lane, by multiplicative hashing.
@@ -163,11 +163,15 @@ class SplitBlockBloomFilter:
         """Insert 64-bit XXH64 hashes (any shape; flattened; signed 64-bit integers are read as
         their bit pattern, as JVM tools hand them out).
 
-        Large inserts keep their work arrays for the calling thread's next insert: at most
-        13 MiB a thread, freed with the thread.
+        With the compiled kernels (:mod:`parquet_bloom.kernels`) each hash sets its eight bits
+        in place. On numpy alone, large inserts keep their work arrays for the calling
+        thread's next insert: at most 13 MiB a thread, freed with the thread.
         """
         h = _as_hashes(hashes)
-        if h.size * _DENSE_RATIO < self.num_blocks:
+        compiled = kernels.compiled
+        if compiled is not None:
+            compiled.insert(self._words, np.ascontiguousarray(h))
+        elif h.size * _DENSE_RATIO < self.num_blocks:
             self._insert_sparse(h)
         else:
             self._insert_dense(h)

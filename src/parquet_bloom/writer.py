@@ -903,7 +903,8 @@ def _ndv_bounds(estimate: float, num_values: int, num_bytes: int) -> tuple[int, 
 
 
 def _insert(bloom_filter: SplitBlockBloomFilter, hashes: np.ndarray) -> None:
-    """Insert ``hashes`` a part at a time: an insert's temporaries are 9-14 bytes a hash
+    """Insert ``hashes`` a part at a time: on numpy alone (without the compiled kernels, which
+    need no temporaries), an insert's temporaries are 9-14 bytes a hash
     (sbbf keeps each hash's key and block as two 32-bit numbers, and groups the hashes by
     filter page for a filter of over 2 MiB), which for a large chunk would be more than its
     hashes (8 bytes each). Each call also unpacks and repacks the filter, so parts hold a few

@@ -1,0 +1,16 @@
+"""The optional compiled kernels (see src/parquet_bloom/kernels.py); everything else is in
+pyproject.toml. ``optional=True``: where the C file does not compile (no compiler), the
+package installs without it and runs on numpy alone."""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "parquet_bloom._kernels",
+            ["src/parquet_bloom/_kernels.c"],
+            extra_compile_args=["-O3"],
+            optional=True,
+        )
+    ]
+)

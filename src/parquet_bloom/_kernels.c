@@ -1,0 +1,238 @@
+/* Optional compiled kernels: XXH64 of many values and inserts into a split-block Bloom filter.
+ *
+ * The numpy code in hashing.py and sbbf.py is the reference and the fallback; these loops do
+ * the same work in one pass per value instead of one numpy pass per step, and without holding
+ * the GIL, so two threads building filters run in parallel. parquet_bloom.kernels decides
+ * whether they are used (not on big-endian machines, nor with PARQUET_BLOOM_PURE_PYTHON set).
+ *
+ * Every function checks that what it reads and writes lies inside the buffers it was given:
+ * the bytes come from files, and a bad offset must be an exception, not a crash.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* XXH64 (https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md), seed 0: the hash of
+ * parquet-format BloomFilter.md, "Hash Function". */
+#define P1 0x9E3779B185EBCA87ULL
+#define P2 0xC2B2AE3D27D4EB4FULL
+#define P3 0x165667B19E3779F9ULL
+#define P4 0x85EBCA77C2B2AE63ULL
+#define P5 0x27D4EB2F165667C5ULL
+
+static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+
+/* Little-endian loads (the module is used on little-endian machines only). */
+static inline uint64_t load64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static inline uint32_t load32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+static inline uint64_t xxh_round(uint64_t acc, uint64_t lane) {
+    acc += lane * P2;
+    return rotl64(acc, 31) * P1;
+}
+
+static inline uint64_t xxh_merge(uint64_t h, uint64_t acc) {
+    h ^= xxh_round(0, acc);
+    return h * P1 + P4;
+}
+
+static uint64_t xxh64(const uint8_t *p, size_t length) {
+    const uint8_t *end = p + length;
+    uint64_t h;
+    if (length >= 32) {
+        const uint8_t *last_stripe = end - 32;
+        uint64_t v1 = P1 + P2, v2 = P2, v3 = 0, v4 = 0 - P1;
+        do {
+            v1 = xxh_round(v1, load64(p));
+            v2 = xxh_round(v2, load64(p + 8));
+            v3 = xxh_round(v3, load64(p + 16));
+            v4 = xxh_round(v4, load64(p + 24));
+            p += 32;
+        } while (p <= last_stripe);
+        h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
+        h = xxh_merge(h, v1);
+        h = xxh_merge(h, v2);
+        h = xxh_merge(h, v3);
+        h = xxh_merge(h, v4);
+    } else {
+        h = P5;
+    }
+    h += (uint64_t)length;
+    for (; p + 8 <= end; p += 8) {
+        h ^= xxh_round(0, load64(p));
+        h = rotl64(h, 27) * P1 + P4;
+    }
+    if (p + 4 <= end) {
+        h ^= (uint64_t)load32(p) * P1;
+        h = rotl64(h, 23) * P2 + P3;
+        p += 4;
+    }
+    for (; p < end; p++) {
+        h ^= (uint64_t)(*p) * P5;
+        h = rotl64(h, 11) * P1;
+    }
+    h ^= h >> 33;
+    h *= P2;
+    h ^= h >> 29;
+    h *= P3;
+    h ^= h >> 32;
+    return h;
+}
+
+/* xxh64_rows(data, offset, stride, width, count, out): out[i] = XXH64 of the width bytes at
+ * data[offset + i * stride], for i < count. */
+static PyObject *xxh64_rows(PyObject *module, PyObject *args) {
+    Py_buffer data, out;
+    Py_ssize_t offset, stride, width, count;
+    if (!PyArg_ParseTuple(args, "y*nnnnw*:xxh64_rows", &data, &offset, &stride, &width, &count,
+                          &out))
+        return NULL;
+    PyObject *result = NULL;
+    if (offset < 0 || stride < 0 || width < 0 || count < 0) {
+        PyErr_SetString(PyExc_ValueError, "xxh64_rows: negative offset, stride, width or count");
+    } else if (out.len / 8 < count) {
+        PyErr_Format(PyExc_ValueError, "xxh64_rows: %zd hashes do not fit in %zd bytes", count,
+                     out.len);
+    } else if (count > 0 && (width > data.len - offset || offset > data.len ||
+                             (count > 1 && stride > 0 &&
+                              count - 1 > (data.len - offset - width) / stride))) {
+        PyErr_Format(PyExc_ValueError,
+                     "xxh64_rows: %zd rows of %zd bytes every %zd from %zd run past the %zd "
+                     "bytes of the buffer",
+                     count, width, stride, offset, data.len);
+    } else {
+        const uint8_t *base = (const uint8_t *)data.buf + offset;
+        uint64_t *hashes = (uint64_t *)out.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < count; i++) {
+            uint64_t h = xxh64(base + i * stride, (size_t)width);
+            memcpy(hashes + i, &h, 8);
+        }
+        Py_END_ALLOW_THREADS
+        result = Py_NewRef(Py_None);
+    }
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+/* xxh64_spans(data, starts, lengths, out): out[i] = XXH64 of data[starts[i]:starts[i] +
+ * lengths[i]]; starts and lengths are int64 buffers of one length. */
+static PyObject *xxh64_spans(PyObject *module, PyObject *args) {
+    Py_buffer data, starts, lengths, out;
+    if (!PyArg_ParseTuple(args, "y*y*y*w*:xxh64_spans", &data, &starts, &lengths, &out))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t count = starts.len / 8;
+    if (starts.len % 8 || lengths.len != starts.len) {
+        PyErr_SetString(PyExc_ValueError,
+                        "xxh64_spans: starts and lengths must be int64 buffers of one length");
+    } else if (out.len / 8 < count) {
+        PyErr_Format(PyExc_ValueError, "xxh64_spans: %zd hashes do not fit in %zd bytes", count,
+                     out.len);
+    } else {
+        const uint8_t *bytes = (const uint8_t *)data.buf;
+        const uint8_t *s = (const uint8_t *)starts.buf, *n = (const uint8_t *)lengths.buf;
+        uint64_t *hashes = (uint64_t *)out.buf;
+        int64_t size = (int64_t)data.len;
+        Py_ssize_t bad = -1;
+        int64_t start = 0, length = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < count; i++) {
+            memcpy(&start, s + 8 * i, 8);
+            memcpy(&length, n + 8 * i, 8);
+            if (start < 0 || length < 0 || start > size || length > size - start) {
+                bad = i;
+                break;
+            }
+            uint64_t h = xxh64(bytes + start, (size_t)length);
+            memcpy(hashes + i, &h, 8);
+        }
+        Py_END_ALLOW_THREADS
+        if (bad >= 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "xxh64_spans: span %zd (%lld bytes at %lld) lies outside the %zd bytes "
+                         "of the buffer",
+                         bad, (long long)length, (long long)start, data.len);
+        } else {
+            result = Py_NewRef(Py_None);
+        }
+    }
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&lengths);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+/* BloomFilter.md, "Algorithm": the eight salts, one per 32-bit word of a block. */
+static const uint32_t SALT[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
+                                 0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
+
+/* Each hash's block is a cache miss in a filter larger than the cache: ask for the block of
+ * the hash this many ahead while setting this one's bits. */
+#ifndef PREFETCH_DISTANCE
+#define PREFETCH_DISTANCE 16
+#endif
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH_FOR_WRITE(address) __builtin_prefetch((address), 1)
+#else
+#define PREFETCH_FOR_WRITE(address) ((void)(address))
+#endif
+
+/* insert(words, hashes): set each hash's eight bits in the filter whose blocks of eight
+ * uint32 words are `words` (BloomFilter.md: block ((h >> 32) * z) >> 32, which is always
+ * below z; in word i, bit (key * SALT[i]) >> 27 of the low half key). */
+static PyObject *insert(PyObject *module, PyObject *args) {
+    Py_buffer words, hashes;
+    if (!PyArg_ParseTuple(args, "w*y*:insert", &words, &hashes))
+        return NULL;
+    PyObject *result = NULL;
+    if (words.len == 0 || words.len % 32) {
+        PyErr_Format(PyExc_ValueError, "insert: a filter of %zd bytes is not whole blocks",
+                     words.len);
+    } else if (hashes.len % 8) {
+        PyErr_Format(PyExc_ValueError, "insert: %zd bytes are not whole 64-bit hashes",
+                     hashes.len);
+    } else {
+        uint32_t *filter = (uint32_t *)words.buf;
+        const uint8_t *h = (const uint8_t *)hashes.buf;
+        uint64_t z = (uint64_t)(words.len / 32);
+        Py_ssize_t count = hashes.len / 8;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < count; i++) {
+            uint64_t x = load64(h + 8 * i);
+            if (i + PREFETCH_DISTANCE < count) {
+                uint64_t ahead = load64(h + 8 * (i + PREFETCH_DISTANCE));
+                PREFETCH_FOR_WRITE(filter + 8 * (((ahead >> 32) * z) >> 32));
+            }
+            uint32_t key = (uint32_t)x;
+            uint32_t *block = filter + 8 * (((x >> 32) * z) >> 32);
+            for (int j = 0; j < 8; j++)
+                block[j] |= (uint32_t)1 << ((key * SALT[j]) >> 27);
+        }
+        Py_END_ALLOW_THREADS
+        result = Py_NewRef(Py_None);
+    }
+    PyBuffer_Release(&words);
+    PyBuffer_Release(&hashes);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"xxh64_rows", xxh64_rows, METH_VARARGS,
+     "xxh64_rows(data, offset, stride, width, count, out): XXH64 of count rows of width bytes."},
+    {"xxh64_spans", xxh64_spans, METH_VARARGS,
+     "xxh64_spans(data, starts, lengths, out): XXH64 of each span of data."},
+    {"insert", insert, METH_VARARGS,
+     "insert(words, hashes): insert 64-bit hashes into a split-block Bloom filter's words."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "parquet_bloom._kernels",
+    "Optional compiled kernels for parquet_bloom (see parquet_bloom.kernels).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }

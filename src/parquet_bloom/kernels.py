@@ -1,0 +1,44 @@
+"""Which implementation hashes values and inserts them: compiled loops, or numpy alone.
+
+The numpy code in :mod:`parquet_bloom.hashing` and :mod:`parquet_bloom.sbbf` is complete by
+itself: it is the reference, it runs wherever numpy does, and every test runs on it. Where
+the package was installed with a C compiler at hand, it also carries ``_kernels``, a small C
+extension (``_kernels.c``) with the three loops that dominate building filters: XXH64 of
+fixed-width rows, XXH64 of byte spans, and setting a hash's eight bits in its block. They do in
+one pass per value what numpy does in a dozen passes per step, and they release the GIL, so
+the threads that build filters run in parallel (the pattern of msgpack's ``_cmsgpack`` and
+pyiceberg's Cython decoder, each with a pure-Python fallback).
+
+``compiled`` is that extension module, or None when numpy does the work:
+
+- the extension was not built (no compiler at install time, a zipped package on a Spark
+  executor), or
+- the environment variable ``PARQUET_BLOOM_PURE_PYTHON`` is set to anything but ``""`` or
+  ``"0"`` when this module is imported, or
+- the machine is big-endian (the loops read little-endian words in place).
+
+Results are bit for bit the same either way; the tests run both.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import ModuleType
+
+__all__ = ["PURE_PYTHON_VARIABLE", "compiled"]
+
+PURE_PYTHON_VARIABLE = "PARQUET_BLOOM_PURE_PYTHON"
+
+
+def _load() -> ModuleType | None:
+    if os.environ.get(PURE_PYTHON_VARIABLE, "") not in ("", "0") or sys.byteorder != "little":
+        return None
+    try:
+        from parquet_bloom import _kernels
+    except ImportError:
+        return None
+    return _kernels
+
+
+compiled: ModuleType | None = _load()

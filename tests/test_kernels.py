@@ -1,0 +1,118 @@
+"""The compiled kernels themselves: that they are built where they can be, that they can be
+turned off, and that they refuse to read or write outside the buffers they are given.
+
+What they compute is tested in test_sbbf.py, test_hashing.py, test_pages.py and
+test_encoding.py, whose every test runs with them and on numpy alone.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+from types import ModuleType
+
+import numpy as np
+import pytest
+import xxhash
+
+from parquet_bloom import kernels
+
+
+def _compiler() -> str | None:
+    command = sysconfig.get_config_var("CC") or "cc"
+    return shutil.which(shlex.split(command)[0])
+
+
+@pytest.fixture
+def compiled() -> ModuleType:
+    if importlib.util.find_spec("parquet_bloom._kernels") is None:
+        pytest.skip("the compiled kernels are not built (no C compiler at install time)")
+    from parquet_bloom import _kernels
+
+    return _kernels
+
+
+def test_built_where_a_compiler_is() -> None:
+    # setup.py builds them as optional: a C file that stopped compiling would only warn at
+    # install time and leave every "compiled" test skipped. Where a compiler exists, it must not.
+    if _compiler() is None:
+        pytest.skip("no C compiler here: the package runs on numpy alone")
+    assert importlib.util.find_spec("parquet_bloom._kernels") is not None
+
+
+def _compiled_in_fresh_process(value: str | None) -> str:
+    env = {k: v for k, v in os.environ.items() if k != kernels.PURE_PYTHON_VARIABLE}
+    if value is not None:
+        env[kernels.PURE_PYTHON_VARIABLE] = value
+    code = "from parquet_bloom import kernels; print(kernels.compiled is not None)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_the_environment_variable_turns_them_off(compiled: ModuleType) -> None:
+    assert _compiled_in_fresh_process(None) == "True"
+    assert _compiled_in_fresh_process("0") == "True"
+    assert _compiled_in_fresh_process("1") == "False"
+
+
+def test_rows_outside_the_buffer_are_refused(compiled: ModuleType) -> None:
+    data = np.arange(40, dtype=np.uint8)
+    out = np.zeros(8, dtype=np.uint64)
+    compiled.xxh64_rows(data, 4, 9, 9, 4, out)  # the last row ends at byte 40 exactly
+    assert out[:4].tolist() == [
+        xxhash.xxh64_intdigest(data[4 + 9 * i : 13 + 9 * i]) for i in range(4)
+    ]
+    for offset, stride, width, count in [
+        (5, 9, 9, 4),
+        (0, 32, 9, 2),
+        (0, 9, 41, 1),
+        (41, 0, 0, 1),
+        (0, 10, 9, 5),
+    ]:
+        with pytest.raises(ValueError, match="run past the 40 bytes"):
+            compiled.xxh64_rows(data, offset, stride, width, count, out)
+    with pytest.raises(ValueError, match="do not fit"):
+        compiled.xxh64_rows(data, 0, 1, 1, 9, out)
+    with pytest.raises(ValueError, match="negative"):
+        compiled.xxh64_rows(data, -1, 1, 1, 1, out)
+    with pytest.raises(TypeError):
+        compiled.xxh64_rows(data, 0, 1, 1, 1, b"read-only output")
+
+
+def test_spans_outside_the_buffer_are_refused(compiled: ModuleType) -> None:
+    data = np.arange(10, dtype=np.uint8)
+    out = np.zeros(3, dtype=np.uint64)
+
+    def spans(starts: list[int], lengths: list[int]) -> None:
+        compiled.xxh64_spans(data, np.array(starts), np.array(lengths), out)
+
+    spans([0, 10, 3], [10, 0, 7])
+    assert out.tolist() == [xxhash.xxh64_intdigest(b) for b in (data, b"", data[3:])]
+    with pytest.raises(ValueError, match=r"span 1 \(8 bytes at 3\) lies outside the 10 bytes"):
+        spans([0, 3, 0], [1, 8, 1])
+    with pytest.raises(ValueError, match="span 0"):
+        spans([-1], [1])
+    with pytest.raises(ValueError, match="span 2"):
+        spans([0, 0, 2], [1, 1, -1])
+    with pytest.raises(ValueError, match="span 0"):
+        spans([2**62], [2**62])  # start + length would overflow
+    with pytest.raises(ValueError, match="of one length"):
+        compiled.xxh64_spans(data, np.array([0, 1]), np.array([1]), out)
+    with pytest.raises(ValueError, match="do not fit"):
+        spans([0, 0, 0, 0], [1, 1, 1, 1])
+
+
+def test_inserts_need_whole_blocks_and_hashes(compiled: ModuleType) -> None:
+    with pytest.raises(ValueError, match="not whole blocks"):
+        compiled.insert(np.zeros(12, dtype=np.uint32), np.zeros(1, dtype=np.uint64))
+    with pytest.raises(ValueError, match="not whole 64-bit hashes"):
+        compiled.insert(np.zeros(8, dtype=np.uint32), np.zeros(3, dtype=np.uint32))
+    with pytest.raises(TypeError):
+        compiled.insert(np.zeros(8, dtype=np.uint32).tobytes(), np.zeros(1, dtype=np.uint64))
