@@ -2,7 +2,8 @@
 turned off, and that they refuse to read or write outside the buffers they are given.
 
 What they compute is tested in test_sbbf.py, test_hashing.py, test_pages.py and
-test_encoding.py, whose every test runs with them and on numpy alone.
+test_encoding.py, whose every test runs with them and on numpy alone; here, also where the
+PLAIN strings of a page lie when it is cut short anywhere.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from types import ModuleType
 import numpy as np
 import pytest
 import xxhash
+from hypothesis import given
+from hypothesis import strategies as st
 
 from parquet_bloom import kernels
 
@@ -116,3 +119,42 @@ def test_inserts_need_whole_blocks_and_hashes(compiled: ModuleType) -> None:
         compiled.insert(np.zeros(8, dtype=np.uint32), np.zeros(3, dtype=np.uint32))
     with pytest.raises(TypeError):
         compiled.insert(np.zeros(8, dtype=np.uint32).tobytes(), np.zeros(1, dtype=np.uint64))
+
+
+@given(st.lists(st.binary(max_size=40), max_size=20), st.data())
+def test_byte_array_spans_of_a_page_cut_anywhere(values: list[bytes], data: st.DataObject) -> None:
+    # PLAIN BYTE_ARRAY (Encodings.md): each value behind its 4-byte little-endian length. Whole,
+    # the spans are the values'; cut short anywhere, the values run past the end.
+    if importlib.util.find_spec("parquet_bloom._kernels") is None:
+        pytest.skip("the compiled kernels are not built")
+    from parquet_bloom import _kernels
+
+    page = b"".join(len(v).to_bytes(4, "little") + v for v in values)
+    starts = np.zeros(len(values), dtype=np.int64)
+    lengths = np.zeros(len(values), dtype=np.int64)
+    used = _kernels.byte_array_spans(np.frombuffer(page, np.uint8), len(values), starts, lengths)
+    assert used == len(page)
+    assert [page[s : s + n] for s, n in zip(starts, lengths, strict=True)] == values
+    if values:
+        cut = data.draw(st.integers(0, len(page) - 1))
+        with pytest.raises(ValueError, match=f"runs past the {cut} bytes"):
+            _kernels.byte_array_spans(
+                np.frombuffer(page[:cut], np.uint8), len(values), starts, lengths
+            )
+
+
+def test_byte_array_spans_need_room_and_a_count(compiled: ModuleType) -> None:
+    page = np.frombuffer(b"\xff\xff\xff\xffab", np.uint8)  # a length of 4 GiB - 1
+    room = np.zeros(2, dtype=np.int64)
+    with pytest.raises(ValueError, match="value 0 of 1 runs past the 6 bytes"):
+        compiled.byte_array_spans(page, 1, room, room.copy())
+    with pytest.raises(ValueError, match="do not fit"):
+        compiled.byte_array_spans(page, 3, room, room.copy())
+    with pytest.raises(ValueError, match="do not fit"):
+        compiled.byte_array_spans(page, -1, room, room.copy())
+    assert compiled.byte_array_spans(page, 0, room, room.copy()) == 0
+    two = b"\x02\0\0\0ab\x01\0\0\0c"
+    for cut in range(len(two)):  # every cut, inside a length or inside a value
+        index = 0 if cut < 6 else 1
+        with pytest.raises(ValueError, match=f"value {index} of 2 runs past the {cut} bytes"):
+            compiled.byte_array_spans(np.frombuffer(two[:cut], np.uint8), 2, room, room.copy())

@@ -1,8 +1,10 @@
-/* Optional compiled kernels: XXH64 of many values and inserts into a split-block Bloom filter.
+/* Optional compiled kernels: XXH64 of many values, where the PLAIN strings of a page lie, and
+ * inserts into a split-block Bloom filter.
  *
- * The numpy code in hashing.py and sbbf.py is the reference and the fallback; these loops do
- * the same work in one pass per value instead of one numpy pass per step, and without holding
- * the GIL, so two threads building filters run in parallel. parquet_bloom.kernels decides
+ * The Python code in hashing.py, pages.py and sbbf.py is the reference and the fallback; these
+ * loops do the same work in one pass per value instead of one numpy pass per step (or, for the
+ * strings of a page, one Python loop iteration per value), and without holding the GIL, so two
+ * threads building filters run in parallel. parquet_bloom.kernels decides
  * whether they are used (not on big-endian machines, nor with PARQUET_BLOOM_PURE_PYTHON set).
  *
  * Every function checks that what it reads and writes lies inside the buffers it was given:
@@ -166,6 +168,55 @@ static PyObject *xxh64_spans(PyObject *module, PyObject *args) {
     return result;
 }
 
+/* byte_array_spans(data, count, starts, lengths) -> bytes used: where each of the `count`
+ * PLAIN BYTE_ARRAY values at the start of data lies (Encodings.md, "Plain": a 4-byte
+ * little-endian length, then that many bytes), into int64 buffers. */
+static PyObject *byte_array_spans(PyObject *module, PyObject *args) {
+    Py_buffer data, starts, lengths;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "y*nw*w*:byte_array_spans", &data, &count, &starts, &lengths))
+        return NULL;
+    PyObject *result = NULL;
+    if (count < 0 || starts.len / 8 < count || lengths.len / 8 < count) {
+        PyErr_Format(PyExc_ValueError,
+                     "byte_array_spans: the spans of %zd values do not fit in %zd and %zd bytes",
+                     count, starts.len, lengths.len);
+    } else {
+        const uint8_t *bytes = (const uint8_t *)data.buf;
+        uint8_t *s = (uint8_t *)starts.buf, *n = (uint8_t *)lengths.buf;
+        Py_ssize_t size = data.len, position = 0, bad = -1;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < count; i++) {
+            if (size - position < 4) {
+                bad = i;
+                break;
+            }
+            uint32_t length = load32(bytes + position);
+            position += 4;
+            if ((uint64_t)length > (uint64_t)(size - position)) {
+                bad = i;
+                break;
+            }
+            int64_t start = (int64_t)position, span = (int64_t)length;
+            memcpy(s + 8 * i, &start, 8);
+            memcpy(n + 8 * i, &span, 8);
+            position += (Py_ssize_t)length;
+        }
+        Py_END_ALLOW_THREADS
+        if (bad >= 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "byte_array_spans: value %zd of %zd runs past the %zd bytes of the buffer",
+                         bad, count, size);
+        } else {
+            result = PyLong_FromSsize_t(position);
+        }
+    }
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&lengths);
+    return result;
+}
+
 /* BloomFilter.md, "Algorithm": the eight salts, one per 32-bit word of a block. */
 static const uint32_t SALT[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
                                  0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
@@ -225,6 +276,8 @@ static PyMethodDef methods[] = {
      "xxh64_rows(data, offset, stride, width, count, out): XXH64 of count rows of width bytes."},
     {"xxh64_spans", xxh64_spans, METH_VARARGS,
      "xxh64_spans(data, starts, lengths, out): XXH64 of each span of data."},
+    {"byte_array_spans", byte_array_spans, METH_VARARGS,
+     "byte_array_spans(data, count, starts, lengths): where count PLAIN BYTE_ARRAY values lie."},
     {"insert", insert, METH_VARARGS,
      "insert(words, hashes): insert 64-bit hashes into a split-block Bloom filter's words."},
     {NULL, NULL, 0, NULL},

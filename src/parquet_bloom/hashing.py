@@ -326,7 +326,9 @@ def _compiled_rows(compiled: ModuleType, rows: U8) -> U64:
     # from the first row's start to the last row's end all belong to the array's buffer.
     if width == 0 or (rows.strides[1] != 1 and width > 1) or stride < width:
         rows, stride = np.ascontiguousarray(rows), width
-    span = np.lib.stride_tricks.as_strided(rows, shape=((n - 1) * stride + width,), strides=(1,))
+    span = np.lib.stride_tricks.as_strided(
+        rows, shape=((n - 1) * stride + width,), strides=(1,), writeable=False
+    )
     compiled.xxh64_rows(span, 0, stride, width, n, out)
     return out
 

@@ -18,22 +18,23 @@ remaining dictionary-encoded pages cannot add anything and are skipped unread.
 Read here (parquet-format ``Encodings.md``): data pages v1 and v2; PLAIN, PLAIN_DICTIONARY /
 RLE_DICTIONARY and BYTE_STREAM_SPLIT values; RLE levels; every codec pyarrow has except the
 ambiguous LZ4 (Hadoop-framed or raw). Anything else (the DELTA_* encodings, BIT_PACKED levels,
-a new page type, or BYTE_ARRAY pages holding many values of varying lengths, which only a
-value-by-value loop could split) raises :class:`NeedsArrow`: the caller reads that chunk with
-pyarrow instead. Bytes that cannot be what they claim raise ``CorruptFileError`` with the
-file offset of the page.
+a new page type, or, on numpy alone, BYTE_ARRAY pages holding many values of varying lengths,
+which only a value-by-value loop could split there) raises :class:`NeedsArrow`: the caller
+reads that chunk with pyarrow instead. Bytes that cannot be what they claim raise
+``CorruptFileError`` with the file offset of the page.
 """
 
 from __future__ import annotations
 
 import struct
+from types import ModuleType
 from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from parquet_bloom import format as fmt
-from parquet_bloom import hashing
+from parquet_bloom import hashing, kernels
 from parquet_bloom.errors import CorruptFileError
 
 __all__ = ["ARROW_CODECS", "HashBuffer", "NeedsArrow", "chunk_hashes", "rle_hybrid", "supported"]
@@ -73,9 +74,10 @@ PAGE_HEADER_GUESS = 16 * 1024
 # decompressing, so a corrupt size must not ask for gigabytes. Pages are ~1 MiB (the writers'
 # default); one huge value can make one larger, and pyarrow is left to read those.
 MAX_PAGE_SIZE = 256 * 1024 * 1024
-# BYTE_ARRAY values of varying lengths are split by a Python loop (~0.25 us a value), which
-# is fine for a dictionary or a few small pages but slower than pyarrow for a whole chunk:
-# past this many values in one chunk, the chunk goes to pyarrow.
+# On numpy alone, BYTE_ARRAY values of varying lengths are split by a Python loop (~0.25 us a
+# value), which is fine for a dictionary or a few small pages but slower than pyarrow for a
+# whole chunk: past this many values in one chunk, the chunk goes to pyarrow. (The compiled
+# kernels split any number.)
 MAX_LOOPED_VALUES = 64 * 1024
 # Hashes are collected into room for the footer's num_values (an upper bound on the values
 # with a hash: nulls have none), at most this many at first (a corrupt footer cannot make us
@@ -383,10 +385,25 @@ class _ChunkScan:
                         (count, width), dtype=np.uint8, buffer=data, offset=4, strides=(stride, 1)
                     )
                     return _Values(rows=rows)
+        compiled = kernels.compiled
+        if compiled is not None:
+            return _Values(spans=self._split_compiled(compiled, data, count))
         self.looped += count
         if self.looped > MAX_LOOPED_VALUES:
             raise NeedsArrow("BYTE_ARRAY values of many lengths")
         return _Values(spans=self._split(data, count))
+
+    def _split_compiled(
+        self, compiled: ModuleType, data: np.ndarray, count: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_split` by the compiled kernel, at any count."""
+        starts = np.empty(count, dtype=np.int64)
+        lengths = np.empty(count, dtype=np.int64)
+        try:
+            compiled.byte_array_spans(data, count, starts, lengths)
+        except ValueError:
+            raise self._values_past_end(count, data.size) from None
+        return data, starts, lengths
 
     def _split(self, data: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(data, starts, lengths) of ``count`` length-prefixed BYTE_ARRAY values."""
@@ -406,7 +423,7 @@ class _ChunkScan:
         except struct.error:
             pos = size + 1
         if pos > size:
-            raise self._corrupt(f"{count} BYTE_ARRAY values run past the {size} bytes of the page")
+            raise self._values_past_end(count, size)
         return data, np.array(starts, dtype=np.int64), np.array(lengths, dtype=np.int64)
 
     def _refer(self, data: np.ndarray, count: int) -> None:
@@ -448,6 +465,9 @@ class _ChunkScan:
 
     def _corrupt(self, reason: str) -> CorruptFileError:
         return CorruptFileError(reason, offset=self.page_offset)
+
+    def _values_past_end(self, count: int, size: int) -> CorruptFileError:
+        return self._corrupt(f"{count} BYTE_ARRAY values run past the {size} bytes of the page")
 
     def _short(self, need: int, have: int, count: int) -> CorruptFileError:
         return self._corrupt(f"{count} values need {need} bytes, the page has {have}")
