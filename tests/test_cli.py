@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import parquet_bloom as pb
-from parquet_bloom import audit, encoding
+from parquet_bloom import audit, encoding, kernels
 from parquet_bloom import format as fmt
 from parquet_bloom.cli import main
 from tests import writers
@@ -74,6 +74,16 @@ def assert_one_line_error(err: str) -> None:
 
 
 # -- inspect -------------------------------------------------------------------------------------
+
+
+def test_version_says_which_implementation_hashes(
+    capsys: Capture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    status, out, _ = run(capsys, "--version")
+    built = "compiled kernels" if kernels.compiled is not None else "numpy alone"
+    assert (status, out) == (0, f"parquet-bloom {pb.__version__} ({built})\n")
+    monkeypatch.setattr(kernels, "compiled", None)
+    assert run(capsys, "--version")[1].endswith("(numpy alone)\n")
 
 
 def test_inspect_table(capsys: Capture, pyarrow_file: Path) -> None:

@@ -566,6 +566,15 @@ def _count(text: str) -> int:
     return value
 
 
+def _version() -> str:
+    """The version, and whether the compiled kernels do the hashing and inserting (what to ask
+    first about a slow build, e.g. on a Spark executor that got the package zipped)."""
+    from parquet_bloom import __version__, kernels
+
+    implementation = "compiled kernels" if kernels.compiled is not None else "numpy alone"
+    return f"{PROG} {__version__} ({implementation})"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
@@ -573,6 +582,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 ok; 1 probe excluded everything / check found violations; "
         "2 bad input.",
     )
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def command(name: str, help: str, run: Callable[..., int]) -> argparse.ArgumentParser:
