@@ -105,11 +105,11 @@ static PyObject *xxh64_rows(PyObject *module, PyObject *args) {
                      count, width, stride, offset, data.len);
     } else {
         const uint8_t *base = (const uint8_t *)data.buf + offset;
-        uint64_t *hashes = (uint64_t *)out.buf;
+        uint8_t *hashes = (uint8_t *)out.buf; /* any alignment: memcpy */
         Py_BEGIN_ALLOW_THREADS
         for (Py_ssize_t i = 0; i < count; i++) {
             uint64_t h = xxh64(base + i * stride, (size_t)width);
-            memcpy(hashes + i, &h, 8);
+            memcpy(hashes + 8 * i, &h, 8);
         }
         Py_END_ALLOW_THREADS
         result = Py_NewRef(Py_None);
@@ -136,7 +136,7 @@ static PyObject *xxh64_spans(PyObject *module, PyObject *args) {
     } else {
         const uint8_t *bytes = (const uint8_t *)data.buf;
         const uint8_t *s = (const uint8_t *)starts.buf, *n = (const uint8_t *)lengths.buf;
-        uint64_t *hashes = (uint64_t *)out.buf;
+        uint8_t *hashes = (uint8_t *)out.buf; /* any alignment: memcpy */
         int64_t size = (int64_t)data.len;
         Py_ssize_t bad = -1;
         int64_t start = 0, length = 0;
@@ -149,7 +149,7 @@ static PyObject *xxh64_spans(PyObject *module, PyObject *args) {
                 break;
             }
             uint64_t h = xxh64(bytes + start, (size_t)length);
-            memcpy(hashes + i, &h, 8);
+            memcpy(hashes + 8 * i, &h, 8);
         }
         Py_END_ALLOW_THREADS
         if (bad >= 0) {
@@ -286,6 +286,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "parquet_bloom._kernels",
     "Optional compiled kernels for parquet_bloom (see parquet_bloom.kernels).", -1, methods,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }

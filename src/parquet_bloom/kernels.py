@@ -1,12 +1,13 @@
 """Which implementation hashes values and inserts them: compiled loops, or numpy alone.
 
-The numpy code in :mod:`parquet_bloom.hashing` and :mod:`parquet_bloom.sbbf` is complete by
-itself: it is the reference, it runs wherever numpy does, and every test runs on it. Where
-the package was installed with a C compiler at hand, it also carries ``_kernels``, a small C
-extension (``_kernels.c``) with the three loops that dominate building filters: XXH64 of
-fixed-width rows, XXH64 of byte spans, and setting a hash's eight bits in its block. They do in
-one pass per value what numpy does in a dozen passes per step, and they release the GIL, so
-the threads that build filters run in parallel (the pattern of msgpack's ``_cmsgpack`` and
+The numpy code in :mod:`parquet_bloom.hashing`, :mod:`parquet_bloom.pages` and
+:mod:`parquet_bloom.sbbf` is complete by itself: it is the reference, it runs wherever numpy
+does, and every test runs on it. Where the package was installed with a C compiler at hand, it
+also carries ``_kernels``, a small C extension (``_kernels.c``) with the loops that dominate
+building filters: XXH64 of fixed-width rows, XXH64 of byte spans, finding where the PLAIN
+strings of a page lie, and setting a hash's eight bits in its block. They do in one pass per
+value what numpy does in a dozen passes per step (or Python in a loop), and they release the
+GIL, so the threads that build filters run in parallel (the pattern of msgpack's ``_cmsgpack`` and
 pyiceberg's Cython decoder, each with a pure-Python fallback).
 
 ``compiled`` is that extension module, or None when numpy does the work:
