@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench java clean
+.PHONY: demo test lint bench asan java clean
 
 # Reinstalled when the C kernels change too: the editable install builds them in place.
 $(STAMP): pyproject.toml setup.py src/parquet_bloom/_kernels.c
@@ -37,6 +37,24 @@ test: $(STAMP) java
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+
+# The compiled kernels built with AddressSanitizer, under the tests that reach them: any read or
+# write outside a buffer fails the run. They are built into a copy of the package in a temporary
+# directory, first on the path, so the environment's own build is left as it is.
+ASAN_TESTS := tests/test_kernels.py tests/test_hashing.py tests/test_pages.py tests/test_sbbf.py \
+	tests/test_encoding.py tests/test_writer.py
+asan: $(STAMP)
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	cp -r src/parquet_bloom "$$tmp/"; rm -f "$$tmp"/parquet_bloom/_kernels*.so; \
+	include=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])'); \
+	suffix=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))'); \
+	cc -shared -fPIC -O1 -g -fsanitize=address -fno-omit-frame-pointer -I"$$include" \
+		src/parquet_bloom/_kernels.c -o "$$tmp/parquet_bloom/_kernels$$suffix"; \
+	export PYTHONPATH="$$tmp" ASAN_OPTIONS=detect_leaks=0 \
+		LD_PRELOAD="$$(cc -print-file-name=libasan.so) $$(cc -print-file-name=libstdc++.so.6)"; \
+	$(BIN)/python -c "from parquet_bloom import kernels; \
+		assert kernels.compiled.__file__.startswith('$$tmp'), kernels.compiled"; \
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not spark" $(ASAN_TESTS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
