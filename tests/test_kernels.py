@@ -65,6 +65,20 @@ def test_the_environment_variable_turns_them_off(compiled: ModuleType) -> None:
     assert _compiled_in_fresh_process("1") == "False"
 
 
+def test_without_the_extension_numpy_does_the_work() -> None:
+    # As where it was never built (no compiler, or a zipped package on a Spark executor):
+    # importing it fails, and everything still works.
+    code = (
+        "import sys; sys.modules['parquet_bloom._kernels'] = None\n"
+        "import parquet_bloom as pb\n"
+        "from parquet_bloom import kernels\n"
+        "f = pb.SplitBlockBloomFilter(1024); f.insert([1, 2, 3], physical_type='INT64')\n"
+        "print(kernels.compiled, f.might_contain(2, physical_type='INT64'))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["None", "True"]
+
+
 def test_rows_outside_the_buffer_are_refused(compiled: ModuleType) -> None:
     data = np.arange(40, dtype=np.uint8)
     out = np.zeros(8, dtype=np.uint64)
