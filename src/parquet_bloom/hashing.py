@@ -206,7 +206,7 @@ def _hash_u64(lanes: NDArray[np.uint64]) -> U64:
     """
     compiled = kernels.compiled
     if compiled is not None:
-        return _compiled_rows(compiled, np.ascontiguousarray(lanes).view(np.uint8).reshape(-1, 8))
+        return _compiled_rows(compiled, _lane_bytes(lanes))
     n = lanes.shape[0]
     out = np.empty(n, dtype=np.uint64)
     tmp = np.empty(min(n, _CHUNK), dtype=np.uint64)
@@ -232,7 +232,7 @@ def _hash_u32(lanes: NDArray[np.uint32]) -> U64:
     """
     compiled = kernels.compiled
     if compiled is not None:
-        return _compiled_rows(compiled, np.ascontiguousarray(lanes).view(np.uint8).reshape(-1, 4))
+        return _compiled_rows(compiled, _lane_bytes(lanes))
     n = lanes.shape[0]
     out = np.empty(n, dtype=np.uint64)
     tmp = np.empty(min(n, _CHUNK), dtype=np.uint64)
@@ -310,6 +310,11 @@ def _hash_rows(rows: U8) -> U64:
     for lo in range(0, n, step):
         out[lo : lo + step] = _hash_rows_chunk(rows[lo : lo + step])
     return out
+
+
+def _lane_bytes(lanes: NDArray[Any]) -> U8:
+    """Little-endian integer lanes as the (n, itemsize) rows of their bytes."""
+    return np.ascontiguousarray(lanes).view(np.uint8).reshape(-1, lanes.dtype.itemsize)
 
 
 def _compiled_rows(compiled: ModuleType, rows: U8) -> U64:
