@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from timing import best_of
 
-from parquet_bloom.format import (
+from parquet_bloom._format import (
     FOOTER_TRAILER_SIZE,
     column_chunks,
     decode_file_metadata,

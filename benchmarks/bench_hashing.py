@@ -18,7 +18,7 @@ import pyarrow as pa
 import xxhash
 from timing import best_of
 
-from parquet_bloom.hashing import hash_values
+from parquet_bloom._plain import hash_values
 
 
 def report(label: str, count: int, ours: float, loop: float) -> None:

@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 from timing import best_in_turns, report
 
 from parquet_bloom import spark as pbs
-from parquet_bloom.sbbf import SplitBlockBloomFilter
+from parquet_bloom._sbbf import SplitBlockBloomFilter
 
 ROWS = 20_000_000
 SMALL_LIST = 100

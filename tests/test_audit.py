@@ -17,8 +17,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import parquet_bloom as pb
-from parquet_bloom import audit, sizing
-from parquet_bloom import format as fmt
+from parquet_bloom import _audit as audit
+from parquet_bloom import _format as fmt
+from parquet_bloom import _sizing as sizing
 from tests import writers
 from tests.writers import (
     NESTED_FILTERED,

@@ -15,8 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import parquet_bloom as pb
-from parquet_bloom import audit, encoding, kernels
-from parquet_bloom import format as fmt
+from parquet_bloom import _audit as audit
+from parquet_bloom import _format as fmt
+from parquet_bloom import _logical as logical
+from parquet_bloom import kernels
 from parquet_bloom.cli import main
 from tests import writers
 from tests.writers import (
@@ -146,10 +148,10 @@ def test_inspect_warns_in_the_table(capsys: Capture, tmp_path: Path, pyarrow_fil
 
 
 def expected_results(path: Path, column: str, values: list[object]) -> list[str]:
-    """What each row group's filter says, straight from the reader and encoding."""
+    """What each row group's filter says, straight from the reader and logical."""
     with pb.BloomFilterReader(path) as reader:
         leaf = {x.path: x for x in fmt.schema_leaves(reader.metadata)}[column]
-        probe = encoding.literal_probe(values, leaf)
+        probe = logical.literal_probe(values, leaf)
         out = []
         for rg in range(reader.num_row_groups):
             f = reader.filter(rg, column)

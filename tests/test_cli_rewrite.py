@@ -1,5 +1,5 @@
 """``parquet-bloom add``, ``resize`` and ``remove``: the command line over
-:func:`parquet_bloom.writer.rewrite_bloom_filters`."""
+:func:`parquet_bloom._rewrite.rewrite_bloom_filters`."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import parquet_bloom as pb
+from parquet_bloom._rewrite import rewrite_bloom_filters
+from parquet_bloom._sbbf import optimal_num_bytes
 from parquet_bloom.cli import main
-from parquet_bloom.sbbf import optimal_num_bytes
-from parquet_bloom.writer import rewrite_bloom_filters
 
 ROWS = 3_000
 ROW_GROUP_SIZE = 1_000

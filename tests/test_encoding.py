@@ -36,8 +36,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from parquet_bloom import BloomFilterReader, SplitBlockBloomFilter
-from parquet_bloom import format as fmt
-from parquet_bloom.encoding import Probe, column_hashes, literal_probe
+from parquet_bloom import _format as fmt
+from parquet_bloom._logical import Probe, column_hashes, literal_probe
 
 # Every test here runs with the compiled kernels and on numpy alone (see conftest.py).
 pytestmark = pytest.mark.usefixtures("implementation")

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parquet_bloom import format as fmt
+from parquet_bloom import _format as fmt
 from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
 
 # --------------------------------------------------------------------------------------------

@@ -26,8 +26,8 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parquet_bloom.format import Type
-from parquet_bloom.hashing import (
+from parquet_bloom._format import Type
+from parquet_bloom._plain import (
     PHYSICAL_TYPES,
     hash_value,
     hash_values,

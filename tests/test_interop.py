@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import parquet_bloom as pb
-from parquet_bloom import encoding
-from parquet_bloom import format as fmt
+from parquet_bloom import _format as fmt
+from parquet_bloom import _logical as logical
 from tests import writers
 
 DELTA_COLUMNS = [
@@ -77,7 +77,7 @@ def check_every_filter(path: Path, filter_reads: int | None = 1) -> dict[str, in
                 f = filters.get((row_group, column))
                 if f is None:
                     continue
-                hashes = encoding.column_hashes(values[column], leaf)
+                hashes = logical.column_hashes(values[column], leaf)
                 rebuilt = pb.SplitBlockBloomFilter(f.num_bytes)
                 rebuilt.insert_hashes(hashes)
                 assert rebuilt.to_bytes() == f.to_bytes(), (path.name, row_group, column)

@@ -41,11 +41,9 @@ from hypothesis import strategies as st
 from thrift.protocol.TCompactProtocol import TCompactProtocol
 from thrift.transport.TTransport import TMemoryBuffer
 
-from parquet_bloom import format as fmt
-from parquet_bloom._thrift.parquet.ttypes import Statistics
-from parquet_bloom.encoding import column_hashes
-from parquet_bloom.errors import CorruptFileError
-from parquet_bloom.pages import (
+from parquet_bloom import _format as fmt
+from parquet_bloom._logical import column_hashes
+from parquet_bloom._pages import (
     MAX_LOOPED_VALUES,
     MAX_PAGE_SIZE,
     PAGE_HEADER_GUESS,
@@ -54,6 +52,8 @@ from parquet_bloom.pages import (
     rle_hybrid,
     supported,
 )
+from parquet_bloom._thrift.parquet.ttypes import Statistics
+from parquet_bloom.errors import CorruptFileError
 
 # Every test here runs with the compiled kernels and on numpy alone (see conftest.py).
 pytestmark = pytest.mark.usefixtures("implementation")

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import parquet_bloom as pb
-from parquet_bloom.prune import UNKNOWN, And, Equal, IsIn, Or, PruneReport, prune, translate
+from parquet_bloom._prune import UNKNOWN, And, Equal, IsIn, Or, PruneReport, prune, translate
 from tests import writers
 
 FILES = 4

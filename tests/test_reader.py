@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import parquet_bloom as pb
-from parquet_bloom import reader as rd
+from parquet_bloom import _reader as rd
 from tests.writers import drop_bloom_filter_lengths, rewrite_footer
 
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parquet_bloom as pb
-from parquet_bloom import sbbf
+from parquet_bloom import _sbbf as sbbf
 from tests.reference import ReferenceFilter
 
 # Every test here runs with the compiled kernels and on numpy alone (see conftest.py).

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parquet_bloom as pb
-from parquet_bloom import sizing
-from parquet_bloom.sizing import expected_num_bytes, fold_to_fpp, matching_flavors
+from parquet_bloom import _sizing as sizing
+from parquet_bloom._sizing import expected_num_bytes, fold_to_fpp, matching_flavors
 from tests.writers import chunk_hashes
 
 KIB = 1024

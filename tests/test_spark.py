@@ -2,7 +2,7 @@
 
 The oracle is Spark's own Parquet writer (parquet-java): files written here with Spark's Bloom
 filter options carry filters whose bytes must equal (1) a filter rebuilt from each chunk's values
-as pyarrow reads them back (:func:`parquet_bloom.encoding.column_hashes`), and (2) the filter
+as pyarrow reads them back (:func:`parquet_bloom._logical.column_hashes`), and (2) the filter
 :func:`build_filter` builds from the same DataFrame at the same size, however it is partitioned.
 The second is what makes a filter built here probe like the filters Spark writes, type by type
 and for each timestamp and decimal layout Spark can be told to use.
@@ -26,9 +26,9 @@ import pytest
 import xxhash
 
 import parquet_bloom as pb
-from parquet_bloom import encoding
-from parquet_bloom import format as fmt
-from parquet_bloom.sbbf import SplitBlockBloomFilter, optimal_num_bytes
+from parquet_bloom import _format as fmt
+from parquet_bloom import _logical as logical
+from parquet_bloom._sbbf import SplitBlockBloomFilter, optimal_num_bytes
 
 pytest.importorskip("pyspark", reason="pyspark is not installed: pip install -e '.[test]'")
 
@@ -212,7 +212,7 @@ def check_file_filters(path: Path) -> dict[str, int]:
         leaves = {leaf.path: leaf for leaf in fmt.schema_leaves(reader.metadata)}
         for (row_group, column), bloom_filter in reader.filters().items():
             values = parquet.read_row_group(row_group, columns=[column]).column(column)
-            hashes = encoding.column_hashes(values, leaves[column])
+            hashes = logical.column_hashes(values, leaves[column])
             assert hashes.size == values.length() - values.null_count
             rebuilt = SplitBlockBloomFilter(bloom_filter.num_bytes)
             rebuilt.insert_hashes(hashes)
@@ -676,7 +676,7 @@ def rows_of(spark: SparkSession, path: Path) -> list[tuple[Any, ...]]:
 def test_spark_reads_a_file_whose_filters_we_added(
     spark: SparkSession, plain_file: Path, tmp_path: Path, typed_df: DataFrame
 ) -> None:
-    from parquet_bloom.writer import rewrite_bloom_filters
+    from parquet_bloom._rewrite import rewrite_bloom_filters
 
     added = tmp_path / "added.parquet"
     rewrite_bloom_filters(plain_file, added, columns=["long", "string", "dec30", "ts", "date"])
@@ -713,7 +713,7 @@ def test_spark_reads_a_file_whose_filters_we_added(
 def test_spark_reads_a_file_whose_filters_we_resized(
     spark: SparkSession, written: dict[str, Path], tmp_path: Path
 ) -> None:
-    from parquet_bloom.writer import rewrite_bloom_filters
+    from parquet_bloom._rewrite import rewrite_bloom_filters
 
     source = written["fixed_size_row_groups"]  # every filter 8192 bytes, chunks of ~300 rows
     resized = tmp_path / "resized.parquet"

@@ -24,8 +24,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import parquet_bloom as pb
-from parquet_bloom import encoding, sizing, testing
-from parquet_bloom import format as fmt
+from parquet_bloom import _format as fmt
+from parquet_bloom import _logical as logical
+from parquet_bloom import _sizing as sizing
+from parquet_bloom import testing
 from parquet_bloom.testing import ParquetType, assert_bloom_filters_valid, parquet_types, values_for
 from tests.writers import splice_filter, write_nested_pyarrow, zero_bitset
 
@@ -179,7 +181,7 @@ def test_drawn_values_are_found_in_a_real_file(
     # ... every value, probed through the column's type, is in its filter ...
     assert f is not None
     for value in values:
-        assert encoding.literal_probe([value], leaf).keeps(f), value
+        assert logical.literal_probe([value], leaf).keeps(f), value
     # ... and the file passes the writer-author assertion.
     assert_bloom_filters_valid(path)
 

@@ -35,12 +35,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import parquet_bloom as pb
-from parquet_bloom import format as fmt
-from parquet_bloom import kernels, writer
-from parquet_bloom.encoding import column_hashes
-from parquet_bloom.reader import FOOTER_READ_SIZE
-from parquet_bloom.sbbf import SplitBlockBloomFilter, optimal_num_bytes
-from parquet_bloom.writer import (
+from parquet_bloom import _format as fmt
+from parquet_bloom import _rewrite as rewrite
+from parquet_bloom import kernels
+from parquet_bloom._logical import column_hashes
+from parquet_bloom._reader import FOOTER_READ_SIZE
+from parquet_bloom._rewrite import (
     Relocation,
     RewriteReport,
     Splice,
@@ -49,6 +49,7 @@ from parquet_bloom.writer import (
     serialize_bloom_filter,
     set_bloom_filter_location,
 )
+from parquet_bloom._sbbf import SplitBlockBloomFilter, optimal_num_bytes
 from tests.writers import drop_bloom_filter_lengths, leaf_columns, rewrite_footer
 
 ROWS = 6_000
@@ -382,7 +383,7 @@ def test_every_column_of_the_real_writers_files_is_read_from_its_pages(
     def no_arrow(*args: object) -> None:
         raise AssertionError("a chunk was read with pyarrow")
 
-    monkeypatch.setattr(writer, "_chunk_hashes", no_arrow)
+    monkeypatch.setattr(rewrite, "_chunk_hashes", no_arrow)
     columns = filterable(sources[source])
     report = rewrite_bloom_filters(sources[source], tmp_path / "out.parquet", columns=columns)
     assert (
@@ -503,7 +504,7 @@ def test_given_ndv_or_size(
 
 @pytest.mark.parametrize("flavor", ["spec", "parquet-java", "arrow-cpp", "arrow-rs", "duckdb"])
 def test_flavored_sizing(sources: dict[str, Path], tmp_path: Path, flavor: str) -> None:
-    from parquet_bloom.sizing import expected_num_bytes
+    from parquet_bloom._sizing import expected_num_bytes
 
     src, dst = sources["pyarrow-plain"], tmp_path / "out.parquet"
     report = rewrite_bloom_filters(src, dst, columns=["code", "category"], flavor=flavor)
@@ -869,7 +870,7 @@ def test_what_pyarrow_does_not_implement_is_unsupported_not_corrupt(
     def not_implemented(*args: Any, **kwargs: Any) -> Any:
         raise pa.ArrowNotImplementedError("not implemented here")
 
-    monkeypatch.setattr(writer._ChunkReader, "batches", not_implemented)
+    monkeypatch.setattr(rewrite._ChunkReader, "batches", not_implemented)
     with pytest.raises(pb.UnsupportedFileError, match="pyarrow cannot read") as info:
         rewrite_bloom_filters(src, dst, columns=["x"])
     assert (info.value.row_group, info.value.column) == (0, "x")
@@ -1011,7 +1012,7 @@ def test_a_crash_mid_write_leaves_src_intact_and_no_dst(
     probe = rewrite_bloom_filters(src, dst, columns=["id", "name"], remove=["code"])
     size = probe.bytes_after
     dst.unlink()
-    real_open = writer._open_temporary
+    real_open = rewrite._open_temporary
     rng = random.Random(1)
     budgets = [0, 1, 4, size - 9, size - 1, *rng.sample(range(size), 12)]
     for budget in budgets:
@@ -1020,7 +1021,7 @@ def test_a_crash_mid_write_leaves_src_intact_and_no_dst(
             path, file = real_open(directory, name)
             return path, FailingFile(file, budget)
 
-        monkeypatch.setattr(writer, "_open_temporary", failing_open)
+        monkeypatch.setattr(rewrite, "_open_temporary", failing_open)
         for options in ({"in_place": True}, {"dst": dst}):
             with pytest.raises(OSError, match="simulated"):
                 rewrite_bloom_filters(src, columns=["id", "name"], remove=["code"], **options)
@@ -1031,15 +1032,15 @@ def test_a_crash_mid_write_leaves_src_intact_and_no_dst(
 @pytest.fixture
 def small_direct_copies(monkeypatch: pytest.MonkeyPatch) -> None:
     """Direct I/O for the small test files too, in several windows each."""
-    if writer._O_DIRECT is None:
+    if rewrite._O_DIRECT is None:
         pytest.skip("no O_DIRECT on this platform")
-    monkeypatch.setattr(writer, "DIRECT_COPY_MIN", writer.DIRECT_COPY_ALIGN)
-    monkeypatch.setattr(writer, "DIRECT_COPY_WINDOW", 4 * writer.DIRECT_COPY_ALIGN)
+    monkeypatch.setattr(rewrite, "DIRECT_COPY_MIN", rewrite.DIRECT_COPY_ALIGN)
+    monkeypatch.setattr(rewrite, "DIRECT_COPY_WINDOW", 4 * rewrite.DIRECT_COPY_ALIGN)
 
 
 def record_direct_copies(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     """The (start, stop) of every run of the body copied with direct I/O."""
-    real = writer._copy_direct
+    real = rewrite._copy_direct
     runs: list[tuple[int, int]] = []
 
     def recording(src: Any, out: Any, start: int, *args: Any) -> int:
@@ -1047,7 +1048,7 @@ def record_direct_copies(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int
         runs.append((start, stop))
         return stop
 
-    monkeypatch.setattr(writer, "_copy_direct", recording)
+    monkeypatch.setattr(rewrite, "_copy_direct", recording)
     return runs
 
 
@@ -1057,7 +1058,7 @@ def direct_runs_of_a_rewrite(
     """Rewrite ``src`` (a filter for "id") as patched, check that the bytes are those of the
     rewrite without direct I/O, and return the runs the patched one copied with it."""
     with monkeypatch.context() as without:
-        without.setattr(writer, "_O_DIRECT", None)
+        without.setattr(rewrite, "_O_DIRECT", None)
         expected = tmp_path / "expected.parquet"
         rewrite_bloom_filters(src, expected, columns=["id"])
     runs = record_direct_copies(monkeypatch)
@@ -1077,7 +1078,7 @@ def test_the_body_is_copied_around_the_page_cache_in_the_kernel_and_through_a_bu
     # across file systems, ENOSYS on old kernels): the same bytes every way. deltalake puts its
     # filters after each row group, so its body has splices, after which the source's pages no
     # longer line up with the output's blocks (those runs take the kernel's copy).
-    if writer._COPY_FILE_RANGE is None:
+    if rewrite._COPY_FILE_RANGE is None:
         pytest.skip("no copy_file_range on this platform")
     src = sources[source]
     options: dict[str, Any] = {"columns": ["id"], "remove": ["code"]}
@@ -1085,19 +1086,19 @@ def test_the_body_is_copied_around_the_page_cache_in_the_kernel_and_through_a_bu
 
     runs = record_direct_copies(monkeypatch)
     kernel_calls: list[int] = []
-    real_copy_file_range = writer._COPY_FILE_RANGE
+    real_copy_file_range = rewrite._COPY_FILE_RANGE
 
     def counting(*args: Any) -> int:
         kernel_calls.append(args[2])
         return real_copy_file_range(*args)  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(writer, "_COPY_FILE_RANGE", counting)
+    monkeypatch.setattr(rewrite, "_COPY_FILE_RANGE", counting)
     rewrite_bloom_filters(src, direct, **options)
     copied = sum(stop - start for start, stop in runs)
     assert copied > src.stat().st_size // 2, runs  # most of the body went around the cache
     assert kernel_calls  # the heads and tails did not
 
-    monkeypatch.setattr(writer, "_O_DIRECT", None)
+    monkeypatch.setattr(rewrite, "_O_DIRECT", None)
     kernel_calls.clear()
     rewrite_bloom_filters(src, kernel, **options)
     assert kernel_calls
@@ -1105,7 +1106,7 @@ def test_the_body_is_copied_around_the_page_cache_in_the_kernel_and_through_a_bu
     def cannot(*args: Any) -> int:
         raise OSError(errno.EXDEV, "Invalid cross-device link (simulated)")
 
-    monkeypatch.setattr(writer, "_COPY_FILE_RANGE", cannot)
+    monkeypatch.setattr(rewrite, "_COPY_FILE_RANGE", cannot)
     rewrite_bloom_filters(src, buffered, **options)
     assert direct.read_bytes() == kernel.read_bytes() == buffered.read_bytes()
     check_rewrite(src, direct, rewrite_bloom_filters(src, direct, **options))
@@ -1124,13 +1125,13 @@ def test_direct_io_refused_falls_back_to_the_same_bytes(
         real_fcntl = fcntl.fcntl
 
         def no_direct(fd: int, cmd: int, arg: int = 0) -> Any:
-            if cmd == fcntl.F_SETFL and arg & writer._O_DIRECT:
+            if cmd == fcntl.F_SETFL and arg & rewrite._O_DIRECT:
                 raise OSError(errno.EINVAL, "Invalid argument (simulated)")
             return real_fcntl(fd, cmd, arg)
 
         monkeypatch.setattr(fcntl, "fcntl", no_direct)
     else:
-        real_write = writer._write_direct
+        real_write = rewrite._write_direct
         writes = itertools.count()
         refuse_from = 0 if refused == "first write" else 2
 
@@ -1139,9 +1140,9 @@ def test_direct_io_refused_falls_back_to_the_same_bytes(
                 return real_write(fd, data)
             raise OSError(errno.EINVAL, "Invalid argument (simulated)")
 
-        monkeypatch.setattr(writer, "_write_direct", refusing)
+        monkeypatch.setattr(rewrite, "_write_direct", refusing)
     ((start, stop),) = direct_runs_of_a_rewrite(sources["pyarrow-plain"], tmp_path, monkeypatch)
-    direct = 2 * writer.DIRECT_COPY_WINDOW if refused == "later write" else 0
+    direct = 2 * rewrite.DIRECT_COPY_WINDOW if refused == "later write" else 0
     assert stop == start + direct  # the body starts aligned: no head
 
 
@@ -1156,20 +1157,20 @@ def test_short_direct_writes_go_on_from_where_they_stopped(
     import fcntl
 
     src = sources["deltalake-filters"]
-    real_write = writer._write_direct
-    align = writer.DIRECT_COPY_ALIGN
+    real_write = rewrite._write_direct
+    align = rewrite.DIRECT_COPY_ALIGN
 
     def partial(fd: int, data: memoryview) -> int:
         if short == "aligned" or len(data) <= align:
             return real_write(fd, data[: max(align, len(data) // 2 // align * align)])
         flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~writer._O_DIRECT)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~rewrite._O_DIRECT)
         try:
             return real_write(fd, data[: align + 1])
         finally:
             fcntl.fcntl(fd, fcntl.F_SETFL, flags)
 
-    monkeypatch.setattr(writer, "_write_direct", partial)
+    monkeypatch.setattr(rewrite, "_write_direct", partial)
     runs = direct_runs_of_a_rewrite(src, tmp_path, monkeypatch)
     if short == "aligned":
         assert sum(stop - start for start, stop in runs) > src.stat().st_size // 2
@@ -1184,7 +1185,7 @@ def test_a_disk_full_during_the_direct_copy_leaves_no_file(
     src = tmp_path / "src.parquet"
     src.write_bytes(sources["pyarrow-filters"].read_bytes())
     digest = hashlib.sha256(src.read_bytes()).hexdigest()
-    real_write = writer._write_direct
+    real_write = rewrite._write_direct
     for budget in (0, 1, 3):
         writes = itertools.count()
 
@@ -1193,7 +1194,7 @@ def test_a_disk_full_during_the_direct_copy_leaves_no_file(
                 return real_write(fd, data)
             raise OSError(errno.ENOSPC, "No space left on device (simulated)")
 
-        monkeypatch.setattr(writer, "_write_direct", full)
+        monkeypatch.setattr(rewrite, "_write_direct", full)
         for options in ({"in_place": True}, {"dst": tmp_path / "out.parquet"}):
             with pytest.raises(OSError, match="simulated"):
                 rewrite_bloom_filters(src, columns=["id"], **options)
@@ -1208,13 +1209,13 @@ def test_a_disk_full_during_the_kernel_copy_leaves_no_file(
     src = tmp_path / "src.parquet"
     src.write_bytes(sources["pyarrow-filters"].read_bytes())
     digest = hashlib.sha256(src.read_bytes()).hexdigest()
-    if writer._COPY_FILE_RANGE is None:
+    if rewrite._COPY_FILE_RANGE is None:
         pytest.skip("no copy_file_range on this platform")
 
     def full(*args: Any) -> int:
         raise OSError(errno.ENOSPC, "No space left on device (simulated)")
 
-    monkeypatch.setattr(writer, "_COPY_FILE_RANGE", full)
+    monkeypatch.setattr(rewrite, "_COPY_FILE_RANGE", full)
     for options in ({"in_place": True}, {"dst": tmp_path / "out.parquet"}):
         with pytest.raises(OSError, match="simulated"):
             rewrite_bloom_filters(src, columns=["id"], **options)
@@ -1239,8 +1240,8 @@ def test_a_failure_while_building_filters_creates_no_file(
     sources: dict[str, Path], direct: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if direct:  # the body copy, around the page cache, is told to stop
-        monkeypatch.setattr(writer, "DIRECT_COPY_MIN", writer.DIRECT_COPY_ALIGN)
-        monkeypatch.setattr(writer, "DIRECT_COPY_WINDOW", writer.DIRECT_COPY_ALIGN)
+        monkeypatch.setattr(rewrite, "DIRECT_COPY_MIN", rewrite.DIRECT_COPY_ALIGN)
+        monkeypatch.setattr(rewrite, "DIRECT_COPY_WINDOW", rewrite.DIRECT_COPY_ALIGN)
 
     def interrupted(*args: object) -> None:
         raise KeyboardInterrupt
@@ -1399,7 +1400,7 @@ def test_chunk_size_near_size_boundaries_is_the_exact_ndv_size(
 ) -> None:
     """For NDVs around the edge between two sizes, where an estimated NDV could pick the other
     size, the filter is the one sized for the exact count of distinct hashes."""
-    sizing = writer._check_sizing(fpp, "exact", None, flavor)
+    sizing = rewrite._check_sizing(fpp, "exact", None, flavor)
     ndv = max(_last_ndv_at_most(boundary, sizing.num_bytes_for) + offset, 1)
     rng = np.random.default_rng(seed)
     distinct = np.unique(rng.integers(0, 2**64, size=ndv, dtype=np.uint64))
@@ -1407,7 +1408,7 @@ def test_chunk_size_near_size_boundaries_is_the_exact_ndv_size(
     rng.shuffle(hashes)
     expected = SplitBlockBloomFilter(sizing.num_bytes_for(distinct.size))
     expected.insert_hashes(distinct)
-    assert writer._chunk_filter(hashes.copy(), sizing) == expected
+    assert rewrite._chunk_filter(hashes.copy(), sizing) == expected
 
 
 @pytest.mark.parametrize("ndv", [20_000, 40_000, 150_000])
@@ -1416,20 +1417,20 @@ def test_chunks_away_from_a_size_boundary_are_not_counted(
 ) -> None:
     """Away from the edge between two sizes the estimate alone picks the size: no sort."""
     counted: list[int] = []
-    count = writer._count_distinct
+    count = rewrite._count_distinct
 
     def counting(hashes: np.ndarray) -> int:
         counted.append(hashes.size)
         return count(hashes)
 
-    monkeypatch.setattr(writer, "_count_distinct", counting)
+    monkeypatch.setattr(rewrite, "_count_distinct", counting)
     rng = np.random.default_rng(ndv)
     distinct = np.unique(rng.integers(0, 2**64, size=ndv, dtype=np.uint64))
     hashes = np.concatenate([distinct, distinct[: ndv // 3]])
-    sizing = writer._check_sizing(0.01, "exact", None, None)
+    sizing = rewrite._check_sizing(0.01, "exact", None, None)
     expected = SplitBlockBloomFilter(optimal_num_bytes(distinct.size, 0.01))
     expected.insert_hashes(distinct)
-    assert writer._chunk_filter(hashes, sizing) == expected
+    assert rewrite._chunk_filter(hashes, sizing) == expected
     assert counted == []
 
 
@@ -1439,15 +1440,15 @@ def test_the_estimate_margin_bounds_the_estimate_error() -> None:
     for, and the bounds derived from it hold the true NDV."""
     rng = np.random.default_rng(7)
     for ndv, num_values in [(1_000, 900_000), (20_000, 20_000), (60_000, 200_000), (300_000,) * 2]:
-        num_bytes = optimal_num_bytes(num_values, writer._ESTIMATE_FPP)
-        margin = writer._estimate_margin(ndv, num_bytes)
+        num_bytes = optimal_num_bytes(num_values, rewrite._ESTIMATE_FPP)
+        margin = rewrite._estimate_margin(ndv, num_bytes)
         errors = []
         for _ in range(20):
             bloom_filter = SplitBlockBloomFilter(num_bytes)
             bloom_filter.insert_hashes(rng.integers(0, 2**64, size=ndv, dtype=np.uint64))
             estimate = bloom_filter.estimate_ndv()
             errors.append(abs(estimate - ndv))
-            low, high = writer._ndv_bounds(estimate, num_values, num_bytes)
+            low, high = rewrite._ndv_bounds(estimate, num_values, num_bytes)
             assert low <= ndv <= high
             assert high - low < 4 * margin  # not so wide that it says nothing
         assert max(errors) < margin / 4, (ndv, num_values, max(errors), margin)
@@ -1459,7 +1460,7 @@ def test_large_chunks_get_filters_sized_for_their_exact_ndv(
 ) -> None:
     """Chunks big enough that their NDV is estimated from the filter, not counted: unique,
     duplicated, dictionary-encoded and nullable columns, an NDV just past a size boundary."""
-    from parquet_bloom.sizing import expected_num_bytes
+    from parquet_bloom._sizing import expected_num_bytes
 
     rows = 70_000
     rng = np.random.default_rng(3)

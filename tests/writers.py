@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 if TYPE_CHECKING:
-    from parquet_bloom.sbbf import SplitBlockBloomFilter
+    from parquet_bloom._sbbf import SplitBlockBloomFilter
 
 ROWS = 6_000
 ROW_GROUP_SIZE = 2_000
@@ -141,7 +141,7 @@ def write_duckdb(path: Path, rows: int = ROWS) -> Path:
 def rewrite_footer(src: Path, dst: Path, mutate: object) -> Path:
     """Copy ``src`` to ``dst`` with its footer decoded, passed to ``mutate(metadata)`` and
     re-encoded: a way to make footers that no writer makes (old, odd or hostile)."""
-    from parquet_bloom import format as fmt
+    from parquet_bloom import _format as fmt
 
     data = src.read_bytes()
     footer_len = int.from_bytes(data[-8:-4], "little")
@@ -221,7 +221,7 @@ def chunk_meta(path: Path, row_group: int, column: str) -> Any:
 
 def zero_bitset(src: Path, dst: Path, row_group: int, column: str) -> Path:
     """``src`` with one chunk's filter bits all zero: every value of the chunk goes missing."""
-    from parquet_bloom import format as fmt
+    from parquet_bloom import _format as fmt
 
     data = bytearray(src.read_bytes())
     meta = chunk_meta(src, row_group, column)
@@ -238,7 +238,7 @@ def splice_filter(
 ) -> Path:
     """``src`` with ``f`` appended after the column data and pointed to by one chunk's footer entry,
     as a writer that sized the filter its own way would have written it."""
-    from parquet_bloom import format as fmt
+    from parquet_bloom import _format as fmt
 
     data = src.read_bytes()
     footer_len = int.from_bytes(data[-8:-4], "little")
@@ -268,9 +268,10 @@ def leaf_values(path: Path, row_group: int, column: str) -> pa.Array:
 
 def chunk_hashes(path: Path, row_group: int, column: str) -> np.ndarray:
     """The distinct hashes of one column chunk's values, as its writer should have inserted."""
-    from parquet_bloom import BloomFilterReader, encoding
-    from parquet_bloom import format as fmt
+    from parquet_bloom import BloomFilterReader
+    from parquet_bloom import _format as fmt
+    from parquet_bloom import _logical as logical
 
     with BloomFilterReader(path) as reader:
         leaf = {x.path: x for x in fmt.schema_leaves(reader.metadata)}[column]
-    return np.unique(encoding.column_hashes(leaf_values(path, row_group, column), leaf))
+    return np.unique(logical.column_hashes(leaf_values(path, row_group, column), leaf))

@@ -25,11 +25,12 @@ from typing import IO, Any, NoReturn
 import numpy as np
 import pyarrow as pa
 
-from parquet_bloom import audit, encoding
-from parquet_bloom import format as fmt
+from parquet_bloom import _audit as audit
+from parquet_bloom import _format as fmt
+from parquet_bloom import _logical as logical
+from parquet_bloom._reader import BloomFilterReader
+from parquet_bloom._sizing import FLAVORS
 from parquet_bloom.errors import BloomFilterError
-from parquet_bloom.reader import BloomFilterReader
-from parquet_bloom.sizing import FLAVORS
 
 __all__ = ["main"]
 
@@ -252,7 +253,7 @@ def _parse_literal(text: str, leaf: fmt.SchemaLeaf) -> Any:
 
     Integers, floats, ISO dates, times and timestamps, decimals and UUIDs are parsed; strings
     stay strings; a binary column (no string annotation) also takes ``0x``-prefixed hex.
-    :func:`parquet_bloom.encoding.literal_probe` then encodes the value as the file stores it.
+    :func:`parquet_bloom._logical.literal_probe` then encodes the value as the file stores it.
     """
     name = _logical_name(leaf)
     physical = leaf.physical_type
@@ -299,7 +300,7 @@ def _probe_file(path: str, column: str, texts: Sequence[str]) -> dict[str, Any]:
         if column not in leaves:
             raise ValueError(f"no column {column!r} in {path}; its columns are {', '.join(leaves)}")
         leaf = leaves[column]
-        probe = encoding.literal_probe([_parse_literal(t, leaf) for t in texts], leaf)
+        probe = logical.literal_probe([_parse_literal(t, leaf) for t in texts], leaf)
         row_groups = []
         for rg in range(reader.num_row_groups):
             try:
@@ -483,7 +484,7 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
     """Rewrite each file in turn; a file that fails is reported and the others go on."""
     jobs = _rewrite_jobs(args)
     # Imported here so that inspect, probe and check never depend on the writer.
-    from parquet_bloom.writer import rewrite_files
+    from parquet_bloom._rewrite import rewrite_files
 
     results: list[dict[str, Any]] = []  # printed with --json
     finished = failed = 0

@@ -1,7 +1,7 @@
 """Which implementation hashes values and inserts them: compiled loops, or numpy alone.
 
-The numpy code in :mod:`parquet_bloom.hashing`, :mod:`parquet_bloom.pages` and
-:mod:`parquet_bloom.sbbf` is complete by itself: it is the reference, it runs wherever numpy
+The numpy code in :mod:`parquet_bloom._plain`, :mod:`parquet_bloom._pages` and
+:mod:`parquet_bloom._sbbf` is complete by itself: it is the reference, it runs wherever numpy
 does, and every test runs on it. Where the package was installed with a C compiler at hand, it
 also carries ``_kernels``, a small C extension (``_kernels.c``) with the loops that dominate
 building filters: XXH64 of fixed-width rows, XXH64 of byte spans, finding where the PLAIN

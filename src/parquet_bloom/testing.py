@@ -1,8 +1,8 @@
 """Tools for people who write Parquet writers: assert that their Bloom filters are right.
 
 - :func:`assert_bloom_filters_valid` fails a test, naming file, row group, column and value, when
-  :func:`parquet_bloom.audit.check_file` finds anything wrong with a file's filters.
-- :func:`expected_num_bytes` and :func:`fold_to_fpp` (from :mod:`parquet_bloom.sizing`) give the
+  :func:`parquet_bloom._audit.check_file` finds anything wrong with a file's filters.
+- :func:`expected_num_bytes` and :func:`fold_to_fpp` (from :mod:`parquet_bloom._sizing`) give the
   sizes parquet-java, Arrow C++, arrow-rs and DuckDB would pick, to the byte.
 - Hypothesis strategies (:func:`values_for`, :func:`values_for_leaf`, :func:`parquet_types`, also
   reachable as ``strategies.values_for`` ...) generate values of a Parquet physical/logical type,
@@ -21,14 +21,14 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from parquet_bloom.audit import check_file
+from parquet_bloom._audit import check_file
+from parquet_bloom._sizing import expected_num_bytes, fold_to_fpp
 from parquet_bloom.errors import BloomFilterError
-from parquet_bloom.sizing import expected_num_bytes, fold_to_fpp
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
 
-    from parquet_bloom.format import SchemaLeaf
+    from parquet_bloom._format import SchemaLeaf
 
 __all__ = [
     "ParquetType",
@@ -141,7 +141,7 @@ def values_for(
     :func:`parquet_types` draws them). ``logical_type``: None, or text such as
     ``"STRING"``, ``"INT8"``, ``"UINT64"``, ``"DECIMAL(9, 2)"``, ``"DATE"``, ``"TIME(MILLIS)"``,
     ``"TIMESTAMP(NANOS)"`` (or ``"TIMESTAMP_MICROS"``), ``"UUID"``, ``"FLOAT16"``, ``"JSON"``,
-    ``"ENUM"``, ``"BSON"``; or the LogicalType of a :class:`~parquet_bloom.format.SchemaLeaf`.
+    ``"ENUM"``, ``"BSON"``; or the LogicalType of a :class:`~parquet_bloom._format.SchemaLeaf`.
 
     Values are Python ints, floats (NaN, infinities and -0.0 included), ``bytes``, ``str``,
     ``Decimal`` (exactly the column's scale), ``date``, ``time``, naive ``datetime`` (whole

@@ -12,8 +12,8 @@ Two questions, for two audiences:
   writer's rule gives for the chunk's actual NDV; the rate is within a bound. It also reads the
   column chunks' values, one chunk at a time, through pyarrow.
 
-Filters come from :class:`~parquet_bloom.reader.BloomFilterReader`; a chunk's values become the
-hashes the writer should have inserted through :func:`parquet_bloom.encoding.column_hashes`.
+Filters come from :class:`~parquet_bloom._reader.BloomFilterReader`; a chunk's values become the
+hashes the writer should have inserted through :func:`parquet_bloom._logical.column_hashes`.
 A filter that cannot be read is a finding (a violation), not a crash.
 """
 
@@ -32,11 +32,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from parquet_bloom import encoding, sizing
-from parquet_bloom import format as fmt
+from parquet_bloom import _format as fmt
+from parquet_bloom import _logical as logical
+from parquet_bloom import _sizing as sizing
+from parquet_bloom._reader import BloomFilterReader, locate_filter
+from parquet_bloom._sbbf import SplitBlockBloomFilter, expected_fpp
 from parquet_bloom.errors import BloomFilterError, UnsupportedFileError
-from parquet_bloom.reader import BloomFilterReader, locate_filter
-from parquet_bloom.sbbf import SplitBlockBloomFilter, expected_fpp
 
 __all__ = [
     "CheckReport",
@@ -628,7 +629,7 @@ def _check_chunk(
         findings.append(_Finding("data", None, f"cannot read the chunk's values: {err}"))
         return base, findings
     try:
-        hashes = encoding.column_hashes(arr, leaf)
+        hashes = logical.column_hashes(arr, leaf)
     except (TypeError, ValueError) as err:
         return replace(base, notes=(f"values not checked: {err}",)), findings
     found = f.find_hashes(hashes)

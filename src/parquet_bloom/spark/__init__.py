@@ -4,7 +4,7 @@ Spark is the distributed engine here; this module only adds what Spark lacks: th
 filter's hashing and bit layout, run on executors with the numpy core.
 
 - :func:`build_filter` builds one filter over a column of any size. Each partition hashes its
-  values with :mod:`parquet_bloom.hashing` inside ``mapInArrow`` (Arrow batches, no Python per
+  values with :mod:`parquet_bloom._plain` inside ``mapInArrow`` (Arrow batches, no Python per
   row) and inserts them into a partial filter of the final size; the partial bitsets are OR-ed,
   which is exact, so the result is the filter a local :class:`SplitBlockBloomFilter` of that size
   would hold after inserting the same values, whatever the partitioning.
@@ -50,8 +50,8 @@ Both settings are read from the session when the function is called. BooleanType
 filter (writers disagree on how to hash it); nested types have no single column to filter;
 YearMonthIntervalType and Spark 4's TIME, VARIANT and geospatial types are refused.
 
-The mapping goes through :func:`parquet_bloom.hashing.hash_values` with an explicit physical
-type rather than through :func:`parquet_bloom.encoding.column_hashes`: the latter encodes values
+The mapping goes through :func:`parquet_bloom._plain.hash_values` with an explicit physical
+type rather than through :func:`parquet_bloom._logical.column_hashes`: the latter encodes values
 as a *file* stores them and rejects a TIMESTAMP(MILLIS) value with sub-millisecond digits,
 whereas Spark rounds those down when it writes, so the rounding is done here.
 
@@ -63,7 +63,7 @@ measured (``benchmarks/bench_spark.py``, 20 M distinct bigints, cached, ``local[
 
 - Count the rows (a cheap JVM job, which also tells how many partitions hold rows), build every
   partial at the size for that many values, and fold the union down to the smallest size the
-  bits set allow (:func:`parquet_bloom.sizing.fold_to_fpp`, the rule Arrow C++ and arrow-rs
+  bits set allow (:func:`parquet_bloom._sizing.fold_to_fpp`, the rule Arrow C++ and arrow-rs
   apply; folding is exact, so the result is still the filter of the values at its size): the
   build plus 0.1x to 0.2x the time of Spark's own ``df.stat.bloomFilter`` (two runs).
 - Estimate the distinct count with Spark's ``approx_count_distinct`` (HyperLogLog++, relative
@@ -123,12 +123,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from parquet_bloom import format as fmt
-from parquet_bloom import hashing, sizing
-from parquet_bloom.encoding import literal_probe
+from parquet_bloom import _format as fmt
+from parquet_bloom import _plain as plain
+from parquet_bloom import _sizing as sizing
+from parquet_bloom._logical import literal_probe
+from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
+from parquet_bloom._sbbf import MAX_NUM_BYTES, SALT, SplitBlockBloomFilter, optimal_num_bytes
 from parquet_bloom.errors import BloomFilterError
-from parquet_bloom.reader import BloomFilterReader, BloomFilterWarning
-from parquet_bloom.sbbf import MAX_NUM_BYTES, SALT, SplitBlockBloomFilter, optimal_num_bytes
 
 try:
     from pyspark import Broadcast
@@ -226,7 +227,7 @@ def _decimal_storage(precision: int, legacy: bool) -> tuple[str, int | None]:
         return "INT64", None
     # Spark's Decimal.minBytesForPrecision: the fewest bytes that hold every value of those
     # digits, the width pyarrow picks as well.
-    return "FIXED_LEN_BYTE_ARRAY", hashing._decimal_width(precision)
+    return "FIXED_LEN_BYTE_ARRAY", plain._decimal_width(precision)
 
 
 # Arrow types Spark hands to Python for each supported Spark type (ArrowUtils.toArrowType),
@@ -291,20 +292,20 @@ def _arrow_hashes(values: Any, layout: _SparkLayout) -> npt.NDArray[np.uint64]:
     if pa.types.is_timestamp(t) and t.tz is not None:  # TimestampType: UTC microseconds
         _check_micros(t)
         if layout.timestamp_type == "INT96":
-            return hashing.hash_values(values, "INT96")
+            return plain.hash_values(values, "INT96")
         if layout.timestamp_type == "TIMESTAMP_MILLIS":
             micros = values.drop_null().cast(pa.int64()).to_numpy()
             # DateTimeUtils.microsToMillis is Math.floorDiv: rounds toward negative infinity.
-            return hashing.hash_values(np.floor_divide(micros, _MICROS_PER_MILLI), "INT64")
-        return hashing.hash_values(values, "INT64")
+            return plain.hash_values(np.floor_divide(micros, _MICROS_PER_MILLI), "INT64")
+        return plain.hash_values(values, "INT64")
     if pa.types.is_decimal(t):
         physical_type, type_length = _decimal_storage(t.precision, layout.legacy_decimal)
-        return hashing.hash_values(values, physical_type, type_length=type_length)
+        return plain.hash_values(values, physical_type, type_length=type_length)
     if pa.types.is_timestamp(t) or pa.types.is_duration(t):
         _check_micros(t)
     for matches, physical_type in _ARROW_STORAGE:
         if matches(t):
-            return hashing.hash_values(values, physical_type)
+            return plain.hash_values(values, physical_type)
     raise TypeError(
         f"cannot hash Arrow type {t} from Spark: supported Spark types are {_SUPPORTED_TYPES}"
     )
@@ -653,7 +654,7 @@ def _probe_batch(values: Any, bloom_filter: SplitBlockBloomFilter, layout: _Spar
         zero = numbers == 0
         if zero.any():
             physical_type = "FLOAT" if pa.types.is_float32(t) else "DOUBLE"
-            flipped = hashing.hash_values(np.negative(numbers[zero]), physical_type)
+            flipped = plain.hash_values(np.negative(numbers[zero]), physical_type)
             found[zero] |= bloom_filter.find_hashes(flipped)
     if values.null_count:
         answer = np.zeros(len(values), dtype=bool)
@@ -669,8 +670,8 @@ def _probe_batch(values: Any, bloom_filter: SplitBlockBloomFilter, layout: _Spar
 # way Parquet stores them. The long is found by running XXH64's last steps backwards from 0.
 def _xxh64_preimage_of_zero(seed: int) -> int:
     m = (1 << 64) - 1
-    p1, p2, p3, p4, p5 = (int(p) for p in (hashing._P1, hashing._P2, hashing._P3,
-                                           hashing._P4, hashing._P5))  # fmt: skip
+    p1, p2, p3, p4, p5 = (int(p) for p in (plain._P1, plain._P2, plain._P3,
+                                           plain._P4, plain._P5))  # fmt: skip
 
     def rotr(x: int, r: int) -> int:
         return ((x >> r) | (x << (64 - r))) & m
@@ -774,9 +775,9 @@ def _expression_probe(
         ("float", "FLOAT", np.float32),
         ("double", "DOUBLE", np.float64),
     ):
-        nan_hash, zero_hash = hashing.hash_values(np.array([np.nan, 0.0], dtype), physical_type)
+        nan_hash, zero_hash = plain.hash_values(np.array([np.nan, 0.0], dtype), physical_type)
         zeros = np.array([0.0, -0.0], dtype)
-        zero_hit = bool(bloom_filter.find_hashes(hashing.hash_values(zeros, physical_type)).any())
+        zero_hit = bool(bloom_filter.find_hashes(plain.hash_values(zeros, physical_type)).any())
         is_name = type_name == name
         answers = answers.when(is_name & (h == _signed(nan_hash)), F.lit(True))
         answers = answers.when(is_name & (h == _signed(zero_hash)), F.lit(zero_hit))
@@ -932,7 +933,7 @@ def files_might_contain(
     """The (file, row group) pairs (:data:`ROW_GROUPS_SCHEMA`) that may hold ``column IN values``.
 
     ``column`` is the Parquet column's dotted path; ``values`` are Python literals, encoded per
-    file through the column's Parquet type (:func:`parquet_bloom.encoding.literal_probe`). A row
+    file through the column's Parquet type (:func:`parquet_bloom._logical.literal_probe`). A row
     group is dropped only when its filter proves that no value is there: row groups without a
     filter, with an unreadable one, with a null or NaN literal, and every row group of a file
     without the column are kept. ``paths`` and ``storage_options`` as in

@@ -6,7 +6,7 @@ Spec: parquet-format ``BloomFilter.md``. A filter is ``z`` blocks of 256 bits; a
 each lane: bit ``(key * SALT[i] mod 2**32) >> 27`` of word ``i``.
 
 Everything here is pure: arrays and bytes in, arrays and filters out. Values become hashes in
-:mod:`parquet_bloom.hashing`; files become filters in :mod:`parquet_bloom.reader`.
+:mod:`parquet_bloom._plain`; files become filters in :mod:`parquet_bloom._reader`.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from parquet_bloom import hashing, kernels
+from parquet_bloom import _plain as plain
+from parquet_bloom import kernels
 
 # BloomFilter.md, "Algorithm": the eight odd constants that turn one 32-bit key into eight bit
-# positions, one per lane, by multiplicative hashing.
+# positions, one per lane, by multiplicative plain.
 SALT = np.array(
     [
         0x47B6137B,
@@ -235,7 +236,7 @@ class SplitBlockBloomFilter:
             for lane in range(WORDS_PER_BLOCK):
                 lane_words = np.ascontiguousarray(page[:, lane])
                 if lane_words.any():
-                    packed = lane_words.view(np.uint8)  # mode="wrap": see hashing._GATHER
+                    packed = lane_words.view(np.uint8)  # mode="wrap": see plain._GATHER
                     np.take(_UNPACKED_BYTES, packed, out=bits.view("<u8"), mode="wrap")
                 else:  # a new filter's: clearing is cheaper than unpacking
                     bits.fill(0)
@@ -299,19 +300,19 @@ class SplitBlockBloomFilter:
     ) -> None:
         """Insert values (a scalar, a sequence, a numpy or Arrow array), PLAIN-encoded as
         ``physical_type`` (inferred when None; see :func:`parquet_bloom.hash_values`)."""
-        self.insert_hashes(hashing.hash_values(values, physical_type, type_length=type_length))
+        self.insert_hashes(plain.hash_values(values, physical_type, type_length=type_length))
 
     def might_contain(
         self, value: Any, physical_type: str | None = None, *, type_length: int | None = None
     ) -> bool:
         """False if ``value`` is certainly absent; True if it might be present."""
-        return self.find_hash(hashing.hash_value(value, physical_type, type_length=type_length))
+        return self.find_hash(plain.hash_value(value, physical_type, type_length=type_length))
 
     def might_contain_many(
         self, values: Any, physical_type: str | None = None, *, type_length: int | None = None
     ) -> npt.NDArray[np.bool_]:
         """:meth:`might_contain` for each non-null value."""
-        return self.find_hashes(hashing.hash_values(values, physical_type, type_length=type_length))
+        return self.find_hashes(plain.hash_values(values, physical_type, type_length=type_length))
 
     # -- combining and resizing ------------------------------------------------------------
 

@@ -10,8 +10,8 @@ the footer change:
    re-encode to exactly its own bytes: a field our parquet.thrift does not know would otherwise
    be dropped silently, so such a footer is refused unless the caller passes ``force=True``.
 2. Each chosen column chunk's values are hashed as the file stores them, straight from its
-   pages (:mod:`parquet_bloom.pages`; what that module does not read, pyarrow reads, a chunk at
-   a time, for :func:`parquet_bloom.encoding.column_hashes`), and a filter is sized for the
+   pages (:mod:`parquet_bloom._pages`; what that module does not read, pyarrow reads, a chunk at
+   a time, for :func:`parquet_bloom._logical.column_hashes`), and a filter is sized for the
    chunk's own distinct count. Chunks are built on two threads; memory stays bounded by a
    chunk's hashes per thread.
 3. The new file is the old one minus the old filters' byte ranges (wherever the writer put them:
@@ -53,9 +53,8 @@ from typing import IO, TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
-from parquet_bloom import format as fmt
-from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
-from parquet_bloom.sbbf import (
+from parquet_bloom import _format as fmt
+from parquet_bloom._sbbf import (
     BITS_PER_BLOCK,
     BYTES_PER_BLOCK,
     MAX_NUM_BYTES,
@@ -64,6 +63,7 @@ from parquet_bloom.sbbf import (
     bits_per_value,
     optimal_num_bytes,
 )
+from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -290,7 +290,7 @@ class _Sizing:
         assert ndv is not None  # counted whenever needs_ndv
         if self.flavor is None:
             return optimal_num_bytes(ndv, self.fpp)
-        from parquet_bloom import sizing  # only flavored sizing needs it
+        from parquet_bloom import _sizing as sizing  # only flavored sizing needs it
 
         # DuckDB's rounding has no upper bound; readers refuse more than MAX_NUM_BYTES.
         num_bytes = min(int(sizing.expected_num_bytes(ndv, self.fpp, self.flavor)), MAX_NUM_BYTES)
@@ -790,15 +790,15 @@ def _chunk_hashes(
     out: np.ndarray | None = None,
 ) -> np.ndarray:
     """The hashes of a chunk's non-null values (duplicates possible), in no particular order,
-    read with pyarrow (into ``out`` if it has room, as :func:`parquet_bloom.pages.chunk_hashes`).
+    read with pyarrow (into ``out`` if it has room, as :func:`parquet_bloom._pages.chunk_hashes`).
 
     The chunk is read and hashed a batch of rows at a time, so its decoded values are never
     all in memory: what it takes is 8 bytes a value for the hashes plus one batch. A chunk
     whose pages are all dictionary-encoded has few distinct values: each batch's are found
     first (a hash table over the values) and only they are hashed.
     """
-    from parquet_bloom import encoding
-    from parquet_bloom.pages import HashBuffer
+    from parquet_bloom import _logical as logical
+    from parquet_bloom._pages import HashBuffer
 
     _check_arrow_codec(meta)
     few_distinct = _all_pages_dictionary_encoded(meta)
@@ -811,7 +811,7 @@ def _chunk_hashes(
             if few_distinct:
                 arr = _distinct_values(arr)
             for start in range(0, len(arr), HASH_BATCH_SIZE):
-                hashes.add(encoding.column_hashes(arr.slice(start, HASH_BATCH_SIZE), leaf))
+                hashes.add(logical.column_hashes(arr.slice(start, HASH_BATCH_SIZE), leaf))
     return hashes.hashes()
 
 
@@ -820,7 +820,7 @@ def _check_arrow_codec(meta: Any) -> None:
     was built without them): pyarrow reports it as an OSError, which would read as corrupt."""
     import pyarrow as pa
 
-    from parquet_bloom.pages import ARROW_CODECS
+    from parquet_bloom._pages import ARROW_CODECS
 
     if meta.codec == fmt.CompressionCodec.UNCOMPRESSED:
         return
@@ -1005,7 +1005,7 @@ class _FilterBuilds:
     Chunks are built on BUILD_THREADS threads, each reading, hashing and inserting a whole
     chunk (numpy, pyarrow and the file reads release the GIL), so at most that many chunks'
     hashes are alive at once. A chunk's values are hashed from its pages
-    (:mod:`parquet_bloom.pages`) or, for what that module does not read, through pyarrow, one
+    (:mod:`parquet_bloom._pages`) or, for what that module does not read, through pyarrow, one
     chunk at a time: pyarrow's decoded batches are what memory is spent on, and two in flight
     would double it. Row groups tend to look alike, so each chunk's filter is first tried at
     twice the size of its column's last one (see :func:`_chunk_filter`).
@@ -1080,7 +1080,7 @@ class _FilterBuilds:
     def _hashes_from_pages(
         self, chunk: fmt.ColumnChunkInfo, meta: Any, buffer: np.ndarray | None
     ) -> np.ndarray | None:
-        from parquet_bloom import pages
+        from parquet_bloom import _pages as pages
 
         try:
             with open(self._source, "rb") as file:
@@ -1519,8 +1519,8 @@ def rewrite_bloom_filters(
 
     Sizing, per chunk: ``num_bytes`` if given; else for ``ndv`` distinct values (``"exact"``:
     the chunk's own count of distinct hashes) at false-positive rate ``fpp``, rounded as
-    ``flavor`` rounds (see :func:`parquet_bloom.sizing.expected_num_bytes`; default the spec's
-    :func:`parquet_bloom.sbbf.optimal_num_bytes`).
+    ``flavor`` rounds (see :func:`parquet_bloom._sizing.expected_num_bytes`; default the spec's
+    :func:`parquet_bloom._sbbf.optimal_num_bytes`).
 
     ``dst`` appears only once complete (temporary file, fsync, rename) and is replaced if it
     exists; ``src`` is only read. ``in_place=True`` (with ``dst`` None) replaces ``src`` the

@@ -14,7 +14,7 @@ reproduces a size found in a file, so each flavour below is a transcription of t
 - ``arrow-rs``: ``num_of_bits_from_ndv_fpp`` and ``optimal_num_of_bytes``
   (``parquet/src/bloom_filter/mod.rs``).
 - ``duckdb``: the ``ParquetBloomFilter(num_entries, fpp)`` constructor (``parquet_reader.cpp``).
-- ``spec``: this library's own rule, :func:`parquet_bloom.sbbf.optimal_num_bytes`.
+- ``spec``: this library's own rule, :func:`parquet_bloom._sbbf.optimal_num_bytes`.
 
 Arrow C++ (2026) and arrow-rs (58.2 and later) then *fold* the filter after all values are in: they
 OR groups of ``2**k`` adjacent blocks together, with ``k`` as large as keeps an estimated rate
@@ -30,7 +30,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from parquet_bloom.sbbf import (
+from parquet_bloom._sbbf import (
     BITS_PER_BLOCK,
     BYTES_PER_BLOCK,
     MAX_NUM_BYTES,
@@ -351,7 +351,7 @@ def matching_flavors(
     answer (see :func:`written_num_bytes`).
 
     A file does not record the ``fpp`` either, so the answer is relative to the one asked about
-    (:mod:`parquet_bloom.audit` asks about the writers' defaults).
+    (:mod:`parquet_bloom._audit` asks about the writers' defaults).
     """
     _check_int("num_bytes", num_bytes)
     _check_ndv(ndv)

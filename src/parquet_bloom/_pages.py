@@ -33,8 +33,9 @@ from typing import IO, Any
 import numpy as np
 import numpy.typing as npt
 
-from parquet_bloom import format as fmt
-from parquet_bloom import hashing, kernels
+from parquet_bloom import _format as fmt
+from parquet_bloom import _plain as plain
+from parquet_bloom import kernels
 from parquet_bloom.errors import CorruptFileError
 
 __all__ = ["ARROW_CODECS", "HashBuffer", "NeedsArrow", "chunk_hashes", "rle_hybrid", "supported"]
@@ -361,7 +362,7 @@ class _ChunkScan:
             if data.size < need:
                 raise self._short(need, data.size, count)
             rows = data[:need].reshape(self.width, count).T
-            self.hashes.add(hashing.xxh64_fixed(rows))
+            self.hashes.add(plain.xxh64_fixed(rows))
         else:
             raise NeedsArrow(f"data page encoding {encoding}")
 
@@ -505,12 +506,12 @@ class _Values:
         """The hashes of the values, or of those at the indices ``select``."""
         if self.rows is not None:
             rows = self.rows if select is None else self.rows[select]
-            return hashing.xxh64_fixed(rows)  # copied to lanes a cache-sized part at a time
+            return plain.xxh64_fixed(rows)  # copied to lanes a cache-sized part at a time
         assert self.spans is not None
         data, starts, lengths = self.spans
         if select is not None:
             starts, lengths = starts[select], lengths[select]
-        return hashing.xxh64_spans(data, starts, lengths)
+        return plain.xxh64_spans(data, starts, lengths)
 
 
 def rle_hybrid(

@@ -22,10 +22,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, NamedTuple
 
-from parquet_bloom import encoding
-from parquet_bloom import format as fmt
+from parquet_bloom import _format as fmt
+from parquet_bloom import _logical as logical
+from parquet_bloom._sbbf import MAX_NUM_BYTES, MIN_NUM_BYTES, SplitBlockBloomFilter
 from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
-from parquet_bloom.sbbf import MAX_NUM_BYTES, MIN_NUM_BYTES, SplitBlockBloomFilter
 
 # How much to read from the end of the file for the footer. Most footers are far smaller; a
 # larger one costs exactly one more read.
@@ -463,13 +463,13 @@ class BloomFilterReader:
         """The row groups whose filter for ``column`` might contain any of ``values`` (IN).
 
         Literals are encoded as the column stores them, through its physical and logical type
-        (see :func:`parquet_bloom.encoding.literal_probe`): a literal the column cannot hold
+        (see :func:`parquet_bloom._logical.literal_probe`): a literal the column cannot hold
         matches nothing, and one that cannot be probed safely (NaN, None, a BOOLEAN column) keeps
         every row group. A row group without a filter, or whose filter cannot be read, is kept
         (with a :class:`BloomFilterWarning` for the latter): pruning must never drop a row group
         that holds a value.
         """
-        probe = encoding.literal_probe(values, self._check_column(column))
+        probe = logical.literal_probe(values, self._check_column(column))
         everything = list(range(self.num_row_groups))
         if probe.always_keep:
             return everything

@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from parquet_bloom import hashing
+from parquet_bloom import _plain as plain
 
 if TYPE_CHECKING:
-    from parquet_bloom.format import SchemaLeaf
-    from parquet_bloom.sbbf import SplitBlockBloomFilter
+    from parquet_bloom._format import SchemaLeaf
+    from parquet_bloom._sbbf import SplitBlockBloomFilter
 
 __all__ = ["Probe", "column_hashes", "literal_probe"]
 
@@ -56,8 +56,8 @@ _NANOS_PER_UNIT = {"MILLIS": 10**6, "MICROS": 10**3, "NANOS": 1}
 _ARROW_UNIT = {"MILLIS": "ms", "MICROS": "us", "NANOS": "ns"}
 # LogicalTypes.md, "INT96 timestamps" (deprecated, still written by Spark and Impala): 8 bytes
 # of nanoseconds within the day, then 4 bytes of Julian day number, both little-endian. The
-# constants live with the array version of the layout, in hashing.
-_JULIAN_DAY_OF_UNIX_EPOCH = hashing._JULIAN_UNIX_EPOCH
+# constants live with the array version of the layout, in plain.
+_JULIAN_DAY_OF_UNIX_EPOCH = plain._JULIAN_UNIX_EPOCH
 # LogicalTypes.md, "Signed Integers" / "Unsigned Integers": the legacy ConvertedType names and
 # their (bit width, signed). INT(8/16/32) annotate INT32, INT(64) annotates INT64.
 _CONVERTED_INTEGERS = {
@@ -173,7 +173,7 @@ def _resolve(leaf: SchemaLeaf) -> _Column:
     phys = leaf.physical_type
     if phys == "BOOLEAN":
         return _Column("boolean", leaf)
-    if phys not in hashing.PHYSICAL_TYPES:
+    if phys not in plain.PHYSICAL_TYPES:
         return _Column("unsupported", leaf, why=f"unknown physical type {phys}")
     if leaf.logical_type is not None:
         name = _logical_name(leaf.logical_type)
@@ -337,10 +337,7 @@ def literal_probe(values: Any, leaf: SchemaLeaf) -> Probe:
             always_keep = True
         else:
             blobs.update(dict.fromkeys(encoded))
-    if blobs:
-        hashes = hashing.hash_values(list(blobs), "BYTE_ARRAY")
-    else:
-        hashes = np.empty(0, dtype=np.uint64)
+    hashes = plain.hash_values(list(blobs), "BYTE_ARRAY") if blobs else np.empty(0, np.uint64)
     return Probe(hashes=hashes, always_keep=always_keep)
 
 
@@ -772,7 +769,7 @@ def column_hashes(values: Any, leaf: SchemaLeaf) -> np.ndarray:
             f"column_hashes expects a pyarrow Array or ChunkedArray, not {type(values).__name__}"
         )
     stored = _stored_form(pa, values, column)
-    hashes: np.ndarray = hashing.hash_values(
+    hashes: np.ndarray = plain.hash_values(
         stored, column.physical_type, type_length=leaf.type_length
     )
     return hashes

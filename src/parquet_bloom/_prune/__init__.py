@@ -47,10 +47,10 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
-from parquet_bloom.encoding import literal_probe
+from parquet_bloom._logical import literal_probe
+from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
+from parquet_bloom._sbbf import SplitBlockBloomFilter
 from parquet_bloom.errors import BloomFilterError
-from parquet_bloom.reader import BloomFilterReader, BloomFilterWarning
-from parquet_bloom.sbbf import SplitBlockBloomFilter
 
 # Files pruned at once. Pruning waits on reads (a footer and one filter read per file), so more
 # threads than cores pay off, most on object storage; pyarrow's own IO pool defaults to 8.
