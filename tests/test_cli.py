@@ -148,7 +148,7 @@ def test_inspect_warns_in_the_table(capsys: Capture, tmp_path: Path, pyarrow_fil
 
 
 def expected_results(path: Path, column: str, values: list[object]) -> list[str]:
-    """What each row group's filter says, straight from the reader and logical."""
+    """What each row group's filter says, straight from the reader and the encoding rules."""
     with pb.BloomFilterReader(path) as reader:
         leaf = {x.path: x for x in fmt.schema_leaves(reader.metadata)}[column]
         probe = logical.literal_probe(values, leaf)

@@ -24,7 +24,7 @@ from parquet_bloom import _plain as plain
 from parquet_bloom import kernels
 
 # BloomFilter.md, "Algorithm": the eight odd constants that turn one 32-bit key into eight bit
-# positions, one per lane, by multiplicative plain.
+# positions, one per lane, by multiplicative hashing.
 SALT = np.array(
     [
         0x47B6137B,
@@ -236,7 +236,7 @@ class SplitBlockBloomFilter:
             for lane in range(WORDS_PER_BLOCK):
                 lane_words = np.ascontiguousarray(page[:, lane])
                 if lane_words.any():
-                    packed = lane_words.view(np.uint8)  # mode="wrap": see plain._GATHER
+                    packed = lane_words.view(np.uint8)  # mode="wrap": see xxh64.GATHER
                     np.take(_UNPACKED_BYTES, packed, out=bits.view("<u8"), mode="wrap")
                 else:  # a new filter's: clearing is cheaper than unpacking
                     bits.fill(0)

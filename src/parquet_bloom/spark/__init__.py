@@ -126,6 +126,7 @@ import pyarrow as pa
 from parquet_bloom import _format as fmt
 from parquet_bloom import _plain as plain
 from parquet_bloom import _sizing as sizing
+from parquet_bloom import _xxh64 as xxh64
 from parquet_bloom._logical import literal_probe
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom._sbbf import MAX_NUM_BYTES, SALT, SplitBlockBloomFilter, optimal_num_bytes
@@ -227,7 +228,7 @@ def _decimal_storage(precision: int, legacy: bool) -> tuple[str, int | None]:
         return "INT64", None
     # Spark's Decimal.minBytesForPrecision: the fewest bytes that hold every value of those
     # digits, the width pyarrow picks as well.
-    return "FIXED_LEN_BYTE_ARRAY", plain._decimal_width(precision)
+    return "FIXED_LEN_BYTE_ARRAY", plain.decimal_width(precision)
 
 
 # Arrow types Spark hands to Python for each supported Spark type (ArrowUtils.toArrowType),
@@ -670,8 +671,8 @@ def _probe_batch(values: Any, bloom_filter: SplitBlockBloomFilter, layout: _Spar
 # way Parquet stores them. The long is found by running XXH64's last steps backwards from 0.
 def _xxh64_preimage_of_zero(seed: int) -> int:
     m = (1 << 64) - 1
-    p1, p2, p3, p4, p5 = (int(p) for p in (plain._P1, plain._P2, plain._P3,
-                                           plain._P4, plain._P5))  # fmt: skip
+    p1, p2, p3, p4, p5 = (int(p) for p in (xxh64.PRIME64_1, xxh64.PRIME64_2, xxh64.PRIME64_3,
+                                           xxh64.PRIME64_4, xxh64.PRIME64_5))  # fmt: skip
 
     def rotr(x: int, r: int) -> int:
         return ((x >> r) | (x << (64 - r))) & m
