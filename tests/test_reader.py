@@ -12,6 +12,7 @@ import pytest
 
 import parquet_bloom as pb
 from parquet_bloom import _reader as rd
+from parquet_bloom._io.source import FOOTER_READ_SIZE
 from tests.writers import drop_bloom_filter_lengths, rewrite_footer
 
 
@@ -117,7 +118,7 @@ def test_a_footer_bigger_than_the_tail_read_takes_a_second_read(tmp_path: Path) 
     path = tmp_path / "wide.parquet"
     table = pa.table({f"column_with_a_long_name_{i:04d}": pa.array([i, i + 1]) for i in range(600)})
     pq.write_table(table, path, row_group_size=1)
-    assert footer_size(path) > rd.FOOTER_READ_SIZE
+    assert footer_size(path) > FOOTER_READ_SIZE
     with pb.BloomFilterReader(path) as r:
         assert r.reads == 2
         assert r.num_row_groups == 2 and len(r.columns) == 600
@@ -246,18 +247,6 @@ def test_not_parquet_is_corrupt() -> None:
         pb.BloomFilterReader(io.BytesIO(b"hello world, not parquet at all"))
     with pytest.raises(pb.CorruptFileError, match="too short"):
         pb.BloomFilterReader(io.BytesIO(b"PAR1"))
-
-
-def test_coalesce_plans() -> None:
-    R = rd.ByteRange
-    assert rd.coalesce([R(10**6, 10), R(0, 10), R(10, 5)]) == [R(0, 15), R(10**6, 10)]
-    assert rd.coalesce([R(100, 10), R(0, 10)]) == [R(0, 110)]  # a small gap is read through
-    assert rd.coalesce([R(0, 10), R(5, 2)]) == [R(0, 10)]
-    assert rd.coalesce(
-        [R(0, 10), R(10 + rd.MAX_GAP + 1, 1)],
-    ) == [R(0, 10), R(10 + rd.MAX_GAP + 1, 1)]
-    assert rd.coalesce([R(0, 10), R(10 + rd.MAX_GAP, 1)]) == [R(0, 11 + rd.MAX_GAP)]
-    assert rd.coalesce([]) == []
 
 
 class ShortReads(io.BytesIO):

@@ -39,7 +39,7 @@ from parquet_bloom import _format as fmt
 from parquet_bloom import _rewrite as rewrite
 from parquet_bloom import kernels
 from parquet_bloom._logical import column_hashes
-from parquet_bloom._reader import FOOTER_READ_SIZE
+from parquet_bloom._io.source import FOOTER_READ_SIZE
 from parquet_bloom._rewrite import (
     Relocation,
     RewriteReport,

@@ -36,6 +36,7 @@ import numpy.typing as npt
 from parquet_bloom import _format as fmt
 from parquet_bloom import _plain as plain
 from parquet_bloom import kernels
+from parquet_bloom._io.source import ByteSource
 from parquet_bloom.errors import CorruptFileError
 
 __all__ = ["ARROW_CODECS", "HashBuffer", "NeedsArrow", "chunk_hashes", "rle_hybrid", "supported"]
@@ -145,10 +146,11 @@ def _flba(leaf: fmt.SchemaLeaf) -> bool:
 
 
 def chunk_hashes(
-    file: IO[bytes], meta: Any, leaf: fmt.SchemaLeaf, out: np.ndarray | None = None
+    source: ByteSource | IO[bytes], meta: Any, leaf: fmt.SchemaLeaf, out: np.ndarray | None = None
 ) -> np.ndarray:
     """The XXH64 hashes of the non-null values of one column chunk (duplicates possible), in
-    no particular order, read from ``file`` (opened for reading; its position is moved).
+    no particular order, read from ``source`` (a :class:`ByteSource`, or a binary file object
+    read through one).
 
     ``meta`` is the chunk's ColumnMetaData, ``leaf`` its schema leaf. The hashes are written
     into ``out`` (a uint64 array) when it has room, and the result is then a view of it: a
@@ -157,18 +159,20 @@ def chunk_hashes(
     docstring) and ``CorruptFileError`` (with the page's file offset) for pages that do not
     decode.
     """
-    return _ChunkScan(file, meta, leaf, out).run()
+    if not isinstance(source, ByteSource):
+        source = ByteSource(source)
+    return _ChunkScan(source, meta, leaf, out).run()
 
 
 class _ChunkScan:
     """One pass over the pages of one column chunk."""
 
     def __init__(
-        self, file: IO[bytes], meta: Any, leaf: fmt.SchemaLeaf, out: np.ndarray | None
+        self, source: ByteSource, meta: Any, leaf: fmt.SchemaLeaf, out: np.ndarray | None
     ) -> None:
         if not supported(meta, leaf):
             raise NeedsArrow("the footer lists an encoding, codec or type not read here")
-        self.file = file
+        self.source = source
         self.max_def = int(leaf.max_definition_level or 0)
         self.max_rep = int(leaf.max_repetition_level or 0)
         # Bytes a value; None for BYTE_ARRAY, whose values carry their own lengths.
@@ -229,7 +233,7 @@ class _ChunkScan:
     def _read_header(self, pos: int) -> tuple[Any, int, bytes]:
         size = PAGE_HEADER_GUESS
         while True:
-            head = self._read(pos, min(size, self.end - pos))
+            head = self.source.read_exact(pos, min(size, self.end - pos))
             try:
                 header, header_size = fmt.parse_page_header(head)
             except CorruptFileError as err:
@@ -240,20 +244,10 @@ class _ChunkScan:
                 continue
             return header, header_size, head
 
-    def _read(self, offset: int, length: int) -> bytes:
-        self.file.seek(offset)
-        data = self.file.read(length)
-        if len(data) != length:
-            raise CorruptFileError(
-                f"expected {length} bytes at offset {offset}, the file has {len(data)}",
-                offset=offset,
-            )
-        return data
-
     def _body(self, head: bytes, header_size: int, body_start: int, size: int) -> bytes:
         if header_size + size <= len(head):
             return head[header_size : header_size + size]
-        return self._read(body_start, size)
+        return self.source.read_exact(body_start, size)
 
     def _page(self, header: Any, head: bytes, header_size: int, body_start: int) -> None:
         kind = header.type

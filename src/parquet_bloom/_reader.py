@@ -2,8 +2,8 @@
 
 Reading is split in two, as zarr's range coalescing and h11 are: pure functions *plan* the byte
 ranges (from the footer's offsets and lengths, checked against the file's layout) and coalesce
-them; one small adapter *executes* the plan against a local file, a file-like object or an
-fsspec filesystem, and counts what it read.
+them; :mod:`parquet_bloom._io` *executes* the plan against a local file, a file object or a
+filesystem, and counts what it read.
 
 - The footer costs one tail read, and a second only when it is longer than the first read.
 - A filter whose ``bloom_filter_length`` is known costs one read, and filters that lie together
@@ -15,56 +15,25 @@ fsspec filesystem, and counts what it read.
 
 from __future__ import annotations
 
-import bisect
-import os
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, NamedTuple
+from typing import Any
 
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
+from parquet_bloom._io.ranges import ByteRange, ReadBuffer, coalesce
+from parquet_bloom._io.source import ByteSource, read_footer
 from parquet_bloom._sbbf import MAX_NUM_BYTES, MIN_NUM_BYTES, SplitBlockBloomFilter
 from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
-
-# How much to read from the end of the file for the footer. Most footers are far smaller; a
-# larger one costs exactly one more read.
-FOOTER_READ_SIZE = 64 * 1024
 
 # A filter without bloom_filter_length: read this much and hope it holds header and bitset. The
 # header is 15 to 19 bytes, so this covers whole filters up to about 256 KiB (a 1 % filter for
 # about 200,000 values); a bigger one costs one more read for the rest.
 GUESS_READ_SIZE = 256 * 1024
 
-# Two ranges closer than this are read as one: fetching a gap this small costs less than another
-# round trip to object storage (fsspec and zarr use gaps of the same order).
-MAX_GAP = 64 * 1024
-
 # Magic at both ends of a Parquet file (parquet-format README, "File format").
 _HEAD = len(fmt.MAGIC)
-
-
-class ByteRange(NamedTuple):
-    """``length`` bytes at file offset ``offset``."""
-
-    offset: int
-    length: int
-
-    @property
-    def end(self) -> int:
-        return self.offset + self.length
-
-
-def coalesce(ranges: Iterable[ByteRange], max_gap: int = MAX_GAP) -> list[ByteRange]:
-    """Merge ranges that overlap or lie less than ``max_gap`` bytes apart, in file order."""
-    merged: list[ByteRange] = []
-    for r in sorted(ranges):
-        if merged and r.offset - merged[-1].end <= max_gap:
-            last = merged[-1]
-            merged[-1] = ByteRange(last.offset, max(last.end, r.end) - last.offset)
-        else:
-            merged.append(r)
-    return merged
 
 
 @dataclass(frozen=True)
@@ -170,136 +139,6 @@ def check_header(
         )
 
 
-# -- executing reads ---------------------------------------------------------------------------
-
-
-class _Source:
-    """The one place that touches bytes outside this process: positioned reads, counted."""
-
-    def __init__(self, source: Any, filesystem: Any | None) -> None:
-        self._owned: IO[bytes] | None = None
-        self._fs = filesystem
-        self.reads = 0
-        self.bytes_read = 0
-        if filesystem is not None:
-            if not isinstance(source, str):
-                raise TypeError("with a filesystem, source must be a path string")
-            self.name = source
-            self.size = int(filesystem.size(source))
-            self._file: IO[bytes] | None = None
-        elif isinstance(source, str | os.PathLike):
-            self.name = os.fspath(source)
-            self._owned = self._file = open(source, "rb")  # noqa: SIM115  # closed by close()
-            self.size = os.fstat(self._file.fileno()).st_size
-        elif hasattr(source, "read") and hasattr(source, "seek"):
-            self._file = source
-            self.name = str(getattr(source, "name", "<file object>"))
-            self.size = source.seek(0, os.SEEK_END)
-        else:
-            raise TypeError(
-                "source must be a path, a binary file object with seek() and read(), or a path "
-                f"with filesystem=..., not {type(source).__name__}"
-            )
-
-    def read(self, ranges: Sequence[ByteRange]) -> list[bytes]:
-        """Read each range exactly; a short read means the file is shorter than it says."""
-        if not ranges:
-            return []
-        if self._fs is not None:
-            datas = self._fs.cat_ranges(
-                [self.name] * len(ranges),
-                [r.offset for r in ranges],
-                [r.end for r in ranges],
-            )
-        else:
-            assert self._file is not None
-            datas = []
-            for r in ranges:
-                self._file.seek(r.offset)
-                datas.append(self._file.read(r.length))
-        for r, data in zip(ranges, datas, strict=True):
-            self.reads += 1
-            self.bytes_read += len(data)
-            if len(data) != r.length:
-                raise CorruptFileError(
-                    f"short read: expected {r.length} bytes, got {len(data)}",
-                    source=self.name,
-                    offset=r.offset,
-                )
-        return [bytes(d) for d in datas]
-
-    def close(self) -> None:
-        if self._owned is not None:
-            self._owned.close()
-
-
-class _Buffer:
-    """Bytes read so far, addressed by file offset; a range may span several reads.
-
-    Pieces are kept in file order, so a lookup bisects to the first piece that may hold it
-    (files from arrow-rs have one read per row group: thousands of pieces).
-    """
-
-    def __init__(self) -> None:
-        self._starts: list[int] = []
-        self._pieces: list[tuple[int, bytes]] = []
-
-    def add(self, offset: int, data: bytes) -> None:
-        at = bisect.bisect_left(self._starts, offset)
-        self._starts.insert(at, offset)
-        self._pieces.insert(at, (offset, data))
-
-    def pieces(self) -> list[tuple[int, bytes]]:
-        return list(self._pieces)
-
-    def _from(self, offset: int) -> list[tuple[int, bytes]]:
-        """The pieces that may hold ``offset`` or come after it, in file order."""
-        # Step back over the pieces just before ``offset`` that still reach it. Pieces can
-        # overlap (a coalesced read may span bytes already held), so a long piece hidden behind
-        # a short one may be missed: then missing() asks for bytes again, get() never errs.
-        at = bisect.bisect_right(self._starts, offset)
-        while at > 0 and self._pieces[at - 1][0] + len(self._pieces[at - 1][1]) > offset:
-            at -= 1
-        return self._pieces[at:]
-
-    def missing(self, r: ByteRange) -> list[ByteRange]:
-        """The parts of ``r`` not read yet."""
-        gaps, at = [], r.offset
-        for start, data in self._from(r.offset):
-            if start >= r.end:
-                break
-            if start > at:
-                gaps.append(ByteRange(at, start - at))
-            at = max(at, start + len(data))
-            if at >= r.end:
-                break
-        if at < r.end:
-            gaps.append(ByteRange(at, r.end - at))
-        return gaps
-
-    def get(self, r: ByteRange) -> bytes:
-        """The bytes of ``r``, which must have been read (see :meth:`missing`)."""
-        parts, at = [], r.offset
-        for start, data in self._from(r.offset):
-            if start <= at < start + len(data):
-                take = data[at - start : min(r.end, start + len(data)) - start]
-                parts.append(take)
-                at += len(take)
-                if at >= r.end:
-                    break
-        assert at >= r.end, f"range {r} was not read"
-        return b"".join(parts) if len(parts) > 1 else parts[0] if parts else b""
-
-    def available(self, offset: int, limit: int) -> memoryview:
-        """Up to ``limit`` bytes read from ``offset`` on (possibly fewer, possibly none)."""
-        for start, data in self._from(offset):
-            if start <= offset < start + len(data):
-                return memoryview(data)[offset - start : min(offset - start + limit, len(data))]
-            if start > offset:
-                break
-        return memoryview(b"")
-
-
 class BloomFilterWarning(UserWarning):
     """A Bloom filter could not be used; the row group was kept rather than risk losing rows."""
 
@@ -314,9 +153,10 @@ class BloomFilterReader:
     """
 
     def __init__(self, source: Any, *, filesystem: Any | None = None) -> None:
-        self._source = _Source(source, filesystem)
+        self._source = ByteSource(source, filesystem=filesystem)
         try:
-            self.metadata, self.footer_start = self._read_footer()
+            footer = read_footer(self._source)
+            self.metadata, self.footer_start = fmt.decode_file_metadata(footer.data), footer.start
             self.schema_leaves = fmt.schema_leaves(self.metadata)
             self.column_chunks = fmt.column_chunks(self.metadata, self.schema_leaves)
         except BloomFilterError as err:
@@ -331,29 +171,7 @@ class BloomFilterReader:
         self._cache: dict[tuple[int, str], SplitBlockBloomFilter | None] = {}
         # Bytes of guess reads (filters of unknown length): a guess often covers the filters
         # next to the one it was for, so later requests are served from it.
-        self._guessed = _Buffer()
-
-    # -- footer -------------------------------------------------------------------------------
-
-    def _read_footer(self) -> tuple[Any, int]:
-        size = self._source.size
-        if size < _HEAD + fmt.FOOTER_TRAILER_SIZE:
-            raise CorruptFileError(
-                f"file of {size} bytes is too short to be Parquet", source=self._source.name
-            )
-        tail_len = min(size, FOOTER_READ_SIZE)
-        (tail,) = self._source.read([ByteRange(size - tail_len, tail_len)])
-        footer_len = fmt.parse_footer_trailer(tail[-fmt.FOOTER_TRAILER_SIZE :], file_size=size)
-        footer_start = size - fmt.FOOTER_TRAILER_SIZE - footer_len
-        if footer_len + fmt.FOOTER_TRAILER_SIZE <= tail_len:
-            footer = tail[
-                tail_len - fmt.FOOTER_TRAILER_SIZE - footer_len : -fmt.FOOTER_TRAILER_SIZE
-            ]
-        else:
-            missing = footer_len + fmt.FOOTER_TRAILER_SIZE - tail_len
-            (head,) = self._source.read([ByteRange(footer_start, missing)])
-            footer = head + tail[: -fmt.FOOTER_TRAILER_SIZE]
-        return fmt.decode_file_metadata(footer), footer_start
+        self._guessed = ReadBuffer()
 
     # -- counters and lifetime ------------------------------------------------------------------
 
@@ -533,7 +351,7 @@ class BloomFilterReader:
                 source=name, row_group=chunk.row_group, column=chunk.path, offset=loc.offset
             )
 
-        buffer = _Buffer()
+        buffer = ReadBuffer()
         for offset, data in self._guessed.pieces():
             buffer.add(offset, data)
         firsts = {id(loc): loc.first_read(self.footer_start) for loc in todo}
@@ -569,7 +387,7 @@ class BloomFilterReader:
         return out, failed
 
     def _read_into(
-        self, buffer: _Buffer, ranges: list[ByteRange], keep: _Buffer | None = None
+        self, buffer: ReadBuffer, ranges: list[ByteRange], keep: ReadBuffer | None = None
     ) -> dict[ByteRange, BloomFilterError]:
         """Read ``ranges``, coalesced, into ``buffer`` (and ``keep``); returns the ranges that
         could not be read. When a coalesced read fails (a truncated file, say), each range is
