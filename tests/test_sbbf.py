@@ -23,6 +23,18 @@ U64 = st.integers(min_value=0, max_value=2**64 - 1)
 NUM_BYTES = st.sampled_from([32, 64, 128, 1024, 8192, 65536, 1 << 17, 1 << 20])
 
 
+@st.composite
+def hash_lists(draw: st.DrawFn, max_size: int = 3000) -> list[int]:
+    """Many full 64-bit hashes, spread over every block of any filter (a seeded generator's, as
+    XXH64's are), plus a few that Hypothesis picks (0, 2**64 - 1 and their neighbours).
+
+    ``st.lists(U64)`` alone yields a handful of mostly small integers: all in block 0 or 1, so
+    a fold or an insert that mixes up blocks goes unseen."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    spread = rng.integers(0, 2**64, draw(st.integers(1, max_size)), dtype=np.uint64)
+    return spread.tolist() + draw(st.lists(U64, max_size=10))
+
+
 def filled(num_bytes: int, hashes: list[int]) -> tuple[pb.SplitBlockBloomFilter, ReferenceFilter]:
     ours, ref = pb.SplitBlockBloomFilter(num_bytes), ReferenceFilter(num_bytes)
     ours.insert_hashes(np.array(hashes, dtype=np.uint64))
@@ -32,25 +44,44 @@ def filled(num_bytes: int, hashes: list[int]) -> tuple[pb.SplitBlockBloomFilter,
 
 
 @settings(max_examples=60, deadline=None)
-@given(NUM_BYTES, st.lists(U64, max_size=300))
+@given(NUM_BYTES, hash_lists())
 def test_insert_matches_reference_bit_for_bit(num_bytes: int, hashes: list[int]) -> None:
     ours, ref = filled(num_bytes, hashes)
     assert ours.to_bytes() == ref.to_bytes()
 
 
+# Hashes per call and filter sizes (in bytes) of the two numpy paths: dense (at least one hash
+# per block: bits set lane by lane, a page at a time) and sparse (fewer than one hash per 8
+# blocks: masks OR-ed into the few blocks hit). The sparse calls are big enough that the later
+# calls hit blocks the earlier ones set (2,000 hashes into 16 Ki blocks: about 240 of them).
+INSERT_PATHS = {
+    "dense": (st.sampled_from([32, 1024, 1 << 16, 1 << 19]), lambda blocks: (blocks, 40_000)),
+    "sparse": (st.sampled_from([1 << 16, 1 << 19, 1 << 20]), lambda blocks: (1, blocks // 16)),
+}
+
+
+@pytest.mark.parametrize("path", INSERT_PATHS)
 @settings(max_examples=20, deadline=None)
-@given(st.sampled_from([32, 1024, 1 << 16, 1 << 19]), st.integers(0, 2**32), st.integers(1, 5))
-def test_dense_and_sparse_paths_match_reference(num_bytes: int, seed: int, parts: int) -> None:
-    # Enough values to take the paged path, inserted in several calls.
+@given(data=st.data(), seed=st.integers(0, 2**32), parts=st.integers(2, 5))
+def test_dense_and_sparse_paths_match_reference(
+    path: str, data: st.DataObject, seed: int, parts: int
+) -> None:
+    # Several calls into one filter: a later call must OR its bits into the earlier ones'.
+    sizes, per_call = INSERT_PATHS[path]
+    num_bytes = data.draw(sizes)
+    low, high = per_call(num_bytes // 32)
     rng = np.random.default_rng(seed)
-    hashes = rng.integers(0, 2**64, size=int(rng.integers(1, 40_000)), dtype=np.uint64)
+    calls = [
+        rng.integers(0, 2**64, size=int(rng.integers(low, high + 1)), dtype=np.uint64)
+        for _ in range(parts)
+    ]
     ours, ref = pb.SplitBlockBloomFilter(num_bytes), ReferenceFilter(num_bytes)
-    for part in np.array_split(hashes, parts):
-        ours.insert_hashes(part)
-    for h in hashes.tolist():
-        ref.insert(h)
+    for hashes in calls:
+        ours.insert_hashes(hashes)
+        for h in hashes.tolist():
+            ref.insert(h)
     assert ours.to_bytes() == ref.to_bytes()
-    assert ours.find_hashes(hashes).all()
+    assert ours.find_hashes(np.concatenate(calls)).all()
 
 
 @pytest.mark.parametrize("page_blocks", [4, 64])
@@ -110,7 +141,7 @@ def test_work_arrays_kept_between_inserts_carry_nothing_over() -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(NUM_BYTES, st.lists(U64, max_size=200), st.lists(U64, max_size=200))
+@given(NUM_BYTES, hash_lists(), hash_lists())
 def test_find_matches_reference(num_bytes: int, inserted: list[int], probes: list[int]) -> None:
     ours, ref = filled(num_bytes, inserted)
     assert ours.find_hashes(np.array(inserted, dtype=np.uint64)).all()  # no false negatives
@@ -120,7 +151,7 @@ def test_find_matches_reference(num_bytes: int, inserted: list[int], probes: lis
 
 
 @settings(max_examples=40, deadline=None)
-@given(NUM_BYTES, st.lists(U64, max_size=200))
+@given(NUM_BYTES, hash_lists())
 def test_bytes_round_trip(num_bytes: int, hashes: list[int]) -> None:
     ours, _ = filled(num_bytes, hashes)
     again = pb.SplitBlockBloomFilter.from_bytes(ours.to_bytes())
@@ -130,14 +161,16 @@ def test_bytes_round_trip(num_bytes: int, hashes: list[int]) -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(1, 22), st.integers(0, 22), st.lists(U64, max_size=300))
-def test_fold_equals_direct_build(log_blocks: int, down: int, hashes: list[int]) -> None:
+@given(st.integers(1, 15), st.data(), hash_lists())
+def test_fold_equals_direct_build(log_blocks: int, data: st.DataObject, hashes: list[int]) -> None:
+    # From 2 to 32 Ki blocks (up to 1 MiB), folded 1 to log_blocks times: a fold that OR-ed
+    # the wrong blocks together would give other bits than the reference's at the small size.
     big = 32 << log_blocks
-    small = max(32, big >> down)
-    folded = filled(big, hashes)[0].fold(small) if big <= 1 << 20 else None
-    if folded is None:
-        return
-    assert folded == filled(small, hashes)[0]
+    small = big >> data.draw(st.integers(1, log_blocks))
+    folded = filled(big, hashes)[0].fold(small)
+    direct, ref = filled(small, hashes)
+    assert folded == direct
+    assert folded.to_bytes() == ref.to_bytes()
 
 
 def test_union_is_the_filter_of_all_values() -> None:
