@@ -15,6 +15,7 @@ import io
 import itertools
 import math
 import struct
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -865,3 +866,16 @@ def test_timestamps_that_overflow_when_scaled_are_refused(unit: str, target: str
     arr = pa.array([0, -(2**63)], pa.timestamp(unit))
     with pytest.raises(ValueError, match="overflows when scaled"):
         hash_values(arr, target)
+
+
+@given(
+    st.lists(st.text(), min_size=1, max_size=50) | st.lists(st.binary(), min_size=1, max_size=50)
+)
+def test_python_strings_hash_alike_with_and_without_pyarrow_loaded(values: list[Any]) -> None:
+    # pyarrow packs a list of strings when the process has it; otherwise str.encode and join.
+    with_arrow = hash_values(values, "BYTE_ARRAY")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(sys.modules, "pyarrow", None)  # as in a process that never imported it
+        without = hash_values(values, "BYTE_ARRAY")
+    expected = [xxhash.xxh64_intdigest(v.encode() if isinstance(v, str) else v) for v in values]
+    assert with_arrow.tolist() == without.tolist() == expected

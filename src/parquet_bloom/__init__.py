@@ -1,24 +1,71 @@
-"""parquet-bloom: read, probe and write the split-block Bloom filters of Parquet files.
+"""parquet-bloom: read, probe, check and write the split-block Bloom filters of Parquet files.
 
-Data flows one way: bytes -> :mod:`~parquet_bloom._format` (footer structs) ->
-:mod:`~parquet_bloom._reader` (checked filters) -> :mod:`~parquet_bloom._sbbf` (answers); values
-flow through :mod:`~parquet_bloom._plain` (PLAIN bytes, XXH64) into the filters.
+The public API is what this package exports (``__all__``), with :mod:`parquet_bloom.spark`,
+:mod:`parquet_bloom.testing` and :mod:`parquet_bloom.errors`; every module whose name starts
+with an underscore is private (docs/api.md lists the API, docs/architecture.md the modules).
+
+Names are imported on first use (PEP 562), so ``import parquet_bloom`` costs only what a name
+needs: a filter needs numpy and xxhash, a file's footer thrift, and pruning and checking load
+pyarrow when they are first called for.
 """
 
-from parquet_bloom._audit import CheckReport, FileReport, Violation, check_file, inspect_file
-from parquet_bloom._plain import PHYSICAL_TYPES, hash_value, hash_values
-from parquet_bloom._prune import PruneReport, PruneResult, prune
-from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
-from parquet_bloom._rewrite import (
-    RewriteReport,
-    rewrite_bloom_filters,
-    rewrite_files,
-    serialize_bloom_filter,
-    set_bloom_filter_location,
-)
-from parquet_bloom._sbbf import SplitBlockBloomFilter, optimal_num_bytes
-from parquet_bloom._sizing import FLAVORS, expected_num_bytes, fold_to_fpp, matching_flavors
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
+
+if TYPE_CHECKING:
+    from parquet_bloom._audit import (
+        CheckReport,
+        FileReport,
+        Violation,
+        check_file,
+        inspect_file,
+    )
+    from parquet_bloom._plain import PHYSICAL_TYPES, hash_value, hash_values
+    from parquet_bloom._prune import PruneReport, PruneResult, prune
+    from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
+    from parquet_bloom._rewrite import (
+        RewriteReport,
+        rewrite_bloom_filters,
+        rewrite_files,
+        serialize_bloom_filter,
+        set_bloom_filter_location,
+    )
+    from parquet_bloom._sbbf import SplitBlockBloomFilter, optimal_num_bytes
+    from parquet_bloom._sizing import FLAVORS, expected_num_bytes, fold_to_fpp, matching_flavors
+
+__version__ = "0.1.0"
+
+# Where each public name lives: the private module imported when the name is first used.
+_HOMES = {
+    "CheckReport": "_audit",
+    "FileReport": "_audit",
+    "Violation": "_audit",
+    "check_file": "_audit",
+    "inspect_file": "_audit",
+    "PHYSICAL_TYPES": "_plain",
+    "hash_value": "_plain",
+    "hash_values": "_plain",
+    "PruneReport": "_prune",
+    "PruneResult": "_prune",
+    "prune": "_prune",
+    "BloomFilterReader": "_reader",
+    "BloomFilterWarning": "_reader",
+    "RewriteReport": "_rewrite",
+    "rewrite_bloom_filters": "_rewrite",
+    "rewrite_files": "_rewrite",
+    "serialize_bloom_filter": "_rewrite",
+    "set_bloom_filter_location": "_rewrite",
+    "SplitBlockBloomFilter": "_sbbf",
+    "optimal_num_bytes": "_sbbf",
+    "FLAVORS": "_sizing",
+    "expected_num_bytes": "_sizing",
+    "fold_to_fpp": "_sizing",
+    "matching_flavors": "_sizing",
+}
 
 __all__ = [
     "FLAVORS",
@@ -49,4 +96,16 @@ __all__ = [
     "serialize_bloom_filter",
     "set_bloom_filter_location",
 ]
-__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'parquet_bloom' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"parquet_bloom.{home}"), name)
+    globals()[name] = value  # later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

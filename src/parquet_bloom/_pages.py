@@ -27,7 +27,6 @@ reads that chunk with pyarrow instead. Bytes that cannot be what they claim rais
 from __future__ import annotations
 
 import struct
-from types import ModuleType
 from typing import IO, Any
 
 import numpy as np
@@ -389,7 +388,7 @@ class _ChunkScan:
         return _Values(spans=self._split(data, count))
 
     def _split_compiled(
-        self, compiled: ModuleType, data: np.ndarray, count: int
+        self, compiled: kernels.Kernels, data: np.ndarray, count: int
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`_split` by the compiled kernel, at any count."""
         starts = np.empty(count, dtype=np.int64)

@@ -401,10 +401,13 @@ def _hash_blobs(values: list[Any], kind: type, physical_type: str, type_length: 
 
 
 def _pack_with_arrow(values: list[Any], kind: type) -> tuple[U8, I64, I64] | None:
-    """UTF-8 encode and concatenate with pyarrow (a dependency): one C loop, about three
-    times faster than str.encode + bytes.join. None if pyarrow refuses the values."""
-    import pyarrow as pa
-
+    """UTF-8 encode and concatenate with pyarrow: one C loop, about three times faster than
+    str.encode + bytes.join. None if pyarrow refuses the values, or if the process has not
+    imported pyarrow: loading it costs more than it saves on a probe's few literals, and the
+    core of this package runs without it (a filter on a Spark executor, say)."""
+    pa = sys.modules.get("pyarrow")
+    if pa is None:
+        return None
     try:
         arr = pa.array(
             values, type=pa.large_string() if issubclass(kind, str) else pa.large_binary()

@@ -16,7 +16,6 @@ same hashes, one pass a value, without the GIL. What the bytes of a value are is
 
 from __future__ import annotations
 
-from types import ModuleType
 from typing import Any, Final, TypeAlias
 
 import numpy as np
@@ -286,7 +285,7 @@ def _lane_bytes(lanes: NDArray[Any]) -> U8:
     return np.ascontiguousarray(lanes).view(np.uint8).reshape(-1, lanes.dtype.itemsize)
 
 
-def _compiled_rows(compiled: ModuleType, rows: U8) -> U64:
+def _compiled_rows(compiled: kernels.Kernels, rows: U8) -> U64:
     """XXH64 of every row of a (n, width) uint8 array, by the compiled kernel. Rows a fixed
     number of bytes apart, each contiguous (a page of strings of one length, every 4 + width
     bytes), are read where they lie: the kernel takes the bytes from the first row's start to

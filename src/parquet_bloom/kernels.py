@@ -1,6 +1,6 @@
 """Which implementation hashes values and inserts them: compiled loops, or numpy alone.
 
-The numpy code in :mod:`parquet_bloom._plain`, :mod:`parquet_bloom._pages` and
+The numpy code in :mod:`parquet_bloom._xxh64`, :mod:`parquet_bloom._pages` and
 :mod:`parquet_bloom._sbbf` is complete by itself: it is the reference, it runs wherever numpy
 does, and every test runs on it. Where the package was installed with a C compiler at hand, it
 also carries ``_kernels``, a small C extension (``_kernels.c``) with the loops that dominate
@@ -25,14 +25,46 @@ from __future__ import annotations
 
 import os
 import sys
-from types import ModuleType
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
-__all__ = ["PURE_PYTHON_VARIABLE", "compiled"]
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+# What the kernels read through the buffer protocol; the callers pass numpy arrays (numpy's
+# stubs declare no __buffer__ before Python 3.12, so typing_extensions.Buffer would not match).
+Buffer: TypeAlias = "NDArray[Any] | bytes | bytearray | memoryview"
+
+__all__ = ["PURE_PYTHON_VARIABLE", "Buffer", "Kernels", "compiled"]
 
 PURE_PYTHON_VARIABLE = "PARQUET_BLOOM_PURE_PYTHON"
 
 
-def _load() -> ModuleType | None:
+class Kernels(Protocol):
+    """The compiled loops (``_kernels.c``), as their callers use them; the extension module
+    satisfies this protocol, so mypy checks every call against ``_kernels.pyi``.
+
+    Each raises ValueError, before touching memory, when a span, row or hash would reach past
+    its buffer.
+    """
+
+    def xxh64_rows(
+        self, data: Buffer, offset: int, stride: int, width: int, count: int, out: Buffer, /
+    ) -> None:
+        """XXH64 of ``count`` rows of ``width`` bytes, ``stride`` apart from ``offset``."""
+
+    def xxh64_spans(self, data: Buffer, starts: Buffer, lengths: Buffer, out: Buffer, /) -> None:
+        """XXH64 of ``data[starts[i] : starts[i] + lengths[i]]`` (int64 starts and lengths)."""
+
+    def byte_array_spans(
+        self, data: Buffer, count: int, starts: Buffer, lengths: Buffer, /
+    ) -> int:
+        """Where ``count`` PLAIN byte arrays lie in ``data``; returns the bytes they took."""
+
+    def insert(self, words: Buffer, hashes: Buffer, /) -> None:
+        """Set each hash's eight bits in a split-block filter's words."""
+
+
+def _load() -> Kernels | None:
     if os.environ.get(PURE_PYTHON_VARIABLE, "") not in ("", "0") or sys.byteorder != "little":
         return None
     try:
@@ -42,4 +74,4 @@ def _load() -> ModuleType | None:
     return _kernels
 
 
-compiled: ModuleType | None = _load()
+compiled: Kernels | None = _load()
