@@ -1,18 +1,22 @@
-"""The reader: how many reads it makes, what it accepts, and how it fails."""
+"""The reader: how many reads it makes, what it accepts, and how it fails.
+
+Read sizes are pinned as the README states them (a 64 KiB tail read for the footer, a 256 KiB
+guess for a filter without ``bloom_filter_length``), observed on real files through a file
+object that records every read.
+"""
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
 
+import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import parquet_bloom as pb
-from parquet_bloom import _reader as rd
-from parquet_bloom._io.source import FOOTER_READ_SIZE
 from tests.writers import drop_bloom_filter_lengths, rewrite_footer
 
 
@@ -35,12 +39,29 @@ def small_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def big_filter_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One filter of 1 MiB: bigger than the guess read."""
-    path = tmp_path_factory.mktemp("big") / "big.parquet"
-    table = pa.table({"id": pa.array(np.arange(50_000, dtype=np.int64))})
-    pq.write_table(table, path, bloom_filter_options={"id": {"ndv": 800_000, "fpp": 0.01}})
-    return path
+def big_filter_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """One filter of 1 MiB (parquet-java's default size), four times the guess read: the file
+    as written, and a copy whose footer has no bloom_filter_length (as before format 2.10)."""
+    d = tmp_path_factory.mktemp("big")
+    plain = d / "plain.parquet"
+    pq.write_table(pa.table({"id": pa.array(np.arange(50_000, dtype=np.int64))}), plain)
+    sized = d / "sized.parquet"
+    pb.rewrite_bloom_filters(plain, sized, columns=["id"], num_bytes=1 << 20)
+    return sized, rewrite_footer(sized, d / "old.parquet", drop_bloom_filter_lengths)
+
+
+class RecordedReads(io.BytesIO):
+    """A file object that records where each read starts and how many bytes it returns."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.log: list[tuple[int, int]] = []
+
+    def read(self, size: int | None = -1) -> bytes:
+        start = self.tell()
+        data = super().read(size)
+        self.log.append((start, len(data)))
+        return data
 
 
 def footer_size(path: Path) -> int:
@@ -80,52 +101,71 @@ def test_without_lengths_a_small_filter_takes_one_guess_read(
     small_file: Path, tmp_path: Path
 ) -> None:
     old = rewrite_footer(small_file, tmp_path / "old.parquet", drop_bloom_filter_lengths)
-    with pb.BloomFilterReader(old) as r:
+    recorded = RecordedReads(old.read_bytes())
+    with pb.BloomFilterReader(recorded) as r:
         assert all(c.bloom_filter_length is None for c in r.column_chunks)
-        before = r.bytes_read
         f = r.filter(0, "id")
-        assert r.reads == 2
         offset = r.column_chunk(0, "id").bloom_filter_offset
         assert offset is not None
-        assert r.bytes_read - before == min(rd.GUESS_READ_SIZE, r.footer_start - offset)
+        # The guess is clamped to the footer, which lies less than 256 KiB after the filter.
+        assert r.footer_start - offset < 256 * 1024
+        assert recorded.log[1:] == [(offset, r.footer_start - offset)]
         with pb.BloomFilterReader(small_file) as fresh:
             assert f == fresh.filter(0, "id")
         # The guess covered the other filters too: reading them all costs nothing more.
         assert len(r.filters()) == 9
-        assert r.reads == 2
+        assert r.reads == 2 and len(recorded.log) == 2
 
 
 def test_without_lengths_a_big_filter_takes_a_guess_then_the_uncovered_rest(
-    big_filter_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    big_filter_file: tuple[Path, Path],
 ) -> None:
-    # Arrow C++ folds a filter to its fill (64 KiB here), so shrink the guess rather than
-    # writing a file with a filter bigger than 256 KiB.
-    monkeypatch.setattr(rd, "GUESS_READ_SIZE", 4096)
-    old = rewrite_footer(big_filter_file, tmp_path / "old.parquet", drop_bloom_filter_lengths)
-    true_length = (
-        pq.ParquetFile(big_filter_file).metadata.row_group(0).column(0).bloom_filter_length
-    )
-    with pb.BloomFilterReader(old) as r:
-        before = r.bytes_read
+    sized, old = big_filter_file
+    true_length = pq.ParquetFile(sized).metadata.row_group(0).column(0).bloom_filter_length
+    data = old.read_bytes()
+    recorded = RecordedReads(data)
+    with pb.BloomFilterReader(recorded) as r:
+        chunk = r.column_chunk(0, "id")
+        assert chunk.bloom_filter_length is None and chunk.bloom_filter_offset is not None
+        offset = chunk.bloom_filter_offset
         f = r.filter(0, "id")
-        assert f is not None and f.num_bytes > rd.GUESS_READ_SIZE
-        assert r.reads == 3  # footer, guess, rest
-        assert r.bytes_read - before == true_length  # the rest is exactly what the guess missed
+        assert f is not None and f.num_bytes == 1 << 20
+        # The README's reads: 64 KiB from the end for the footer, a guess of 256 KiB at the
+        # filter, then exactly the bytes of header and bitset that the guess did not cover.
+        guess = 256 * 1024
+        assert recorded.log == [
+            (len(data) - 64 * 1024, 64 * 1024),
+            (offset, guess),
+            (offset + guess, true_length - guess),
+        ]
+        assert (r.reads, r.bytes_read) == (3, 64 * 1024 + true_length)
         assert f.find_hashes(pb.hash_values(np.arange(50_000, dtype=np.int64))).all()
+    with pb.BloomFilterReader(sized) as r:
+        assert r.filter(0, "id") == f  # bit for bit the filter read with its length known
+    with pb.BloomFilterReader(old) as r:  # a path reads the same
+        assert r.filter(0, "id") == f
+        assert (r.reads, r.bytes_read) == (3, 64 * 1024 + true_length)
 
 
 def test_a_footer_bigger_than_the_tail_read_takes_a_second_read(tmp_path: Path) -> None:
     path = tmp_path / "wide.parquet"
     table = pa.table({f"column_with_a_long_name_{i:04d}": pa.array([i, i + 1]) for i in range(600)})
     pq.write_table(table, path, row_group_size=1)
-    assert footer_size(path) > FOOTER_READ_SIZE
-    with pb.BloomFilterReader(path) as r:
-        assert r.reads == 2
+    data = path.read_bytes()
+    footer_start = len(data) - 8 - footer_size(path)
+    assert len(data) - footer_start > 64 * 1024
+    recorded = RecordedReads(data)
+    with pb.BloomFilterReader(recorded) as r:
+        # The 64 KiB tail, then the footer's first bytes, which it missed.
+        assert recorded.log == [
+            (len(data) - 64 * 1024, 64 * 1024),
+            (footer_start, len(data) - 64 * 1024 - footer_start),
+        ]
+        assert r.reads == 2 and r.bytes_read == len(data) - footer_start
         assert r.num_row_groups == 2 and len(r.columns) == 600
 
 
 def test_file_objects_and_fsspec(small_file: Path) -> None:
-    fsspec = pytest.importorskip("fsspec")
     with pb.BloomFilterReader(small_file) as r:
         expected = r.filters()
     buf = io.BytesIO(small_file.read_bytes())
@@ -166,19 +206,59 @@ def test_misuse_is_a_plain_error(small_file: Path) -> None:
         pb.BloomFilterReader(small_file.parent / "missing.parquet")
 
 
-def test_offsets_outside_the_data_are_corrupt_and_pruning_keeps_the_row_group(
+def outside_the_data(path: Path) -> list[tuple[int, int | None]]:
+    """(offset, length) of filters that do not lie in ``path``'s data region: inside the leading
+    magic, inside the footer or the trailer, past the end, or starting in the data but running
+    into the footer (by one byte, and by far); each with its length and without one."""
+    size = path.stat().st_size
+    footer_start = size - 8 - footer_size(path)
+    md = pq.ParquetFile(path).metadata
+    last = md.row_group(2).column(2)  # the last filter: it ends where the footer starts
+    assert last.bloom_filter_offset + last.bloom_filter_length == footer_start
+    offsets = [0, 1, 2, 3, footer_start, footer_start + 100, size - 8, size - 4, size - 1]
+    return [
+        # 144: a real filter's length (the last one's), so only the offset is wrong
+        *((offset, length) for offset in [*offsets, size, 10**12] for length in (144, None)),
+        (last.bloom_filter_offset, last.bloom_filter_length + 1),
+        (last.bloom_filter_offset, last.bloom_filter_length + 1000),
+    ]
+
+
+def test_offsets_outside_the_data_are_refused_before_anything_is_read(
     small_file: Path, tmp_path: Path
 ) -> None:
+    # The README: "Offsets are checked before anything is read". Only the footer's tail read
+    # is ever made for the bad filter; the others still read, in one read.
+    with pb.BloomFilterReader(small_file) as r:
+        expected = r.filters()
+    for offset, length in outside_the_data(small_file):
+
+        def move(md: object, offset: int = offset, length: int | None = length) -> None:
+            meta = md.row_groups[1].columns[0].meta_data  # type: ignore[attr-defined]
+            meta.bloom_filter_offset, meta.bloom_filter_length = offset, length
+
+        bad = rewrite_footer(small_file, tmp_path / "bad.parquet", move)
+        with pb.BloomFilterReader(bad) as r:
+            assert (r.reads, r.bytes_read) == (1, 64 * 1024)
+            with pytest.raises(pb.CorruptFileError) as info:
+                r.filter(1, "id")
+            err = info.value
+            assert (err.row_group, err.column, err.offset) == (1, "id", offset)
+            assert err.source == str(bad)
+            assert "row group 1" in str(err) and "'id'" in str(err) and str(offset) in str(err)
+            assert (r.reads, r.bytes_read) == (1, 64 * 1024), (offset, length)
+            filters, failed = r.filters_with_errors()
+            assert list(failed) == [(1, "id")] and failed[(1, "id")].offset == offset
+            assert filters == {k: f for k, f in expected.items() if k != (1, "id")}
+            assert r.reads == 2
+
+
+def test_a_filter_outside_the_data_keeps_its_row_group(small_file: Path, tmp_path: Path) -> None:
     def bad_offset(md: object) -> None:
         md.row_groups[1].columns[0].meta_data.bloom_filter_offset = 10**12  # type: ignore[attr-defined]
 
     bad = rewrite_footer(small_file, tmp_path / "bad.parquet", bad_offset)
     with pb.BloomFilterReader(bad) as r:
-        with pytest.raises(pb.CorruptFileError) as info:
-            r.filter(1, "id")
-        err = info.value
-        assert (err.row_group, err.column, err.offset) == (1, "id", 10**12)
-        assert "row group 1" in str(err) and "'id'" in str(err) and str(10**12) in str(err)
         with pytest.warns(pb.BloomFilterWarning, match="row group 1"):
             kept = r.row_groups_might_contain("id", [7 * 5])
         assert kept == [0, 1]
@@ -194,46 +274,128 @@ def test_length_that_disagrees_with_the_header_is_corrupt(small_file: Path, tmp_
         r.filter(0, "name")
 
 
-def test_truncating_the_file_anywhere_gives_only_bloom_filter_errors(
-    small_file: Path, tmp_path: Path
-) -> None:
+def test_truncating_the_file_anywhere_is_a_located_error(small_file: Path) -> None:
+    # Every cut through the footer and trailer, through the first filter's header, and a sample
+    # of cuts through the data: the trailer is gone, so the file is refused when opened, with
+    # the offset where its trailing magic should have been.
     data = small_file.read_bytes()
     md = pq.ParquetFile(small_file).metadata
     first_filter = md.row_group(0).column(0).bloom_filter_offset
-    # Every cut through the footer and trailer, through the first filter's header, and a sample
-    # of cuts through the data.
     footer_start = len(data) - 8 - footer_size(small_file)
     cuts = list(range(footer_start - 40, len(data))) + list(range(first_filter, first_filter + 40))
     cuts += list(range(0, first_filter, 997))
     for cut in cuts:
-        try:
-            with pb.BloomFilterReader(io.BytesIO(data[:cut])) as r:
-                r.filters()
-        except pb.BloomFilterError:
-            pass
+        with pytest.raises(pb.CorruptFileError) as info:
+            pb.BloomFilterReader(io.BytesIO(data[:cut]))
+        err = info.value
+        assert err.source == "<file object>", cut
+        if cut < 12:
+            assert "too short" in str(err), cut
+        else:
+            assert err.offset == cut - 4 and "trailing magic" in str(err), cut
 
 
-def test_flipping_bytes_of_footer_and_headers_gives_only_bloom_filter_errors(
+def test_data_cut_short_under_an_intact_footer_loses_only_the_filters_it_held(
     small_file: Path,
 ) -> None:
-    data = bytearray(small_file.read_bytes())
+    # The data region cut anywhere through the filters, the footer kept: every filter that
+    # lies wholly before the cut reads bit for bit, every other one is a CorruptFileError at
+    # its own offset; none goes missing, none reads as other bits.
+    data = small_file.read_bytes()
+    footer_start = len(data) - 8 - footer_size(small_file)
+    with pb.BloomFilterReader(small_file) as r:
+        expected = r.filters()
+        where = {
+            k: (r.column_chunk(*k).bloom_filter_offset, r.column_chunk(*k).bloom_filter_length)
+            for k in expected
+        }
+    cuts = {footer_start}
+    for offset, length in where.values():
+        cuts.update(range(offset - 2, offset + 24))  # through the header
+        cuts.update(range(offset + length - 24, offset + length + 2))  # the bitset's end
+        cuts.update(range(offset, offset + length, 101))
+    seen = {"whole": 0, "lost": 0}
+    for cut in sorted(cuts):
+        with pb.BloomFilterReader(io.BytesIO(data[:cut] + data[footer_start:])) as r:
+            filters, failed = r.filters_with_errors()
+        assert set(filters) | set(failed) == set(expected), cut
+        for key, (offset, length) in where.items():
+            if offset + length <= cut:
+                assert filters[key] == expected[key], (cut, key)
+                seen["whole"] += 1
+            else:
+                err = failed[key]
+                assert isinstance(err, pb.CorruptFileError), (cut, key)
+                assert (err.row_group, err.column, err.offset) == (*key, offset), (cut, key)
+                seen["lost"] += 1
+    assert seen["whole"] > 1000 and seen["lost"] > 1000
+
+
+def test_flipping_bytes_of_footer_and_headers_gives_errors_warnings_or_the_same_filters(
+    small_file: Path,
+) -> None:
+    # Each flip of a byte of a filter header, the footer or the trailer: the file is refused
+    # when opened; or the filters it hits fail (filters() raises, pruning warns and keeps
+    # the row group); or they read bit for bit as before (the byte did not matter to them:
+    # statistics, or a column's name). Never other bits.
+    data = small_file.read_bytes()
     md = pq.ParquetFile(small_file).metadata
     footer_start = len(data) - 8 - footer_size(small_file)
-    headers = [md.row_group(g).column(j).bloom_filter_offset for g in range(3) for j in range(3)]
-    positions = [p for h in headers for p in range(h, h + 20)]
-    positions += list(range(footer_start, len(data), 3))
+    with pb.BloomFilterReader(small_file) as r:
+        columns = r.columns
+        expected = {(g, columns.index(c)): f.to_bytes() for (g, c), f in r.filters().items()}
+    positions = [
+        p
+        for g in range(3)
+        for j in range(3)
+        for meta in [md.row_group(g).column(j)]
+        # the header: what the filter's length holds beyond its bitset (numBytes, a power of two)
+        for p in range(
+            meta.bloom_filter_offset,
+            meta.bloom_filter_offset
+            + meta.bloom_filter_length % 2 ** (meta.bloom_filter_length.bit_length() - 1),
+        )
+    ]
+    positions += list(range(footer_start, len(data)))
+    seen = {"refused": 0, "failed": 0, "same": 0}
     for pos in positions:
         for flip in (0x01, 0x80, 0xFF):
             mutated = bytearray(data)
             mutated[pos] ^= flip
             try:
-                with pb.BloomFilterReader(io.BytesIO(bytes(mutated))) as r:
+                r = pb.BloomFilterReader(io.BytesIO(bytes(mutated)))
+            except pb.BloomFilterError as err:
+                assert err.source == "<file object>", (pos, flip)
+                seen["refused"] += 1
+                continue
+            with r:
+                filters, failed = r.filters_with_errors()
+                got = {(g, r.columns.index(c)): f.to_bytes() for (g, c), f in filters.items()}
+                lost = {(g, r.columns.index(c)) for g, c in failed}
+                # A filter the footer no longer names (its offset field became another field)
+                # is as if never written: pruning keeps its row group.
+                unnamed = {
+                    (c.row_group, c.column_index)
+                    for c in r.column_chunks
+                    if c.bloom_filter_offset is None
+                }
+                assert lost <= set(expected), (pos, flip)
+                assert got == {k: v for k, v in expected.items() if k not in lost | unnamed}, (
+                    pos,
+                    flip,
+                )
+                if not failed:
+                    seen["same"] += 1
+                    continue
+                seen["failed"] += 1
+                for (g, c), err in failed.items():
+                    assert (err.row_group, err.column) == (g, c) and err.offset is not None
+                with pytest.raises(pb.BloomFilterError):
                     r.filters()
-                    r.row_groups_might_contain("id", [5])
-            except pb.BloomFilterError:
-                pass
-            except pb.BloomFilterWarning:
-                pass
+                g, c = next(iter(failed))
+                with pytest.warns(pb.BloomFilterWarning, match=f"row group {g}"):
+                    assert g in r.row_groups_might_contain(c, ["absent"] if c == "name" else [-1])
+    assert seen["refused"] > 1000 and seen["failed"] > 100 and seen["same"] > 1000, seen
 
 
 def test_encrypted_footer_is_unsupported() -> None:
