@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
@@ -72,3 +73,20 @@ def test_every_exported_name_resolves() -> None:
 def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'SplitBlockFilter'"):
         pb.SplitBlockFilter  # noqa: B018
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "parquet_bloom",
+        "parquet_bloom.errors",
+        "parquet_bloom.testing",
+        "parquet_bloom.spark",
+        "parquet_bloom.kernels",
+    ],
+)
+def test_docs_api_names_every_export(module: str) -> None:
+    api = (Path(__file__).parents[1] / "docs" / "api.md").read_text()
+    exported = importlib.import_module(module).__all__
+    assert [name for name in exported if f"`{name}" not in api] == []
+

@@ -8,6 +8,8 @@ wrong argument type, an unknown column name) stays a plain ``TypeError``/``Value
 
 from __future__ import annotations
 
+__all__ = ["BloomFilterError", "CorruptFileError", "UnsupportedFileError"]
+
 
 class BloomFilterError(ValueError):
     """A Parquet file, footer or Bloom filter that cannot be used as it is."""

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 # stubs declare no __buffer__ before Python 3.12, so typing_extensions.Buffer would not match).
 Buffer: TypeAlias = "NDArray[Any] | bytes | bytearray | memoryview"
 
-__all__ = ["PURE_PYTHON_VARIABLE", "Buffer", "Kernels", "compiled"]
+__all__ = ["PURE_PYTHON_VARIABLE", "Kernels", "compiled"]
 
 PURE_PYTHON_VARIABLE = "PARQUET_BLOOM_PURE_PYTHON"
 
