@@ -53,16 +53,13 @@ _CHUNK = 1 << 15
 # Dense inserts set bits for this many hashes per numpy pass: large passes leave a second thread
 # inserting into another filter fewer hand-overs of the GIL to wait for. Only the lane being set
 # needs to stay in cache; the positions (2 MiB of them) are written and read once, in order.
-# Against 64 Ki, the rewrite benchmark's threads waited for the GIL 15 K times, not 20 K, and 8
-# interleaved runs of each took 3.36-6.79 s against 3.59-7.85 s, faster at every rank.
 _DENSE_CHUNK = 1 << 18
 # Dense inserts set one lane of a page at a time, unpacked to one byte per bit: lane i's words
 # of a page of 16 Ki blocks (512 KiB of filter) are 512 KiB unpacked, which stay in a 2 MiB L2
 # cache while the page's hashes set their bits. A filter of up to 2 MiB is one page: grouping
 # the hashes by page would cost more than the cache misses of a 2 MiB lane. A 128 MiB filter
-# has 256 pages, so grouping is a radix sort on one byte. Measured, half a hash a byte into
-# 256 KiB, 1, 2, 4, 8 and 32 MiB: 21.8, 16.0, 17.2, 21.7, 22.8 and 24.5 ns a hash, against 41.6,
-# 21.0, 22.3, 23.6, 24.6 and 25.5 for all lanes of 128 KiB pages at once.
+# has 256 pages, so grouping is a radix sort on one byte. (The sizes were chosen by measurement:
+# docs/performance.md.)
 _PAGE_BLOCKS = 1 << 14
 _ONE_PAGE_BLOCKS = 1 << 16
 # Hashes are grouped by page this many at a time (see _group_by_page).
@@ -74,7 +71,7 @@ _DENSE_RATIO = 8
 _SCALAR_PROBES = 16
 # Dense inserts keep their work arrays between calls, per thread, up to this many bytes each:
 # an insert of 1 M hashes into 2 MiB needs 13 MiB of them, and memory fresh from the kernel is
-# faulted in a page at a time (2-2.6 K faults a call, which took it from 20 to 25 ns a hash).
+# faulted in a page at a time, which costs more than the insert's own arithmetic.
 _WORK_ARRAY_LIMIT = 4 * 1024 * 1024
 
 _WORD = np.dtype("<u4")
@@ -236,7 +233,7 @@ class SplitBlockBloomFilter:
             for lane in range(WORDS_PER_BLOCK):
                 lane_words = np.ascontiguousarray(page[:, lane])
                 if lane_words.any():
-                    packed = lane_words.view(np.uint8)  # mode="wrap": see xxh64.GATHER
+                    packed = lane_words.view(np.uint8)  # mode="wrap": see _xxh64.GATHER
                     np.take(_UNPACKED_BYTES, packed, out=bits.view("<u8"), mode="wrap")
                 else:  # a new filter's: clearing is cheaper than unpacking
                     bits.fill(0)
@@ -464,9 +461,7 @@ def _group_by_page(
     Sorted a group of hashes at a time, each group's runs appended to its pages': a sort of a
     million keys at once (numpy's radix sort of small ints) allocates and fills 16 bytes a hash
     of index arrays, in pages fresh from the kernel each time, while a group's indices stay in
-    cache and their memory is reused. When this replaced one sort, inserting 8 M hashes into
-    32 MiB went from 457 to 278 ms (and, while filters of 2 MiB were still grouped, the rewrite
-    benchmark's page faults from 100-140 K to 13-25 K).
+    cache and their memory is reused.
     """
     num_pages = 1 << page_bits
     key = np.empty(h.size, dtype=np.uint8 if page_bits <= 8 else np.uint16)
