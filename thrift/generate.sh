@@ -51,7 +51,7 @@ cp -r "$tmp/gen/parquet" "$out/parquet"
 cat >"$out/__init__.py" <<'EOF'
 """Generated Thrift bindings of thrift/parquet.thrift. Do not edit: run thrift/generate.sh.
 
-Only parquet_bloom.format imports this package.
+Only parquet_bloom._format imports this package.
 """
 EOF
 # Trailing whitespace in generated code only makes noisy diffs.

@@ -1,0 +1,364 @@
+"""The Parquet footer: its trailer, its FileMetaData, and the column chunks it lists.
+
+A reader finds everything else through the footer: the trailer (the file's last 8 bytes)
+gives its length, the FileMetaData it holds lists every column chunk with its pages and its
+Bloom filter. Decoding is checked beyond what Thrift checks, so that readers can index the
+structs without guarding every access: a schema, one column chunk per schema leaf in every
+row group, ColumnMetaData that agrees with its leaf (:func:`column_chunks`). A reader that
+needs a column chunk's facts gets them flattened, with its schema leaf resolved
+(:class:`ColumnChunkInfo`).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from parquet_bloom._format import _compact as compact
+from parquet_bloom._format.schema import SchemaLeaf, enum_name, schema_leaves
+from parquet_bloom._thrift.parquet import ttypes as _tt
+from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
+
+# Re-exported generated classes, so other modules never import ``_thrift`` themselves.
+FileMetaData = _tt.FileMetaData
+ColumnChunk = _tt.ColumnChunk
+ColumnMetaData = _tt.ColumnMetaData
+CompressionCodec = _tt.CompressionCodec
+ColumnCryptoMetaData = _tt.ColumnCryptoMetaData
+EncryptionWithFooterKey = _tt.EncryptionWithFooterKey
+
+# --- File layout (docs/format-notes.md, file layout) --------------------------------------------
+# A file is "PAR1" <column chunks> <FileMetaData (Thrift compact)> <4-byte LE length> "PAR1".
+# Files whose footer is encrypted end in "PARE" instead (docs/format-notes.md, encryption).
+MAGIC = b"PAR1"
+ENCRYPTED_MAGIC = b"PARE"
+FOOTER_TRAILER_SIZE = 8  # 4-byte little-endian footer length + 4-byte magic
+
+# --- Limits for untrusted input ---------------------------------------------------------------
+# The footer length comes from the file itself. Real footers are kilobytes to a few tens of
+# megabytes; 256 MiB is far beyond any we know of and still small enough to read into memory.
+MAX_FOOTER_SIZE = 256 * 1024 * 1024
+
+
+# =============================================================================================
+# Footer trailer
+# =============================================================================================
+
+
+def parse_footer_trailer(trailer: bytes, *, file_size: int) -> int:
+    """Validate the last ``FOOTER_TRAILER_SIZE`` bytes of a file; return the footer length.
+
+    The footer (Thrift ``FileMetaData``) then occupies
+    ``[file_size - FOOTER_TRAILER_SIZE - length, file_size - FOOTER_TRAILER_SIZE)``.
+    """
+    if len(trailer) != FOOTER_TRAILER_SIZE:
+        raise ValueError(f"the trailer must be the last {FOOTER_TRAILER_SIZE} bytes of the file")
+    min_size = len(MAGIC) + FOOTER_TRAILER_SIZE
+    if file_size < min_size:
+        raise CorruptFileError(
+            f"file of {file_size} bytes is too small to be Parquet "
+            f"(at least {min_size} bytes: leading magic, footer length, trailing magic)"
+        )
+    magic = bytes(trailer[4:])
+    magic_offset = file_size - len(MAGIC)
+    if magic == ENCRYPTED_MAGIC:
+        raise UnsupportedFileError(
+            "encrypted Parquet footers are not supported", offset=magic_offset
+        )
+    if magic != MAGIC:
+        raise CorruptFileError(
+            f"not a Parquet file: trailing magic is {magic!r}, expected {MAGIC!r}",
+            offset=magic_offset,
+        )
+    (length,) = struct.unpack("<I", trailer[:4])
+    length_offset = file_size - FOOTER_TRAILER_SIZE
+    room = file_size - FOOTER_TRAILER_SIZE - len(MAGIC)
+    if length == 0 or length > room:
+        raise CorruptFileError(
+            f"footer length {length} at offset {length_offset} does not fit in a file of "
+            f"{file_size} bytes (at most {room} bytes lie between the leading magic and "
+            "the trailer)",
+            offset=length_offset,
+        )
+    if length > MAX_FOOTER_SIZE:
+        raise UnsupportedFileError(
+            f"footer length {length} at offset {length_offset} exceeds this library's "
+            f"limit of {MAX_FOOTER_SIZE} bytes",
+            offset=length_offset,
+        )
+    return int(length)
+
+
+# =============================================================================================
+# FileMetaData
+# =============================================================================================
+
+# The generated code attaches thrift_spec after each class body, which mypy cannot see.
+_FULL_FILE_META_DATA_SPEC: tuple[Any, ...] = _tt.FileMetaData.thrift_spec  # type: ignore[attr-defined]
+
+# Only what a Bloom filter reader needs; see decode_file_metadata.
+_FAST_COLUMN_META_DATA_SPEC = compact.prune(
+    _tt.ColumnMetaData,
+    {
+        "type",
+        "path_in_schema",
+        "codec",
+        "num_values",
+        "total_compressed_size",
+        "data_page_offset",
+        "index_page_offset",
+        "dictionary_page_offset",
+        "bloom_filter_offset",
+        "bloom_filter_length",
+    },
+)
+_FAST_COLUMN_CHUNK_SPEC = compact.prune(
+    _tt.ColumnChunk,
+    {
+        "file_path",
+        "file_offset",
+        "meta_data",
+        "offset_index_offset",
+        "offset_index_length",
+        "column_index_offset",
+        "column_index_length",
+        "crypto_metadata",
+        "encrypted_column_metadata",
+    },
+    {"meta_data": _FAST_COLUMN_META_DATA_SPEC},
+)
+_FAST_ROW_GROUP_SPEC = compact.prune(
+    _tt.RowGroup,
+    {"columns", "num_rows", "file_offset", "total_compressed_size", "ordinal"},
+    {"columns": _FAST_COLUMN_CHUNK_SPEC},
+)
+_FAST_FILE_META_DATA_SPEC = compact.prune(
+    _tt.FileMetaData,
+    {"version", "schema", "num_rows", "row_groups", "created_by", "encryption_algorithm"},
+    {"row_groups": _FAST_ROW_GROUP_SPEC},
+)
+
+
+def decode_file_metadata(buf: bytes | memoryview, *, full: bool = False) -> FileMetaData:
+    """Decode a Thrift compact ``FileMetaData`` (the footer, without its trailer).
+
+    By default only the fields a Bloom filter reader needs are decoded: FileMetaData
+    {version, schema, num_rows, row_groups, created_by, encryption_algorithm}, RowGroup
+    {columns, num_rows, file_offset, total_compressed_size, ordinal}, all ColumnChunk fields
+    but with a ColumnMetaData of only {type, path_in_schema, codec, num_values,
+    total_compressed_size, data_page_offset, index_page_offset, dictionary_page_offset,
+    bloom_filter_offset, bloom_filter_length}. The rest (statistics, encodings, key-value
+    metadata, size and geospatial statistics, column orders) is left ``None``, so such a
+    result must not be re-encoded: use ``full=True`` to rewrite a footer losslessly.
+    (Without the C extension every field is decoded either way.)
+
+    Returns the generated ``FileMetaData``. Raises ``CorruptFileError`` when the bytes do
+    not decode or lack what readers rely on (a schema, one column chunk per schema leaf in
+    every row group, ColumnMetaData in every unencrypted column chunk).
+    """
+    spec = _FULL_FILE_META_DATA_SPEC if full else _FAST_FILE_META_DATA_SPEC
+    md = compact.decode_untrusted(
+        buf, _tt.FileMetaData, spec, "footer", "the Parquet footer", max_size=MAX_FOOTER_SIZE
+    )
+    _validate_file_metadata(md)
+    result: FileMetaData = md
+    return result
+
+
+def _validate_file_metadata(md: FileMetaData) -> None:
+    leaves = schema_leaves(md)  # validates the schema tree
+    for i, rg in enumerate(_row_groups(md)):
+        columns = _row_group_columns(i, rg, leaves)
+        if rg.num_rows is None:
+            raise CorruptFileError(f"row group {i} has no num_rows", row_group=i)
+        for j, chunk in enumerate(columns):
+            if (
+                chunk.meta_data is None
+                and chunk.crypto_metadata is None
+                and chunk.encrypted_column_metadata is None
+            ):
+                raise _chunk_error(i, j, leaves[j], "no ColumnMetaData")
+
+
+def _row_groups(md: FileMetaData) -> list[Any]:
+    row_groups: list[Any] | None = md.row_groups
+    if row_groups is None:
+        raise CorruptFileError("the Parquet footer has no row group list")
+    return row_groups
+
+
+def _row_group_columns(i: int, rg: Any, leaves: list[SchemaLeaf]) -> list[Any]:
+    """Row group ``i``'s column chunks, one per schema leaf (checked: readers index them)."""
+    columns: list[Any] | None = rg.columns
+    if columns is None or len(columns) != len(leaves):
+        got = "no" if columns is None else len(columns)
+        raise CorruptFileError(
+            f"row group {i} has {got} column chunks but the schema has {len(leaves)} leaf columns",
+            row_group=i,
+        )
+    return columns
+
+
+def encode_file_metadata(md: FileMetaData) -> bytes:
+    """Serialize a ``FileMetaData`` with the Thrift compact protocol.
+
+    For a footer decoded with ``full=True`` this reproduces the original bytes of footers
+    written by Arrow C++ and parquet-java (fields in id order, the canonical compact
+    encoding), which is what lets a footer rewrite change only what it means to. It cannot
+    where the decoded structs lost something: fields newer than our IDL are dropped, invalid
+    UTF-8 in Thrift ``string`` fields (names, created_by) came back as U+FFFD, and a
+    ColumnChunk without its required ``file_offset`` gets the IDL default 0 written. A
+    rewrite that must be exact can check ``encode_file_metadata(md) == original`` first.
+    """
+    return compact.encode_struct(md, _tt.FileMetaData, _FULL_FILE_META_DATA_SPEC)
+
+
+# =============================================================================================
+# Column chunks
+# =============================================================================================
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnChunkInfo:
+    """One column chunk, flattened, with its schema leaf resolved.
+
+    For an encrypted column whose ColumnMetaData is only stored encrypted (``encrypted``
+    with no plaintext metadata) the schema supplies path and types, and ``num_values``,
+    ``data_page_offset`` and ``total_compressed_size`` are 0: check ``encrypted`` first.
+    """
+
+    row_group: int
+    column_index: int
+    path: str  # dotted path_in_schema, e.g. "a.b", "tags.list.element"
+    physical_type: str  # Type enum name, e.g. "INT32"
+    type_length: int | None
+    logical_type: Any | None  # generated LogicalType union instance
+    converted_type: str | None  # ConvertedType enum name
+    scale: int | None
+    precision: int | None
+    num_values: int
+    data_page_offset: int
+    dictionary_page_offset: int | None
+    total_compressed_size: int
+    bloom_filter_offset: int | None
+    bloom_filter_length: int | None
+    encrypted: bool  # column crypto metadata present
+    path_in_schema: tuple[str, ...] = ()  # the unambiguous form of ``path``
+
+
+def column_chunks(
+    md: FileMetaData, leaves: list[SchemaLeaf] | None = None
+) -> list[ColumnChunkInfo]:
+    """All column chunks in (row group, column) order, checked against the schema (whose
+    :func:`schema_leaves` a caller that has them passes, saving a walk of a wide schema)."""
+    return list(_iter_column_chunks(md, schema_leaves(md) if leaves is None else leaves))
+
+
+def _iter_column_chunks(md: FileMetaData, leaves: list[SchemaLeaf]) -> Iterator[ColumnChunkInfo]:
+    type_names = _tt.Type._VALUES_TO_NAMES
+    leaf_paths = [list(leaf.path_in_schema) for leaf in leaves]
+    for i, rg in enumerate(_row_groups(md)):
+        columns = _row_group_columns(i, rg, leaves)
+        # This loop runs once per column chunk (10,000s in wide files), so the common case
+        # is one combined check; only a failing chunk takes the slow path that says why.
+        for j, chunk in enumerate(columns):
+            leaf = leaves[j]
+            encrypted = (
+                chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None
+            )
+            meta = chunk.meta_data
+            if meta is None:
+                if not encrypted:
+                    raise _chunk_error(i, j, leaf, "no ColumnMetaData")
+                yield ColumnChunkInfo(
+                    i, j, leaf.path, leaf.physical_type, leaf.type_length, leaf.logical_type,
+                    leaf.converted_type, leaf.scale, leaf.precision,
+                    0, 0, None, 0, None, None, True, leaf.path_in_schema,
+                )  # fmt: skip
+                continue
+            num_values = meta.num_values
+            data_page_offset = meta.data_page_offset
+            total_compressed_size = meta.total_compressed_size
+            bloom_filter_offset = meta.bloom_filter_offset
+            bloom_filter_length = meta.bloom_filter_length
+            try:
+                ok = (
+                    num_values >= 0
+                    and data_page_offset >= 0
+                    and total_compressed_size >= 0
+                    and (bloom_filter_offset is None or bloom_filter_offset >= 0)
+                    and (bloom_filter_length is None or bloom_filter_length >= 0)
+                    and type_names.get(meta.type) == leaf.physical_type
+                    and meta.path_in_schema == leaf_paths[j]
+                )
+            except TypeError:  # a required field is None
+                ok = False
+            if not ok:
+                _check_chunk(i, j, meta, leaf)
+            yield ColumnChunkInfo(
+                i, j, leaf.path, leaf.physical_type, leaf.type_length, leaf.logical_type,
+                leaf.converted_type, leaf.scale, leaf.precision,
+                num_values, data_page_offset, meta.dictionary_page_offset, total_compressed_size,
+                bloom_filter_offset, bloom_filter_length, encrypted, leaf.path_in_schema,
+            )  # fmt: skip
+
+
+def chunk_start(meta: Any) -> int:
+    """Where a column chunk's pages begin (``meta``: a ColumnMetaData or ColumnChunkInfo): its
+    dictionary page, if it has one, else its first data page.
+
+    Like Arrow C++ (ComputeColumnChunkRange), a dictionary page offset counts only when it is
+    positive and before the first data page; some writers put 0 or junk there. Unlike Arrow
+    C++, a data page offset inside the leading magic counts for nothing: Arrow C++ writes
+    ``data_page_offset`` 0 for a chunk of a dictionary page and no data page (every column of
+    an empty table, or of an empty row group), and never reads such a chunk's pages itself.
+    """
+    start = int(meta.data_page_offset)
+    dictionary = meta.dictionary_page_offset
+    if dictionary is not None and (0 < dictionary < start or start < len(MAGIC) <= dictionary):
+        start = int(dictionary)
+    return start
+
+
+def _chunk_error(i: int, j: int, leaf: SchemaLeaf, what: str) -> CorruptFileError:
+    return CorruptFileError(
+        f"column chunk {j} of row group {i}: {what}", row_group=i, column=leaf.path
+    )
+
+
+def _check_chunk(i: int, j: int, meta: Any, leaf: SchemaLeaf) -> None:
+    """Raise the CorruptFileError that says what is wrong with this ColumnMetaData, if
+    anything (the fast check in _iter_column_chunks can fail on unknown enum values)."""
+    path = meta.path_in_schema
+    if path is None or tuple(path) != leaf.path_in_schema:
+        raise _chunk_error(
+            i,
+            j,
+            leaf,
+            f"path_in_schema {path!r} does not match schema leaf {leaf.column_index} "
+            f"{list(leaf.path_in_schema)!r}",
+        )
+    physical_type = enum_name(_tt.Type, meta.type)
+    if physical_type != leaf.physical_type:
+        raise _chunk_error(
+            i,
+            j,
+            leaf,
+            f"physical type {physical_type} differs from the schema's {leaf.physical_type}",
+        )
+    for field, optional in (
+        ("num_values", False),
+        ("data_page_offset", False),
+        ("total_compressed_size", False),
+        ("bloom_filter_offset", True),
+        ("bloom_filter_length", True),
+    ):
+        value = getattr(meta, field)
+        if value is None:
+            if optional:
+                continue
+            raise _chunk_error(i, j, leaf, f"required field {field} is missing")
+        if value < 0:
+            raise _chunk_error(i, j, leaf, f"{field} is negative ({value})")
