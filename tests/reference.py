@@ -21,7 +21,7 @@ SALT = (
 
 
 def mask(key: int) -> list[int]:
-    """BloomFilter.md, "Algorithm": one bit per 32-bit lane, chosen by key * SALT[i] >> 27."""
+    """docs/format-notes.md#sbbf-layout: one bit per 32-bit lane, chosen by key * SALT[i] >> 27."""
     return [1 << (((key * salt) & 0xFFFFFFFF) >> 27) for salt in SALT]
 
 

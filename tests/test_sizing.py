@@ -26,7 +26,8 @@ MIB = 1024 * 1024
     [(27, 64, 64, 32, 32), (100, 256, 128, 128, 128), (1693, 2048, 4096, 2048, 2048)],
 )
 def test_spec_facts_examples(ndv: int, java: int, cpp: int, rs: int, duckdb: int) -> None:
-    # SPEC_FACTS.md "Sizing": the four writers disagree on these at fpp 0.01.
+    # The four writers disagree on these at fpp 0.01 (docs/format-notes.md, "Where the writers
+    # disagree").
     got = [
         expected_num_bytes(ndv, 0.01, f)
         for f in ("parquet-java", "arrow-cpp", "arrow-rs", "duckdb")
@@ -184,7 +185,8 @@ def test_fold_rule_and_exactness(num_bytes: int, n: int, fpp: float) -> None:
     f = filter_of(num_bytes, hashes)
     folded = fold_to_fpp(f, fpp)
     k = (num_bytes // folded.num_bytes).bit_length() - 1
-    # The rule from SPEC_FACTS, written directly: k is the largest with the estimate <= fpp.
+    # The rule of docs/format-notes.md, "Folding after insertion", written directly: k is the
+    # largest with the estimate <= fpp.
     fill = f.fraction_set()
 
     def estimate(j: int) -> float:

@@ -16,7 +16,7 @@
 #include <string.h>
 
 /* XXH64 (https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md), seed 0: the hash of
- * parquet-format BloomFilter.md, "Hash Function". */
+ * docs/format-notes.md#the-hash. */
 #define P1 0x9E3779B185EBCA87ULL
 #define P2 0xC2B2AE3D27D4EB4FULL
 #define P3 0x165667B19E3779F9ULL
@@ -217,7 +217,7 @@ static PyObject *byte_array_spans(PyObject *module, PyObject *args) {
     return result;
 }
 
-/* BloomFilter.md, "Algorithm": the eight salts, one per 32-bit word of a block. */
+/* docs/format-notes.md#sbbf-layout: the eight salts, one per 32-bit word of a block. */
 static const uint32_t SALT[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
                                  0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
 
@@ -233,7 +233,7 @@ static const uint32_t SALT[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b728
 #endif
 
 /* insert(words, hashes): set each hash's eight bits in the filter whose blocks of eight
- * uint32 words are `words` (BloomFilter.md: block ((h >> 32) * z) >> 32, which is always
+ * uint32 words are `words` (docs/format-notes.md#sbbf-layout: block ((h >> 32) * z) >> 32, which is always
  * below z; in word i, bit (key * SALT[i]) >> 27 of the low half key). */
 static PyObject *insert(PyObject *module, PyObject *args) {
     Py_buffer words, hashes;

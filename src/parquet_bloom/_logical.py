@@ -87,7 +87,8 @@ _BYTE_STRING_ANNOTATIONS = frozenset({"STRING", "UTF8", "ENUM", "JSON", "BSON"})
 _MAX_DECIMAL_DIGITS = 1000
 
 # The PLAIN bytes of both zeros: writers hash the raw IEEE bits and -0.0 == +0.0, so a zero
-# literal must probe both (SPEC_FACTS "What is hashed": no writer canonicalises).
+# literal must probe both (no writer canonicalises; docs/format-notes.md, "Floating-point zeros
+# and NaN").
 _ZEROS = {
     "FLOAT": (struct.pack("<f", 0.0), struct.pack("<f", -0.0)),
     "DOUBLE": (struct.pack("<d", 0.0), struct.pack("<d", -0.0)),

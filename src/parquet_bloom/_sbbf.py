@@ -23,7 +23,7 @@ import numpy.typing as npt
 from parquet_bloom import _plain as plain
 from parquet_bloom import kernels
 
-# BloomFilter.md, "Algorithm": the eight odd constants that turn one 32-bit key into eight bit
+# docs/format-notes.md#sbbf-layout: the eight odd constants that turn one 32-bit key into eight bit
 # positions, one per lane, by multiplicative hashing.
 SALT = np.array(
     [
@@ -87,8 +87,8 @@ _SALTS = [int(s) for s in SALT]  # Python ints for the scalar probe path
 
 
 def bits_per_value(fpp: float) -> float:
-    """Bits per distinct value for false-positive rate ``fpp`` (BloomFilter.md, "Build a Bloom
-    filter": ``c = -8 / log(1 - pow(p, 1.0 / 8))``)."""
+    """Bits per distinct value for false-positive rate ``fpp``: ``c = -8 / log(1 - pow(p, 1/8))``
+    (docs/format-notes.md#how-writers-size-filters)."""
     _check_fpp(fpp)
     return -8.0 / math.log1p(-(fpp ** (1.0 / 8.0)))
 

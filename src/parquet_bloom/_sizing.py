@@ -2,7 +2,7 @@
 
 Every writer starts from the same formula, ``m = -8 * ndv / ln(1 - fpp ** (1/8))`` bits, which
 gives eight-bit blocks a false-positive rate ``fpp`` for ``ndv`` distinct values
-(parquet-format ``BloomFilter.md``, "Sizing"), and then rounds it its own way: to a multiple of a
+(docs/format-notes.md#how-writers-size-filters), and then rounds it its own way: to a multiple of a
 block or not, to a power of two up or down, within its own bounds. Writer authors and the
 ``check`` command need the exact rounding, not an approximation, to say which writer's rule
 reproduces a size found in a file, so each flavour below is a transcription of the writer's code:
@@ -81,7 +81,7 @@ DEFAULT_NDV = {"arrow-cpp": 1024 * 1024, "arrow-rs": 1024 * 1024}
 # the cap on every filter, and the size of every filter written without an expected NDV.
 PARQUET_JAVA_DEFAULT_MAX_BYTES = 1024 * 1024
 
-# The eight bits a value sets, one per 32-bit word of a block (BloomFilter.md, "Algorithm").
+# The eight bits a value sets, one per 32-bit word of a block (docs/format-notes.md#sbbf-layout).
 _BITS_SET_PER_BLOCK = 8
 _BITS_PER_WORD = 32
 # parquet-java BlockSplitBloomFilter.UPPER_BOUND_BYTES and Arrow C++ kMaximumBloomFilterBytes,

@@ -47,9 +47,9 @@ U64: TypeAlias = NDArray[np.uint64]
 I64: TypeAlias = NDArray[np.int64]
 U8: TypeAlias = NDArray[np.uint8]
 
-# XXH64 primes. parquet-format BloomFilter.md, "Hash Function": the filter hashes with XXH64
-# (https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md) and seed 0. numpy scalars,
-# not Python ints, so that array arithmetic stays in uint64 and wraps modulo 2**64.
+# XXH64 primes. The filter hashes with XXH64 and seed 0 (docs/format-notes.md#the-hash; the
+# hash: https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md). numpy scalars, not
+# Python ints, so that array arithmetic stays in uint64 and wraps modulo 2**64.
 PRIME64_1 = np.uint64(0x9E3779B185EBCA87)
 PRIME64_2 = np.uint64(0xC2B2AE3D27D4EB4F)
 PRIME64_3 = np.uint64(0x165667B19E3779F9)
