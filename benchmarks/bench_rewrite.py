@@ -199,18 +199,18 @@ def above_baseline(result: dict[str, float]) -> float:
 
 def step_times(path: Path) -> dict[str, float]:
     """The rewrite's steps, timed one by one over every chunk of the filtered columns, on one
-    thread (the rewrite runs them on two: see rewrite.BUILD_THREADS), with pyarrow reading the
+    thread (the rewrite runs them on two: see build.BUILD_THREADS), with pyarrow reading the
     same chunks for scale."""
     from parquet_bloom import _format as fmt
     from parquet_bloom import _pages as pages
-    from parquet_bloom import _rewrite as rewrite
+    from parquet_bloom._rewrite import build
 
     data = path.read_bytes()[-(1 << 20) :]
     footer_length = int.from_bytes(data[-8:-4], "little")
     md = fmt.decode_file_metadata(data[-8 - footer_length : -8], full=True)
     leaves = fmt.schema_leaves(md)
     parquet_file = pq.ParquetFile(path)
-    sizing = rewrite._check_sizing(0.01, "exact", None, None)
+    sizing = build.check_sizing(0.01, "exact", None, None)
     keys = (
         "read, decompress and hash the pages",
         "size (estimate NDV, fold) and insert",
@@ -227,7 +227,7 @@ def step_times(path: Path) -> dict[str, float]:
                 hashes = pages.chunk_hashes(file, chunk.meta_data, leaf)
                 t1 = time.perf_counter()
                 guess = sizes.get(leaf.path)
-                bloom_filter = rewrite._chunk_filter(hashes, sizing, guess and 2 * guess)
+                bloom_filter = build.chunk_filter(hashes, sizing, guess and 2 * guess)
                 sizes[leaf.path] = bloom_filter.num_bytes
                 t2 = time.perf_counter()
                 parquet_file.read_row_group(rg, columns=[leaf.path], use_threads=False)

@@ -29,12 +29,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
 from parquet_bloom import _sizing as sizing
+from parquet_bloom._arrow_chunks import ChunkReader, Unmapped
 from parquet_bloom._reader import BloomFilterReader, locate_filter
 from parquet_bloom._sbbf import SplitBlockBloomFilter, expected_fpp
 from parquet_bloom.errors import BloomFilterError, UnsupportedFileError
@@ -219,9 +218,10 @@ def _describe_locations(
 ) -> dict[tuple[int, str], str]:
     """Describe each filter's place relative to the row groups' column data.
 
-    Writers differ (SPEC_FACTS "Placement"): arrow-rs writes each row group's filters after it,
-    Arrow C++ all filters after the last row group, parquet-java after the page indexes, DuckDB
-    just before the footer. So the description says what the offsets show, not whose it is.
+    Writers differ (docs/format-notes.md, where writers place filters): arrow-rs writes each
+    row group's filters after it, Arrow C++ all filters after the last row group, parquet-java
+    after the page indexes, DuckDB just before the footer. So the description says what the
+    offsets show, not whose it is.
     """
     ordered = sorted(extents.items(), key=lambda item: item[1].start)
     last_row_group = max(extents) if extents else None
@@ -441,55 +441,6 @@ def _overlaps(
     return out
 
 
-class _Unmapped(Exception):
-    """pyarrow's columns do not line up with the schema's leaves."""
-
-
-class _ChunkValues:
-    """Column chunk values as pyarrow reads them, one top-level column of a row group at a time."""
-
-    def __init__(self, path: str, leaves: Sequence[fmt.SchemaLeaf]) -> None:
-        self._path = path
-        self._file: pq.ParquetFile | None = None  # opened on first use, inside the caller's try
-        self._leaves = leaves
-        self._cached: tuple[tuple[int, str], list[Any]] | None = None
-
-    def leaf(self, row_group: int, leaf: fmt.SchemaLeaf) -> Any:
-        """The leaf's values in ``row_group`` (an Arrow array, nulls included)."""
-        top = leaf.path_in_schema[0]
-        key = (row_group, top)
-        if self._cached is None or self._cached[0] != key:
-            if self._file is None:
-                self._file = pq.ParquetFile(self._path)
-            table = self._file.read_row_group(row_group, columns=[top])
-            arrays = _leaf_arrays(table.column(0).combine_chunks())
-            self._cached = (key, arrays)
-        arrays = self._cached[1]
-        siblings = [x for x in self._leaves if x.path_in_schema[0] == top]
-        if len(arrays) != len(siblings):
-            raise _Unmapped(
-                f"pyarrow reads {len(arrays)} leaf columns under {top!r} where the schema has "
-                f"{len(siblings)}"
-            )
-        return arrays[siblings.index(leaf)]
-
-
-def _leaf_arrays(arr: Any) -> list[Any]:
-    """The leaf arrays of a (nested) Arrow array, depth first, as Parquet orders its leaves."""
-    t = arr.type
-    if isinstance(t, pa.BaseExtensionType) and pa.types.is_nested(t.storage_type):
-        return _leaf_arrays(arr.storage)
-    if pa.types.is_struct(t):
-        return [leaf for child in arr.flatten() for leaf in _leaf_arrays(child)]
-    if pa.types.is_map(t):
-        entries = pa.struct([t.key_field, t.item_field])
-        as_list = arr.cast(pa.list_(pa.field("entries", entries, nullable=False)))
-        return _leaf_arrays(pc.list_flatten(as_list))
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return _leaf_arrays(pc.list_flatten(arr))
-    return [arr]
-
-
 def _first_missing_value(values: Any, found: npt.NDArray[np.bool_], num_hashes: int) -> Any:
     """The first value whose hash was not found, as a Python value (None if unknown)."""
     non_null = values.drop_null()
@@ -552,7 +503,8 @@ def check_file(
             raise ValueError(f"max_fpp must be strictly between 0 and 1, got {max_fpp!r}")
         max_fpp = float(max_fpp)
     name = os.fspath(path)
-    with BloomFilterReader(name) as reader:
+    # The values are read with pyarrow, opened on first use, inside _check_chunk's try.
+    with BloomFilterReader(name) as reader, ChunkReader(name) as values:
         leaves = reader.schema_leaves
         selected = _select_columns(columns, leaves, name)
         by_path = {leaf.path: leaf for leaf in leaves}
@@ -568,7 +520,6 @@ def check_file(
                 "some filters have no bloom_filter_length (format < 2.10): readers must guess "
                 "how much to read"
             )
-        values: _ChunkValues | None = None
         checks = []
         for done, chunk in enumerate(filtered, 1):
             try:
@@ -578,9 +529,8 @@ def check_file(
                 findings = [_Finding(kind, None, err.reason)]
                 f = None
             if f is not None:
-                if values is None:
-                    values = _ChunkValues(name, leaves)
-                check, findings = _check_chunk(chunk, by_path[chunk.path], f, values, max_fpp)
+                leaf = by_path[chunk.path]
+                check, findings = _check_chunk(chunk, leaf, leaves, f, values, max_fpp)
                 checks.append(check)
             violations.extend(
                 Violation(x.kind, name, chunk.row_group, chunk.path, x.value, x.message)
@@ -608,8 +558,9 @@ class _Finding:
 def _check_chunk(
     chunk: fmt.ColumnChunkInfo,
     leaf: fmt.SchemaLeaf,
+    leaves: Sequence[fmt.SchemaLeaf],
     f: SplitBlockBloomFilter,
-    values: _ChunkValues,
+    values: ChunkReader,
     max_fpp: float | None,
 ) -> tuple[ChunkCheck, list[_Finding]]:
     """Measure one chunk; return its report and what is wrong with it."""
@@ -622,8 +573,8 @@ def _check_chunk(
     if chunk.physical_type == "BOOLEAN":
         return replace(base, notes=(_BOOLEAN_NOTE,)), findings
     try:
-        arr = values.leaf(chunk.row_group, leaf)
-    except _Unmapped as err:
+        arr = values.leaf(chunk.row_group, leaf, leaves)
+    except Unmapped as err:
         return replace(base, notes=(f"values not checked: {err}",)), findings
     except (pa.ArrowException, OSError) as err:  # pyarrow cannot decode the chunk
         findings.append(_Finding("data", None, f"cannot read the chunk's values: {err}"))

@@ -1,0 +1,373 @@
+"""Atomic output, and copies of a source's unchanged bytes into it.
+
+A :class:`FileSink` is a file that appears whole or not at all: it is written to a temporary
+file next to its target, flushed, fsynced, given the mode (and, where allowed, the owner) of
+the file it replaces, renamed over the target, and the directory is fsynced. On any exception
+(KeyboardInterrupt included) the temporary file is removed and the target is untouched.
+
+What goes into it: :meth:`FileSink.write` for new bytes, :meth:`FileSink.copy` for a byte range
+of a :class:`~parquet_bloom._io.source.ByteSource` copied unchanged. A local source is copied by
+the kernel where it can (``copy_file_range``: no bytes through user space, a fifth of the CPU
+time of read and write), long runs around the page cache with ``direct=True`` (see
+:data:`DIRECT_COPY_MIN`), the rest through one reused buffer; any other source through its
+``read``. A copy can be cancelled from another thread between blocks.
+
+The sink is the seam other outputs plug into: the rewrite uses only ``write``, ``copy``,
+``sync`` and the context manager.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import mmap
+import os
+import secrets
+import stat
+import threading
+from contextlib import suppress
+from typing import IO
+
+from parquet_bloom._io.source import ByteSource
+from parquet_bloom.errors import CorruptFileError
+
+__all__ = [
+    "COPY_BUFFER_SIZE",
+    "DIRECT_COPY_ALIGN",
+    "DIRECT_COPY_MIN",
+    "DIRECT_COPY_WINDOW",
+    "KERNEL_COPY_SIZE",
+    "FileSink",
+    "copy_direct",
+    "open_temporary",
+]
+
+# Bytes copied per read and write when copying through user space: large enough that system
+# calls cost nothing next to the copy, small enough not to matter for memory.
+COPY_BUFFER_SIZE = 1024 * 1024
+
+# copy_file_range(2): Linux and FreeBSD; elsewhere, or where the kernel or file system says it
+# cannot (these errnos), the copy goes through user space.
+copy_file_range = getattr(os, "copy_file_range", None)
+_CANNOT_COPY_IN_KERNEL = frozenset(
+    {errno.ENOSYS, errno.EXDEV, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF, errno.EPERM}
+)
+# Bytes per copy_file_range call: the copy can be cancelled between calls.
+KERNEL_COPY_SIZE = 64 * 1024 * 1024
+
+# Long runs of unchanged bytes are written around the page cache (O_DIRECT), read into one
+# buffer: copy_file_range on a file system that cannot share extents (ext4) copies every byte
+# into new page-cache pages, which must then be written back, at a CPU cost the filter builds
+# on the other threads would rather have (docs/performance.md, the rewrite). The copy is then
+# not in the page cache: a reader of the new file reads it from the disk.
+# Direct I/O wants file offsets, lengths and memory aligned to the device's logical block: 4 KiB
+# is a multiple of the common ones (512 B, 4 KiB); a larger one refuses the writes (EINVAL) and
+# the kernel's copy takes over. The buffer, an anonymous mapping, starts on a page.
+DIRECT_COPY_ALIGN = 4096
+# Shorter runs are not worth the set-up (changing the file's flags, the buffer).
+DIRECT_COPY_MIN = 8 * 1024 * 1024
+# Bytes read and written at a time: the buffer's size.
+DIRECT_COPY_WINDOW = 8 * 1024 * 1024
+O_DIRECT: int | None = getattr(os, "O_DIRECT", None)
+# Errors that say "not here" (a file system without direct I/O, a block larger than we align
+# to): the copy goes on through copy_file_range.
+_CANNOT_WRITE_DIRECT = frozenset({errno.EINVAL, errno.EOPNOTSUPP})
+# write(2) for direct I/O, under a name of its own so that tests can make it fail.
+write_direct = os.write
+
+
+class _Cancelled(Exception):
+    """A copy was told to stop (the caller failed elsewhere); the sink is then aborted."""
+
+
+class FileSink:
+    """A local file that becomes ``target`` only when the ``with`` block completes.
+
+    ``like``: the stat of the file being replaced, whose permissions the new file takes, and
+    its owner and group where we may give them (root may; anyone may keep their own).
+    """
+
+    def __init__(self, target: str, like: os.stat_result | None = None) -> None:
+        self.target = target
+        self._like = like
+        self._directory = os.path.dirname(os.path.abspath(target))
+        self._tmp_path: str | None = None
+        self._out: IO[bytes] | None = None
+        self._inputs: dict[str, int] = {}  # local sources' descriptors, for the kernel's copies
+        self._inputs_lock = threading.Lock()
+
+    # -- lifetime -----------------------------------------------------------------------------
+
+    def __enter__(self) -> FileSink:
+        if not os.path.isdir(self._directory):  # else the error would name our temporary file
+            raise FileNotFoundError(
+                errno.ENOENT, f"no directory to write {self.target!r} in", self._directory
+            )
+        self._tmp_path, self._out = open_temporary(self._directory, os.path.basename(self.target))
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        assert self._tmp_path is not None and self._out is not None
+        committed = False
+        try:
+            try:
+                if exc_type is None:
+                    self.sync()
+            finally:
+                self._out.close()
+                self._close_inputs()
+            if exc_type is None:
+                if self._like is not None:
+                    _take_ownership_and_mode(self._tmp_path, self._like)
+                os.replace(self._tmp_path, self.target)
+                committed = True
+        finally:
+            if not committed:
+                with suppress(FileNotFoundError):
+                    os.unlink(self._tmp_path)
+        if committed:
+            _fsync_directory(self._directory)
+
+    # -- output -------------------------------------------------------------------------------
+
+    def write(self, data: bytes | memoryview) -> None:
+        """Append ``data``."""
+        _write_all(self._file(), data)
+
+    def sync(self) -> None:
+        """Flush what was written and fsync it."""
+        out = self._file()
+        out.flush()
+        os.fsync(out.fileno())
+
+    def copy(
+        self,
+        source: ByteSource,
+        start: int,
+        end: int,
+        *,
+        cancel: threading.Event | None = None,
+        direct: bool = False,
+    ) -> None:
+        """Append ``source[start:end]``: with ``direct``, its long aligned runs around the
+        page cache; the rest in the kernel where it can, else through one reused buffer. A
+        source shorter than ``end`` raises ``CorruptFileError``; ``cancel`` set stops the copy
+        between blocks (the sink must then be aborted)."""
+        out = self._file()
+        if source.local_path is None:
+            _copy_reads(source, out, start, end, cancel)
+            return
+        _copy_local(self._input(source.local_path), out, start, end, source.name, cancel, direct)
+
+    def _file(self) -> IO[bytes]:
+        if self._out is None:
+            raise RuntimeError("the sink is used outside its with block")
+        return self._out
+
+    def _input(self, path: str) -> int:
+        with self._inputs_lock:
+            if path not in self._inputs:
+                self._inputs[path] = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            return self._inputs[path]
+
+    def _close_inputs(self) -> None:
+        with self._inputs_lock:
+            for fd in self._inputs.values():
+                os.close(fd)
+            self._inputs.clear()
+
+
+def open_temporary(directory: str, name: str) -> tuple[str, IO[bytes]]:
+    """Create a new file next to the destination (a rename within one directory is atomic)
+    and open it for writing, unbuffered. Mode 0o666 less the umask, as for any new file."""
+    for _ in range(100):
+        path = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(
+                path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666
+            )
+        except FileExistsError:
+            continue
+        return path, os.fdopen(fd, "wb", buffering=0)
+    raise FileExistsError(f"cannot create a temporary file in {directory}")
+
+
+def _fsync_directory(directory: str) -> None:
+    """Make the rename itself durable (POSIX); not possible, nor needed, on Windows."""
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _take_ownership_and_mode(path: str, like: os.stat_result) -> None:
+    if hasattr(os, "chown"):
+        current = os.stat(path)
+        if (current.st_uid, current.st_gid) != (like.st_uid, like.st_gid):
+            # Not allowed unless root (or the group is one of ours): the file is then ours.
+            with suppress(PermissionError):
+                os.chown(path, like.st_uid, like.st_gid)
+    # After chown, which may clear the set-id bits.
+    os.chmod(path, stat.S_IMODE(like.st_mode))
+
+
+def _write_all(out: IO[bytes], data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        written = out.write(view)
+        if written is None:  # a non-blocking raw file that could not write; ours never is
+            raise OSError("the output file accepted no bytes")
+        view = view[written:]
+
+
+def _check_cancel(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise _Cancelled
+
+
+def _copy_reads(
+    source: ByteSource, out: IO[bytes], start: int, end: int, cancel: threading.Event | None
+) -> None:
+    """Copy through the source's own reads (a source that is not a local file)."""
+    position = start
+    while position < end:
+        _check_cancel(cancel)
+        length = min(COPY_BUFFER_SIZE, end - position)
+        _write_all(out, source.read_exact(position, length))
+        position += length
+
+
+def _copy_local(
+    fd: int,
+    out: IO[bytes],
+    start: int,
+    end: int,
+    source: str,
+    cancel: threading.Event | None,
+    direct: bool,
+) -> None:
+    position = start
+    if isinstance(out, io.FileIO):  # unbuffered: the kernel may write to its descriptor
+        if direct and O_DIRECT is not None:
+            position = copy_direct(fd, out, start, end, source, cancel)
+        if copy_file_range is not None:
+            position = _copy_in_kernel(fd, out, position, end, cancel)
+    if position < end:
+        _copy_through_buffer(fd, out, position, end, source, cancel)
+
+
+def _copy_through_buffer(
+    fd: int,
+    out: IO[bytes],
+    start: int,
+    end: int,
+    source: str,
+    cancel: threading.Event | None,
+) -> None:
+    buffer = memoryview(bytearray(min(COPY_BUFFER_SIZE, end - start)))
+    position = start
+    while position < end:
+        _check_cancel(cancel)
+        n = os.preadv(fd, [buffer[: min(len(buffer), end - position)]], position)
+        if not n:
+            raise CorruptFileError(
+                f"short read: the file ended {end - position} bytes early",
+                source=source,
+                offset=end,
+            )
+        _write_all(out, buffer[:n])
+        position += n
+
+
+def _copy_in_kernel(
+    fd: int, out: io.FileIO, start: int, end: int, cancel: threading.Event | None
+) -> int:
+    """Copy what the kernel will of ``fd[start:end]``; returns where it stopped (``end``, or
+    earlier when the file ended or the kernel cannot, for the buffered copy to go on from)."""
+    assert copy_file_range is not None
+    position = start
+    while position < end:
+        _check_cancel(cancel)
+        try:
+            copied = copy_file_range(
+                fd, out.fileno(), min(KERNEL_COPY_SIZE, end - position), position
+            )
+        except OSError as err:
+            if err.errno in _CANNOT_COPY_IN_KERNEL and position == start:
+                return position
+            raise
+        if copied == 0:  # the source ended early: the buffered copy reports it
+            return position
+        position += copied
+    return position
+
+
+def copy_direct(
+    fd: int,
+    out: io.FileIO,
+    start: int,
+    end: int,
+    source: str,
+    cancel: threading.Event | None,
+) -> int:
+    """Copy most of ``fd[start:end]`` to the end of ``out`` with direct I/O: all but the head
+    (up to where ``out`` reaches an aligned offset, copied here first the usual way) and the
+    tail (less than a block). Returns where it stopped, for the usual copy to go on from:
+    ``start`` when the run is too short for direct I/O, else the tail's start, or wherever
+    direct I/O was refused."""
+    import fcntl
+
+    assert O_DIRECT is not None
+    first = start + -out.tell() % DIRECT_COPY_ALIGN  # where the output is aligned
+    last = first + (end - first) // DIRECT_COPY_ALIGN * DIRECT_COPY_ALIGN
+    if last - first < max(DIRECT_COPY_MIN, DIRECT_COPY_ALIGN):
+        return start
+    _copy_local(fd, out, start, first, source, cancel, direct=False)
+    out_fd = out.fileno()
+    flags = fcntl.fcntl(out_fd, fcntl.F_GETFL)
+    try:
+        fcntl.fcntl(out_fd, fcntl.F_SETFL, flags | O_DIRECT)
+    except OSError as err:
+        if err.errno in _CANNOT_WRITE_DIRECT:
+            return first
+        raise
+    try:
+        # Anonymous mappings are page-aligned, as direct I/O wants its memory.
+        with mmap.mmap(-1, min(DIRECT_COPY_WINDOW, last - first)) as buffer:
+            return _write_direct_windows(fd, out_fd, buffer, first, last, cancel)
+    finally:
+        fcntl.fcntl(out_fd, fcntl.F_SETFL, flags)
+
+
+def _write_direct_windows(
+    src_fd: int, fd: int, buffer: mmap.mmap, start: int, end: int, cancel: threading.Event | None
+) -> int:
+    """Copy ``src[start:end]`` (aligned) through ``buffer`` to ``fd`` (opened for direct I/O);
+    returns where it stopped."""
+    position = start
+    # Views are released on the way out, whatever still holds them (a traceback may): else the
+    # buffer could not be closed.
+    with memoryview(buffer) as whole:
+        while position < end:
+            _check_cancel(cancel)
+            length = min(len(whole), end - position)
+            with whole[:length] as window:
+                if os.preadv(src_fd, [window], position) < length:
+                    return position  # the source ended early: the buffered copy reports it
+            done = 0
+            while done < length:
+                with whole[done:length] as rest:
+                    try:
+                        written = write_direct(fd, rest)
+                    except OSError as err:
+                        if err.errno in _CANNOT_WRITE_DIRECT:
+                            return position + done
+                        raise
+                done += written
+                if written % DIRECT_COPY_ALIGN:  # a short write left the output unaligned
+                    return position + done
+            position += length
+    return position

@@ -1,0 +1,317 @@
+"""The rewrite's entry points: check the options, read the source once, plan, build, write.
+
+One :class:`~parquet_bloom._io.source.ByteSource` per rewrite serves every read: the footer
+(:func:`~parquet_bloom._io.source.read_footer`), the leading magic, the ranges the plan asks for
+(old filter headers, offset indexes) and the builds' page reads. The plan is made from the
+footer and those bytes before any output is written (:mod:`parquet_bloom._rewrite.plan`); the
+output goes through one :class:`~parquet_bloom._io.sink.FileSink`, which makes it appear whole
+or not at all.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from parquet_bloom import _format as fmt
+from parquet_bloom._io.ranges import ByteRange, ReadBuffer, coalesce
+from parquet_bloom._io.sink import FileSink
+from parquet_bloom._io.source import ByteSource, read_footer
+from parquet_bloom._rewrite import plan
+from parquet_bloom._rewrite.build import FilterBuilds, Ndv, Sizing, check_sizing
+from parquet_bloom._rewrite.output import BodyCopy, write_filters, write_footer
+from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
+
+__all__ = ["RewriteReport", "rewrite_bloom_filters", "rewrite_files"]
+
+# Writers disagree on BOOLEAN filters (docs/format-notes.md, BOOLEAN columns: parquet-java
+# writes an empty one, Arrow C++ refuses, arrow-rs hashes one byte), so no reader can rely on
+# one: we do not write them.
+_UNFILTERABLE_TYPES = frozenset({"BOOLEAN"})
+
+
+@dataclass
+class RewriteReport:
+    """What :func:`rewrite_bloom_filters` did to one file."""
+
+    src: str
+    dst: str
+    filters_written: list[tuple[int, str, int]] = field(default_factory=list)
+    """(row_group, column, num_bytes) of every filter built, in file order."""
+    filters_kept: int = 0
+    """Filters copied unchanged from ``src``."""
+    filters_removed: int = 0
+    """Filters of ``src`` that ``dst`` no longer has (a rebuilt filter is not counted)."""
+    bytes_before: int = 0
+    bytes_after: int = 0
+
+
+def _check_options(
+    columns: object, remove: object, fpp: float, ndv: Ndv, num_bytes: int | None, flavor: str | None
+) -> Sizing:
+    """Raise for options that no file could take; the sizing they ask for."""
+    sizing = check_sizing(fpp, ndv, num_bytes, flavor)
+    if isinstance(remove, str) and remove != "all":
+        raise TypeError(f'remove must be a list of column paths or "all", not {remove!r}')
+    if isinstance(columns, str) and columns != "existing":
+        raise TypeError(
+            f'columns must be a list of column paths, "existing" or None, not {columns!r}'
+        )
+    return sizing
+
+
+def _column_list(value: object, what: str) -> list[str]:
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise TypeError(f"{what} must be a list of column paths, not {value!r}")
+    columns = list(value)
+    for column in columns:
+        if not isinstance(column, str):
+            raise TypeError(f"{what} must hold dotted column paths (str), not {column!r}")
+    return columns
+
+
+def _check_columns(columns: list[str], leaves: dict[str, fmt.SchemaLeaf], source: str) -> None:
+    for column in columns:
+        if column in leaves:
+            continue
+        under = [path for path in leaves if path.startswith(column + ".")]
+        hint = (
+            f"it is a group; its leaf columns are {', '.join(map(repr, under))}"
+            if under
+            else f"its columns are {', '.join(map(repr, leaves))}"
+        )
+        raise ValueError(f"no leaf column {column!r} in {source}: {hint}")
+
+
+def _check_supported(md: Any) -> None:
+    if md.encryption_algorithm is not None:
+        raise UnsupportedFileError(
+            "encrypted Parquet files (plaintext footer mode) are not supported: their "
+            "filters and page indexes are encrypted, and the footer is signed"
+        )
+    for i, rg in enumerate(md.row_groups):
+        for chunk in rg.columns:
+            path = chunk.meta_data.path_in_schema if chunk.meta_data else None
+            column = ".".join(path) if path else None  # a missing path is reported later
+            if chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None:
+                raise UnsupportedFileError(
+                    "encrypted column chunks are not supported", row_group=i, column=column
+                )
+            if chunk.file_path is not None:
+                raise UnsupportedFileError(
+                    f"the column chunk's data lives in another file ({chunk.file_path!r}); "
+                    "only self-contained files can be rewritten",
+                    row_group=i,
+                    column=column,
+                )
+
+
+def _resolve_targets(
+    chunks: Sequence[fmt.ColumnChunkInfo],
+    leaves: dict[str, fmt.SchemaLeaf],
+    columns: Sequence[str] | Literal["existing"] | None,
+    remove: Sequence[str] | Literal["all"],
+    source: str,
+) -> tuple[list[fmt.ColumnChunkInfo], set[str]]:
+    """The chunks to build filters for and the columns whose filters go."""
+    if remove == "all":
+        removed = set(leaves)
+    else:
+        removed_list = _column_list(remove, "remove")
+        _check_columns(removed_list, leaves, source)
+        removed = set(removed_list)
+    if columns is None:
+        return [], removed
+    if columns == "existing":
+        targets = [
+            c
+            for c in chunks
+            if c.bloom_filter_offset is not None
+            and c.path not in removed
+            and c.physical_type not in _UNFILTERABLE_TYPES
+        ]
+        return targets, removed
+    wanted = _column_list(columns, "columns")
+    _check_columns(wanted, leaves, source)
+    both = sorted(removed.intersection(wanted)) if remove != "all" else []
+    if both:
+        raise ValueError(f"columns {both} are both to be given filters and to lose them")
+    if remove == "all" and wanted:
+        raise ValueError('remove="all" removes every filter; it cannot be combined with columns')
+    for column in wanted:
+        if leaves[column].physical_type in _UNFILTERABLE_TYPES:
+            raise ValueError(
+                f"column {column!r} is {leaves[column].physical_type}: writers disagree on how "
+                "its values are hashed (parquet-java writes an empty filter, Arrow C++ refuses, "
+                "arrow-rs hashes one byte), so no reader can use such a filter"
+            )
+    chosen = set(wanted)
+    return [c for c in chunks if c.path in chosen], removed
+
+
+def rewrite_bloom_filters(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str] | None = None,
+    *,
+    columns: Sequence[str] | Literal["existing"] | None = None,
+    fpp: float = 0.01,
+    ndv: Ndv = "exact",
+    num_bytes: int | None = None,
+    flavor: str | None = None,
+    remove: Sequence[str] | Literal["all"] = (),
+    in_place: bool = False,
+    force: bool = False,
+) -> RewriteReport:
+    """Write ``src`` to ``dst`` with Bloom filters added, re-sized or removed; the pages are
+    copied byte for byte, only the filters and the footer change.
+
+    ``columns``: dotted leaf paths to build filters for (replacing any they have), ``None`` to
+    build none (only ``remove``), or ``"existing"`` to rebuild every filter the file already
+    has, sized for its chunk. ``remove``: dotted leaf paths whose filters go, or ``"all"``.
+    Every other filter is copied unchanged.
+
+    Sizing, per chunk: ``num_bytes`` if given; else for ``ndv`` distinct values (``"exact"``:
+    the chunk's own count of distinct hashes) at false-positive rate ``fpp``, rounded as
+    ``flavor`` rounds (see :func:`parquet_bloom._sizing.expected_num_bytes`; default the spec's
+    :func:`parquet_bloom._sbbf.optimal_num_bytes`).
+
+    ``dst`` appears only once complete (temporary file, fsync, rename) and is replaced if it
+    exists; ``src`` is only read. ``in_place=True`` (with ``dst`` None) replaces ``src`` the
+    same way (the file a symlink names, not the link), keeping its permissions and, where
+    allowed, its owner; other hard links to it keep the old file. The footer must re-encode to
+    its exact bytes, else :class:`~parquet_bloom.errors.UnsupportedFileError` unless
+    ``force=True``. Encrypted files and files whose chunks live in other files are refused.
+    """
+    source = os.fspath(src)
+    if in_place:
+        if dst is not None and os.path.abspath(os.fspath(dst)) != os.path.abspath(source):
+            raise ValueError("in_place=True rewrites src itself; pass no dst")
+        target = os.path.realpath(source)  # through symlinks: the file itself
+    else:
+        if dst is None:
+            raise ValueError("pass dst, or in_place=True to replace src")
+        target = os.fspath(dst)
+        if os.path.exists(target) and os.path.samefile(source, target):
+            raise ValueError(f"dst {target!r} is src; pass in_place=True to replace src")
+        if os.path.isdir(target):  # found now, not by the rename after all the work
+            raise IsADirectoryError(errno.EISDIR, "dst is a directory, not a file path", target)
+    sizing = _check_options(columns, remove, fpp, ndv, num_bytes, flavor)
+    report = RewriteReport(source, source if in_place else target)
+    # In place: the new file takes the mode and owner of the one it replaces.
+    replaced = os.stat(source) if in_place else None
+    with ByteSource(source) as file:
+        report.bytes_before = file.size
+        try:
+            footer = read_footer(file)
+            head = file.read_exact(0, len(fmt.MAGIC))
+            if head != fmt.MAGIC:
+                raise CorruptFileError(
+                    f"not a Parquet file: leading magic is {head!r}, expected {fmt.MAGIC!r}",
+                    offset=0,
+                )
+            md = fmt.decode_file_metadata(footer.data, full=True)
+            _check_supported(md)
+            if not force:
+                plan.check_lossless(footer.data, md, fmt.encode_file_metadata, "the footer")
+        except BloomFilterError as err:
+            raise err.located(source=source) from err.__cause__
+        footer_start = footer.start
+        leaf_list = fmt.schema_leaves(md)
+        chunks = fmt.column_chunks(md, leaf_list)
+        leaves = {leaf.path: leaf for leaf in leaf_list}
+        targets, removed = _resolve_targets(chunks, leaves, columns, remove, source)
+
+        # Plan, read what the plan asks for, plan on: nothing below opens a file but the sink.
+        protected = plan.layout_ranges(md, footer_start, source)
+        locations = plan.filter_locations(chunks, footer_start, source)
+        headers = _fetch(file, plan.header_ranges(locations, footer_start))
+        old_filters = plan.old_filters(locations, headers, footer_start, source)
+        cuts = plan.filter_splices(old_filters.values(), protected, source)
+        indexes = _fetch(file, plan.offset_index_ranges(md, cuts))
+        moves = plan.relocation(md, cuts, indexes, force, source)
+
+        building = {(c.row_group, c.column_index) for c in targets}
+        kept = {
+            key: old
+            for key, old in old_filters.items()
+            if key not in building and old.column not in removed
+        }
+        report.filters_kept = len(kept)
+        report.filters_removed = len(old_filters.keys() - building - kept.keys())
+        # The body is copied (IO) on a thread while others build the filters (CPU); each
+        # filter is written out as soon as it and those before it are done.
+        with (
+            FileSink(target, replaced) as sink,
+            BodyCopy(sink, file, moves, footer_start) as body,
+            FilterBuilds(file, targets, leaf_list, md, sizing) as builds,
+        ):
+            at = moves(footer_start)
+            body.finish()  # the builds go on meanwhile, on their own threads
+            placements, report.filters_written = write_filters(sink, file, chunks, builds, kept, at)
+            plan.relocate_footer(md, moves, footer_start, placements)
+            filters_end = at + sum(length for _, length in placements.values())
+            report.bytes_after = filters_end + write_footer(sink, md)
+    return report
+
+
+def _fetch(source: ByteSource, ranges: Sequence[ByteRange]) -> ReadBuffer:
+    """The bytes of ``ranges``, read coalesced."""
+    fetched = ReadBuffer()
+    merged = coalesce(ranges)
+    for r, data in zip(merged, source.read(merged), strict=True):
+        fetched.add(r.offset, data)
+    return fetched
+
+
+def rewrite_files(
+    jobs: Iterable[tuple[str | os.PathLike[str], str | os.PathLike[str] | None]],
+    *,
+    columns: Sequence[str] | Literal["existing"] | None = None,
+    fpp: float = 0.01,
+    ndv: Ndv = "exact",
+    num_bytes: int | None = None,
+    flavor: str | None = None,
+    remove: Sequence[str] | Literal["all"] = (),
+    in_place: bool = False,
+    force: bool = False,
+    progress: Callable[[RewriteReport], None] | None = None,
+    on_error: Callable[[str, Exception], None] | None = None,
+) -> list[RewriteReport]:
+    """:func:`rewrite_bloom_filters` over many ``(src, dst)`` pairs (``dst`` None with
+    ``in_place=True``), one file at a time, with the same options for all.
+
+    Options that no file could take raise before any file is read. ``progress(report)`` is
+    called after each file that was rewritten. Without ``on_error`` the first failure is raised
+    (the files before it are done, the rest untouched); with it, a file that fails with a
+    :class:`BloomFilterError`, an ``OSError`` or a ``ValueError`` (a column it lacks, a dst that
+    is its src) is passed to ``on_error(src, error)`` and the others go on. Returns the reports
+    of the files rewritten.
+    """
+    _check_options(columns, remove, fpp, ndv, num_bytes, flavor)
+    reports: list[RewriteReport] = []
+    for src, dst in jobs:
+        try:
+            report = rewrite_bloom_filters(
+                src,
+                dst,
+                columns=columns,
+                fpp=fpp,
+                ndv=ndv,
+                num_bytes=num_bytes,
+                flavor=flavor,
+                remove=remove,
+                in_place=in_place,
+                force=force,
+            )
+        except (BloomFilterError, OSError, ValueError) as err:
+            if on_error is None:
+                raise
+            on_error(os.fspath(src), err)
+            continue
+        reports.append(report)
+        if progress is not None:
+            progress(report)
+    return reports

@@ -1,0 +1,299 @@
+"""The atomic output and the copies of unchanged bytes into it: direct I/O, the kernel's copy
+and the buffered copy give the same bytes, and a failure anywhere leaves no output.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import itertools
+import os
+import random
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from parquet_bloom._io import sink
+from parquet_bloom._rewrite.api import rewrite_bloom_filters
+from parquet_bloom._sbbf import SplitBlockBloomFilter
+from tests.rewrite.files import (
+    check_rewrite,
+    write_sources,
+)
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return write_sources(tmp_path_factory.mktemp("sources"))
+
+
+class FailingFile:
+    """A file that raises OSError once ``budget`` bytes have been written (a full disk, a
+    crash): it writes what fits, then fails."""
+
+    def __init__(self, inner: IO[bytes], budget: int) -> None:
+        self.inner = inner
+        self.budget = budget
+
+    def write(self, data: bytes | memoryview) -> int:
+        if self.budget <= 0:
+            raise OSError(28, "No space left on device (simulated)")
+        part = bytes(data[: self.budget])
+        self.budget -= len(part)
+        written: int = self.inner.write(part)
+        return written
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("source", ["pyarrow-filters", "deltalake-filters"])
+def test_a_crash_mid_write_leaves_src_intact_and_no_dst(
+    sources: dict[str, Path], source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "src.parquet"
+    src.write_bytes(sources[source].read_bytes())
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    dst = tmp_path / "out.parquet"
+    probe = rewrite_bloom_filters(src, dst, columns=["id", "name"], remove=["code"])
+    size = probe.bytes_after
+    dst.unlink()
+    real_open = sink.open_temporary
+    rng = random.Random(1)
+    budgets = [0, 1, 4, size - 9, size - 1, *rng.sample(range(size), 12)]
+    for budget in budgets:
+
+        def failing_open(directory: str, name: str, budget: int = budget) -> tuple[str, Any]:
+            path, file = real_open(directory, name)
+            return path, FailingFile(file, budget)
+
+        monkeypatch.setattr(sink, "open_temporary", failing_open)
+        for options in ({"in_place": True}, {"dst": dst}):
+            with pytest.raises(OSError, match="simulated"):
+                rewrite_bloom_filters(src, columns=["id", "name"], remove=["code"], **options)
+            assert hashlib.sha256(src.read_bytes()).hexdigest() == digest
+            assert sorted(os.listdir(tmp_path)) == ["src.parquet"], budget
+
+
+@pytest.fixture
+def small_direct_copies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Direct I/O for the small test files too, in several windows each."""
+    if sink.O_DIRECT is None:
+        pytest.skip("no O_DIRECT on this platform")
+    monkeypatch.setattr(sink, "DIRECT_COPY_MIN", sink.DIRECT_COPY_ALIGN)
+    monkeypatch.setattr(sink, "DIRECT_COPY_WINDOW", 4 * sink.DIRECT_COPY_ALIGN)
+
+
+def record_direct_copies(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """The (start, stop) of every run of the body copied with direct I/O."""
+    real = sink.copy_direct
+    runs: list[tuple[int, int]] = []
+
+    def recording(src: Any, out: Any, start: int, *args: Any) -> int:
+        stop = real(src, out, start, *args)
+        runs.append((start, stop))
+        return stop
+
+    monkeypatch.setattr(sink, "copy_direct", recording)
+    return runs
+
+
+def direct_runs_of_a_rewrite(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> list[tuple[int, int]]:
+    """Rewrite ``src`` (a filter for "id") as patched, check that the bytes are those of the
+    rewrite without direct I/O, and return the runs the patched one copied with it."""
+    with monkeypatch.context() as without:
+        without.setattr(sink, "O_DIRECT", None)
+        expected = tmp_path / "expected.parquet"
+        rewrite_bloom_filters(src, expected, columns=["id"])
+    runs = record_direct_copies(monkeypatch)
+    out = tmp_path / "out.parquet"
+    rewrite_bloom_filters(src, out, columns=["id"])
+    assert out.read_bytes() == expected.read_bytes()
+    return runs
+
+
+@pytest.mark.usefixtures("small_direct_copies")
+@pytest.mark.parametrize("source", ["pyarrow-plain", "deltalake-filters"])
+def test_the_body_is_copied_around_the_page_cache_in_the_kernel_and_through_a_buffer_alike(
+    sources: dict[str, Path], source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Long runs go around the page cache (O_DIRECT) where the file system allows; the rest is
+    # copied by copy_file_range where the kernel can, and through a buffer where it cannot (EXDEV
+    # across file systems, ENOSYS on old kernels): the same bytes every way. deltalake puts its
+    # filters after each row group, so its body has splices, after which the source's pages no
+    # longer line up with the output's blocks (those runs take the kernel's copy).
+    if sink.copy_file_range is None:
+        pytest.skip("no copy_file_range on this platform")
+    src = sources[source]
+    options: dict[str, Any] = {"columns": ["id"], "remove": ["code"]}
+    direct, kernel, buffered = (tmp_path / f"{way}.parquet" for way in ("d", "k", "b"))
+
+    runs = record_direct_copies(monkeypatch)
+    kernel_calls: list[int] = []
+    real_copy_file_range = sink.copy_file_range
+
+    def counting(*args: Any) -> int:
+        kernel_calls.append(args[2])
+        return real_copy_file_range(*args)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(sink, "copy_file_range", counting)
+    rewrite_bloom_filters(src, direct, **options)
+    copied = sum(stop - start for start, stop in runs)
+    assert copied > src.stat().st_size // 2, runs  # most of the body went around the cache
+    assert kernel_calls  # the heads and tails did not
+
+    monkeypatch.setattr(sink, "O_DIRECT", None)
+    kernel_calls.clear()
+    rewrite_bloom_filters(src, kernel, **options)
+    assert kernel_calls
+
+    def cannot(*args: Any) -> int:
+        raise OSError(errno.EXDEV, "Invalid cross-device link (simulated)")
+
+    monkeypatch.setattr(sink, "copy_file_range", cannot)
+    rewrite_bloom_filters(src, buffered, **options)
+    assert direct.read_bytes() == kernel.read_bytes() == buffered.read_bytes()
+    check_rewrite(src, direct, rewrite_bloom_filters(src, direct, **options))
+
+
+@pytest.mark.usefixtures("small_direct_copies")
+@pytest.mark.parametrize("refused", ["flag", "first write", "later write"])
+def test_direct_io_refused_falls_back_to_the_same_bytes(
+    sources: dict[str, Path], refused: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A file system may refuse O_DIRECT when the flag is set, or only at a write (EINVAL): the
+    # copy goes on without it from where it stopped.
+    import fcntl
+
+    if refused == "flag":
+        real_fcntl = fcntl.fcntl
+
+        def no_direct(fd: int, cmd: int, arg: int = 0) -> Any:
+            if cmd == fcntl.F_SETFL and arg & sink.O_DIRECT:
+                raise OSError(errno.EINVAL, "Invalid argument (simulated)")
+            return real_fcntl(fd, cmd, arg)
+
+        monkeypatch.setattr(fcntl, "fcntl", no_direct)
+    else:
+        real_write = sink.write_direct
+        writes = itertools.count()
+        refuse_from = 0 if refused == "first write" else 2
+
+        def refusing(fd: int, data: memoryview) -> int:
+            if next(writes) < refuse_from:
+                return real_write(fd, data)
+            raise OSError(errno.EINVAL, "Invalid argument (simulated)")
+
+        monkeypatch.setattr(sink, "write_direct", refusing)
+    ((start, stop),) = direct_runs_of_a_rewrite(sources["pyarrow-plain"], tmp_path, monkeypatch)
+    direct = 2 * sink.DIRECT_COPY_WINDOW if refused == "later write" else 0
+    assert stop == start + direct  # the body starts aligned: no head
+
+
+@pytest.mark.usefixtures("small_direct_copies")
+@pytest.mark.parametrize("short", ["aligned", "unaligned"])
+def test_short_direct_writes_go_on_from_where_they_stopped(
+    sources: dict[str, Path], short: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # write(2) may write less than asked. A whole number of blocks: the next write goes on from
+    # there. Anything else would leave the output unaligned for direct I/O, so the copy goes on
+    # without it (simulated by writing the odd length with the flag cleared).
+    import fcntl
+
+    src = sources["deltalake-filters"]
+    real_write = sink.write_direct
+    align = sink.DIRECT_COPY_ALIGN
+
+    def partial(fd: int, data: memoryview) -> int:
+        if short == "aligned" or len(data) <= align:
+            return real_write(fd, data[: max(align, len(data) // 2 // align * align)])
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~sink.O_DIRECT)
+        try:
+            return real_write(fd, data[: align + 1])
+        finally:
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+
+    monkeypatch.setattr(sink, "write_direct", partial)
+    runs = direct_runs_of_a_rewrite(src, tmp_path, monkeypatch)
+    if short == "aligned":
+        assert sum(stop - start for start, stop in runs) > src.stat().st_size // 2
+    else:
+        assert runs[0] == (0, align + 1)  # the body starts aligned; its first write was odd
+
+
+@pytest.mark.usefixtures("small_direct_copies")
+def test_a_disk_full_during_the_direct_copy_leaves_no_file(
+    sources: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src = tmp_path / "src.parquet"
+    src.write_bytes(sources["pyarrow-filters"].read_bytes())
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    real_write = sink.write_direct
+    for budget in (0, 1, 3):
+        writes = itertools.count()
+
+        def full(fd: int, data: memoryview, budget: int = budget, writes: Any = writes) -> int:
+            if next(writes) < budget:
+                return real_write(fd, data)
+            raise OSError(errno.ENOSPC, "No space left on device (simulated)")
+
+        monkeypatch.setattr(sink, "write_direct", full)
+        for options in ({"in_place": True}, {"dst": tmp_path / "out.parquet"}):
+            with pytest.raises(OSError, match="simulated"):
+                rewrite_bloom_filters(src, columns=["id"], **options)
+            assert hashlib.sha256(src.read_bytes()).hexdigest() == digest
+            assert sorted(os.listdir(tmp_path)) == ["src.parquet"]
+
+
+def test_a_disk_full_during_the_kernel_copy_leaves_no_file(
+    sources: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An error that is not "cannot copy here" (ENOSPC, EIO) is an error, not a fallback.
+    src = tmp_path / "src.parquet"
+    src.write_bytes(sources["pyarrow-filters"].read_bytes())
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    if sink.copy_file_range is None:
+        pytest.skip("no copy_file_range on this platform")
+
+    def full(*args: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device (simulated)")
+
+    monkeypatch.setattr(sink, "copy_file_range", full)
+    for options in ({"in_place": True}, {"dst": tmp_path / "out.parquet"}):
+        with pytest.raises(OSError, match="simulated"):
+            rewrite_bloom_filters(src, columns=["id"], **options)
+        assert hashlib.sha256(src.read_bytes()).hexdigest() == digest
+        assert sorted(os.listdir(tmp_path)) == ["src.parquet"]
+
+
+def test_a_failed_rename_leaves_no_file(
+    sources: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_rename(a: str, b: str) -> None:
+        raise PermissionError("rename refused (simulated)")
+
+    monkeypatch.setattr(os, "replace", no_rename)
+    with pytest.raises(PermissionError):
+        rewrite_bloom_filters(sources["pyarrow-plain"], tmp_path / "out.parquet", columns=["id"])
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("direct", [False, True])
+def test_a_failure_while_building_filters_creates_no_file(
+    sources: dict[str, Path], direct: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if direct:  # the body copy, around the page cache, is told to stop
+        monkeypatch.setattr(sink, "DIRECT_COPY_MIN", sink.DIRECT_COPY_ALIGN)
+        monkeypatch.setattr(sink, "DIRECT_COPY_WINDOW", sink.DIRECT_COPY_ALIGN)
+
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SplitBlockBloomFilter, "insert_hashes", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        rewrite_bloom_filters(sources["pyarrow-plain"], tmp_path / "out.parquet", columns=["id"])
+    assert os.listdir(tmp_path) == []
