@@ -33,6 +33,9 @@ from timing import best_in_turns, report
 
 from parquet_bloom import spark as pbs
 from parquet_bloom._sbbf import SplitBlockBloomFilter
+from parquet_bloom.spark import probe as spark_probe
+from parquet_bloom.spark.build import NDV_RSD
+from parquet_bloom.spark.types import SparkLayout
 
 ROWS = 20_000_000
 SMALL_LIST = 100
@@ -59,7 +62,7 @@ def main() -> bool:
 
     def estimate_then_build() -> SplitBlockBloomFilter:
         # What build_filter(ndv=None) does when folding would ship too much.
-        (estimate,) = df.select(F.approx_count_distinct("x", rsd=pbs.NDV_RSD)).first() or (0,)
+        (estimate,) = df.select(F.approx_count_distinct("x", rsd=NDV_RSD)).first() or (0,)
         return pbs.build_filter(df, "x", ndv=int(estimate * 1.03) + 1)
 
     build = best_in_turns(
@@ -96,7 +99,7 @@ def main() -> bool:
 
     big = SplitBlockBloomFilter.from_ndv(1_000_000, 0.01)  # words from a scalar subquery
     big.insert(np.asarray(small + list(range(1_000_000 - SMALL_LIST)), np.int64))
-    layout = pbs._SparkLayout.of(spark)
+    layout = SparkLayout.of(spark)
 
     probes = best_in_turns(
         {
@@ -104,7 +107,9 @@ def main() -> bool:
             "probe": lambda: df.filter(pbs.might_contain(bloom_filter, "x")).count(),
             "big": lambda: df.filter(pbs.might_contain(big, "x")).count(),
             "udf": lambda: df.filter(
-                pbs._arrow_probe(spark.sparkContext.broadcast(bloom_filter), F.col("x"), layout)
+                spark_probe._arrow_probe(
+                    spark.sparkContext.broadcast(bloom_filter), F.col("x"), layout
+                )
             ).count(),
             "floor": lambda: df.filter(always("x")).count(),
         },
