@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import itertools
 import os
 import random
+import threading
 from pathlib import Path
 from typing import IO, Any
 
 import pytest
 
+import parquet_bloom as pb
 from parquet_bloom._io import sink
+from parquet_bloom._io.source import ByteSource
 from parquet_bloom._rewrite.api import rewrite_bloom_filters
 from parquet_bloom._sbbf import SplitBlockBloomFilter
 from tests.rewrite.files import (
@@ -26,6 +30,60 @@ from tests.rewrite.files import (
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return write_sources(tmp_path_factory.mktemp("sources"))
+
+
+# -- the sink on its own ------------------------------------------------------------------------
+
+
+def test_a_sink_appears_whole_with_what_was_written_and_copied(tmp_path: Path) -> None:
+    src = tmp_path / "src.bin"
+    data = random.Random(3).randbytes(3 * sink.COPY_BUFFER_SIZE + 5)
+    src.write_bytes(data)
+    target = tmp_path / "out.bin"
+    with ByteSource(src) as local, ByteSource(io.BytesIO(data)) as remote:
+        assert local.local_path == str(src) and remote.local_path is None
+        with sink.FileSink(str(target)) as out:
+            out.write(b"head")
+            out.copy(local, 10, 2 * sink.COPY_BUFFER_SIZE + 1)
+            out.copy(remote, 7, 3 * sink.COPY_BUFFER_SIZE)  # through the source's own reads
+            assert not target.exists()  # not before the block completes
+    expected = (
+        b"head" + data[10 : 2 * sink.COPY_BUFFER_SIZE + 1] + data[7 : 3 * sink.COPY_BUFFER_SIZE]
+    )
+    assert target.read_bytes() == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin", "src.bin"]
+
+
+@pytest.mark.parametrize("where", ["local", "file object"])
+def test_a_source_shorter_than_the_copy_is_corrupt_and_leaves_nothing(
+    tmp_path: Path, where: str
+) -> None:
+    src = tmp_path / "src.bin"
+    src.write_bytes(b"x" * 1000)
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"old")
+    with (
+        ByteSource(src if where == "local" else io.BytesIO(src.read_bytes())) as source,
+        pytest.raises(pb.CorruptFileError, match="short read"),
+        sink.FileSink(str(target)) as out,
+    ):
+        out.copy(source, 0, 1010)
+    assert target.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.bin", "src.bin"]
+
+
+def test_a_cancelled_copy_stops_and_leaves_nothing(tmp_path: Path) -> None:
+    src = tmp_path / "src.bin"
+    src.write_bytes(b"x" * 1000)
+    cancel = threading.Event()
+    cancel.set()
+    with (
+        ByteSource(src) as source,
+        pytest.raises(sink.Cancelled),
+        sink.FileSink(str(tmp_path / "out.bin")) as out,
+    ):
+        out.copy(source, 0, 1000, cancel=cancel)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src.bin"]
 
 
 class FailingFile:

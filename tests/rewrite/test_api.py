@@ -449,6 +449,44 @@ def test_a_filter_past_the_footer_is_refused(sources: dict[str, Path], tmp_path:
     assert (info.value.row_group, info.value.column, info.value.offset) == (2, "code", 10**9)
 
 
+@pytest.mark.parametrize(
+    ("offset", "length", "message"),
+    [
+        (None, 1, "cannot hold a header and a bitset"),
+        (None, 32, "cannot hold a header and a bitset"),
+        (2, None, "outside the data region"),
+    ],
+)
+def test_filters_the_reader_refuses_are_refused(
+    sources: dict[str, Path],
+    tmp_path: Path,
+    offset: int | None,
+    length: int | None,
+    message: str,
+) -> None:
+    # The rewrite locates old filters by the reader's rules: a bloom_filter_length of 1..32
+    # cannot hold a header and a bitset, and no filter lies in the leading magic.
+    def misplace(md: Any) -> None:
+        meta = md.row_groups[1].columns[2].meta_data
+        meta.bloom_filter_offset = offset if offset is not None else meta.bloom_filter_offset
+        meta.bloom_filter_length = length if length is not None else meta.bloom_filter_length
+
+    src = rewrite_footer(sources["pyarrow-filters"], tmp_path / "bad.parquet", misplace)
+    dst = tmp_path / "out.parquet"
+    with pytest.raises(pb.CorruptFileError, match=message) as info:
+        rewrite_bloom_filters(src, dst, columns=["id"])
+    with pb.BloomFilterReader(src) as reader:
+        located = reader.column_chunk(1, "name").bloom_filter_offset
+    error = info.value
+    assert (error.source, error.row_group, error.column, error.offset) == (
+        str(src),
+        1,
+        "name",
+        located,
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]
+
+
 def test_a_chunk_without_its_path_is_refused(sources: dict[str, Path], tmp_path: Path) -> None:
     def drop_path(md: Any) -> None:
         md.row_groups[1].columns[2].meta_data.path_in_schema = None

@@ -37,6 +37,7 @@ __all__ = [
     "DIRECT_COPY_MIN",
     "DIRECT_COPY_WINDOW",
     "KERNEL_COPY_SIZE",
+    "Cancelled",
     "FileSink",
     "copy_direct",
     "open_temporary",
@@ -76,8 +77,8 @@ _CANNOT_WRITE_DIRECT = frozenset({errno.EINVAL, errno.EOPNOTSUPP})
 write_direct = os.write
 
 
-class _Cancelled(Exception):
-    """A copy was told to stop (the caller failed elsewhere); the sink is then aborted."""
+class Cancelled(Exception):
+    """A copy was told to stop (its caller failed elsewhere): the sink is to be aborted."""
 
 
 class FileSink:
@@ -225,7 +226,7 @@ def _write_all(out: IO[bytes], data: bytes | memoryview) -> None:
 
 def _check_cancel(cancel: threading.Event | None) -> None:
     if cancel is not None and cancel.is_set():
-        raise _Cancelled
+        raise Cancelled
 
 
 def _copy_reads(
