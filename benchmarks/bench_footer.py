@@ -1,4 +1,4 @@
-"""Footer decode speed: parquet_bloom.format.decode_file_metadata vs pyarrow.
+"""Footer decode speed: parquet_bloom._format.decode_file_metadata vs pyarrow.
 
 Builds a file with 10,000 column chunks (100 int64 columns x 100 row groups, statistics on),
 then times, best of several runs:

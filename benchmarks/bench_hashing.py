@@ -1,6 +1,6 @@
 """How much faster is the vectorised XXH64 than a Python loop over xxhash?
 
-Prints ns/value for ``parquet_bloom.hashing.hash_values`` and for the obvious loop
+Prints ns/value for ``parquet_bloom.hash_values`` and for the obvious loop
 (encode each value, call ``xxhash.xxh64_intdigest``), and their ratio, for 5M int64 and 1M
 short strings (as a pyarrow array, a numpy 'U' array and a Python list). Ratios, not
 asserts: timings on a shared machine vary, so each of ours is the best of several runs.
@@ -18,7 +18,7 @@ import pyarrow as pa
 import xxhash
 from timing import best_of
 
-from parquet_bloom._plain import hash_values
+from parquet_bloom import hash_values
 
 
 def report(label: str, count: int, ours: float, loop: float) -> None:

@@ -31,7 +31,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from timing import best_of
 
-from parquet_bloom._prune import prune
+from parquet_bloom import prune
 
 
 class CountingFile:

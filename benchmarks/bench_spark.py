@@ -31,8 +31,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from timing import best_in_turns, report
 
+from parquet_bloom import SplitBlockBloomFilter
 from parquet_bloom import spark as pbs
-from parquet_bloom._sbbf import SplitBlockBloomFilter
 from parquet_bloom.spark import probe as spark_probe
 from parquet_bloom.spark.build import NDV_RSD
 from parquet_bloom.spark.types import SparkLayout
