@@ -1,0 +1,494 @@
+"""Prune a pyarrow dataset's row groups with the Bloom filters of its Parquet files.
+
+``prune(dataset, filter)`` returns the dataset restricted to the row groups whose filters might
+hold a row that ``filter`` keeps, so that ``prune(d, f).dataset.to_table(filter=f)`` equals
+``d.to_table(filter=f)`` while reading only those row groups. Only equality, ``isin`` and AND/OR
+of them can be decided by a Bloom filter; anything else keeps the row group. Pruning never drops
+a row group that holds a matching row: a NaN or null literal, a BOOLEAN column, a column absent
+from the file (a hive partition key, a newer column), a file column whose type the dataset casts,
+and a filter that cannot be read (with a :class:`BloomFilterWarning`) all keep it. Literals are
+probed as the scan compares them, casts and all (see :func:`_compared_values`).
+
+IO. Files are pruned concurrently in threads (the work is waiting on reads). For each file the
+footer is read once by us (for the filter offsets) and once by pyarrow (which keeps it for the
+scan), and all filters the filter needs from that file are loaded in one coalesced
+``BloomFilterReader.filters`` call.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+import os
+import warnings
+from collections.abc import Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import ExitStack, suppress
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
+
+from parquet_bloom._logical import literal_probe
+from parquet_bloom._prune.expression import (
+    And,
+    Equal,
+    IsIn,
+    Node,
+    Or,
+    Unknown,
+    members,
+    translate,
+)
+from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
+from parquet_bloom._sbbf import SplitBlockBloomFilter
+from parquet_bloom.errors import BloomFilterError
+
+# Files pruned at once. Pruning waits on reads (a footer and one filter read per file), so more
+# threads than cores pay off, most on object storage; pyarrow's own IO pool defaults to 8.
+DEFAULT_MAX_WORKERS = 8
+
+# Up to this many hashes a row group's filter is probed hash by hash: a point lookup or a short
+# IN list costs microseconds that way, while a vectorised probe pays a fixed numpy overhead
+# (measured: scalar wins below about 40 hashes).
+SCALAR_PROBE_MAX_HASHES = 32
+
+# -- the result ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    """What pruning skipped and what it cost.
+
+    Sizes are the row groups' compressed column chunk bytes (``total_compressed_size``), what a
+    scan of all columns would read; a file whose footer we cannot read counts its row groups
+    but not their bytes. ``reads`` and ``bytes_read`` are our own reads (footers and
+    filters); ``filter_reads`` those for filters alone, at most one per file when a writer keeps
+    a file's filters together. ``filters_unreadable`` counts column chunk filters that could not
+    be used (their row groups were kept, with a :class:`BloomFilterWarning`). A filter with
+    nothing a Bloom filter can decide reads nothing at all and counts only ``files``.
+    """
+
+    files: int = 0
+    files_skipped: int = 0
+    row_groups: int = 0
+    row_groups_skipped: int = 0
+    compressed_bytes: int = 0
+    compressed_bytes_skipped: int = 0
+    reads: int = 0
+    filter_reads: int = 0
+    bytes_read: int = 0
+    filters_unreadable: int = 0
+
+    def __add__(self, other: PruneReport) -> PruneReport:
+        return PruneReport(
+            **{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)}
+        )
+
+    def __str__(self) -> str:
+        return (
+            f"skipped {self.files_skipped} of {self.files} files, "
+            f"{self.row_groups_skipped} of {self.row_groups} row groups, "
+            f"{self.compressed_bytes_skipped:,} of {self.compressed_bytes:,} bytes; "
+            f"{self.reads} reads ({self.filter_reads} for filters), {self.bytes_read:,} bytes read"
+            + (f"; {self.filters_unreadable} filters unreadable" if self.filters_unreadable else "")
+        )
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    """The pruned ``dataset`` (a ``FileSystemDataset``, or a ``UnionDataset`` of them) and the
+    ``report``. A plain pair rather than a Dataset subclass: pyarrow's datasets are extension
+    types that cannot be subclassed from Python and keep their own state."""
+
+    dataset: ds.Dataset
+    report: PruneReport
+
+
+# -- pruning ---------------------------------------------------------------------------------
+
+
+def prune(
+    dataset: ds.Dataset | str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    filter: pc.Expression,  # the name pyarrow's scan methods use
+    *,
+    filesystem: Any | None = None,
+    max_workers: int = DEFAULT_MAX_WORKERS,
+) -> PruneResult:
+    """Restrict ``dataset`` to the row groups whose Bloom filters might hold a match of ``filter``.
+
+    ``dataset`` is a ``pyarrow.dataset`` Parquet ``FileSystemDataset`` (hive-partitioned or
+    not; fragments may already be row-group subsets), a ``UnionDataset`` of them, or a path or
+    list of paths, read with ``ds.dataset(paths, format="parquet", filesystem=filesystem)``
+    (``filesystem``: a pyarrow or fsspec filesystem, for paths only). Row groups are never
+    dropped unless every matching row is provably absent, so
+    ``prune(d, f).dataset.to_table(filter=f)`` equals ``d.to_table(filter=f)``; a filter that
+    cannot be read keeps its row group and warns with :class:`BloomFilterWarning`.
+
+    The pruned dataset holds ``ParquetFileFragment`` row-group subsets (files with nothing
+    left are dropped) with their partition expressions. Two pyarrow behaviours to know: a
+    dataset given ``.filter()`` hides its fragments, so prune first and filter the result;
+    and ``count_rows()`` *without* a filter answers from each file's footer, counting whole
+    files even for subsets (``count_rows(filter=f)`` and ``to_table()`` are exact).
+
+    ``max_workers`` files are pruned at once, in threads.
+    """
+    if isinstance(dataset, ds.Dataset):
+        if filesystem is not None:
+            raise ValueError("filesystem= is for paths; a dataset brings its own filesystem")
+    elif isinstance(dataset, str | os.PathLike) or (
+        isinstance(dataset, Sequence) and all(isinstance(p, str | os.PathLike) for p in dataset)
+    ):
+        dataset = ds.dataset(_paths(dataset), format="parquet", filesystem=filesystem)
+    else:
+        raise TypeError(
+            "dataset must be a pyarrow.dataset.Dataset, a path or a list of paths, "
+            f"not {type(dataset).__name__}"
+        )
+    if not isinstance(max_workers, int) or max_workers < 1:
+        raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
+    tree = translate(filter)
+    with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="prune") as pool:
+        pruned, report, problems = _prune_dataset(dataset, tree, pool)
+    for problem in problems:
+        warnings.warn(problem, BloomFilterWarning, stacklevel=2)
+    return PruneResult(pruned, report)
+
+
+def _paths(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> Any:
+    if isinstance(source, str | os.PathLike):
+        return os.fspath(source)
+    return [os.fspath(p) for p in source]
+
+
+def _prune_dataset(
+    dataset: ds.Dataset, tree: Node, pool: Executor
+) -> tuple[ds.Dataset, PruneReport, list[str]]:
+    if isinstance(dataset, ds.UnionDataset):
+        _fragments(dataset)  # refuses a filtered union, whose filter a rebuild would lose
+        children, report, problems = [], PruneReport(), []
+        for child in dataset.children:
+            pruned, child_report, child_problems = _prune_dataset(child, tree, pool)
+            children.append(pruned)
+            report += child_report
+            problems += child_problems
+        pruned = ds.UnionDataset(dataset.schema, children)
+    elif isinstance(dataset, ds.FileSystemDataset) and isinstance(
+        dataset.format, ds.ParquetFileFormat
+    ):
+        pruned, report, problems = _prune_files(dataset, tree, pool)
+    else:
+        raise TypeError(
+            "prune needs a Parquet FileSystemDataset (or a UnionDataset of them), not "
+            f"{type(dataset).__name__} of {type(getattr(dataset, 'format', None)).__name__}"
+        )
+    return pruned, report, problems
+
+
+def _prune_files(
+    dataset: ds.FileSystemDataset, tree: Node, pool: Executor
+) -> tuple[ds.Dataset, PruneReport, list[str]]:
+    fragments = _fragments(dataset)
+    if isinstance(tree, Unknown):
+        # Nothing to decide: read nothing, return the dataset as it is.
+        return dataset, PruneReport(files=len(fragments)), []
+    reader_filesystem = _reader_filesystem(dataset.filesystem)
+    outcomes = list(
+        pool.map(
+            lambda fragment: _prune_fragment(fragment, tree, dataset.schema, reader_filesystem),
+            fragments,
+        )
+    )
+    pruned = ds.FileSystemDataset(
+        [o.fragment for o in outcomes if o.fragment is not None],
+        dataset.schema,
+        dataset.format,
+        dataset.filesystem,
+        root_partition=dataset.partition_expression,
+    )
+    report = sum((o.report for o in outcomes), PruneReport())
+    return pruned, report, [o.problem for o in outcomes if o.problem is not None]
+
+
+def _fragments(dataset: ds.Dataset) -> list[ds.Fragment]:
+    try:
+        return list(dataset.get_fragments())
+    except ValueError as err:  # pyarrow hides the fragments of a dataset given .filter()
+        raise ValueError(
+            f"{err}: prune the dataset first, then filter it: prune(d, f).dataset.filter(...)"
+        ) from None
+
+
+def _reader_filesystem(filesystem: pafs.FileSystem) -> Any:
+    """What to read a fragment's path with: None for local paths, the fsspec filesystem behind
+    a wrapped one (so filter reads use its ``cat_ranges``), or the pyarrow filesystem itself."""
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        return None
+    if isinstance(filesystem, pafs.PyFileSystem) and isinstance(
+        filesystem.handler, pafs.FSSpecHandler
+    ):
+        return filesystem.handler.fs
+    return filesystem
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    fragment: ds.ParquetFileFragment | None  # None: every row group was skipped
+    report: PruneReport
+    problem: str | None  # a warning to give, in the caller's thread
+
+
+def _prune_fragment(
+    fragment: ds.ParquetFileFragment, tree: Node, schema: pa.Schema, filesystem: Any
+) -> _Outcome:
+    # pyarrow's view of the fragment: the row groups it covers (it may be a subset already)
+    # and the Arrow types its file holds. Reading them loads pyarrow's copy of the footer,
+    # which the subset made below keeps for the scan.
+    row_group_ids = [rg.id for rg in fragment.row_groups]
+    physical_schema = fragment.physical_schema
+    report = PruneReport(files=1, row_groups=len(row_group_ids))
+    if not any(_field_type(physical_schema, m.column) is not None for m in members(tree)):
+        # None of the filter's columns is in this file (a partition key, a newer column):
+        # nothing to read, every row group kept.
+        sizes = {rg.id: _compressed_size(rg.metadata) for rg in fragment.row_groups}
+        return _Outcome(fragment, replace(report, compressed_bytes=sum(sizes.values())), None)
+    with ExitStack() as stack:
+        try:
+            reader = stack.enter_context(BloomFilterReader(fragment.path, filesystem=filesystem))
+        except BloomFilterError as err:
+            return _Outcome(fragment, report, f"{err}; keeping all row groups of the file")
+        # Sizes from our footer, not pyarrow's: pyarrow aborts the process (a C++ exception
+        # nothing catches) building the column metadata of some corrupt footers.
+        row_groups = dict.fromkeys(row_group_ids, 0)
+        for chunk in reader.column_chunks:
+            if chunk.row_group in row_groups:
+                row_groups[chunk.row_group] += chunk.total_compressed_size
+        report = replace(report, compressed_bytes=sum(row_groups.values()))
+        footer_reads = reader.reads
+        pruning = _FilePruning(reader, schema, physical_schema, list(row_groups))
+        keep = pruning.might_match(tree)
+        kept = [rg for rg, k in zip(row_groups, keep, strict=True) if k]
+        report = replace(
+            report,
+            files_skipped=int(not kept),
+            row_groups_skipped=len(row_groups) - len(kept),
+            compressed_bytes_skipped=sum(row_groups[rg] for rg in row_groups.keys() - set(kept)),
+            reads=reader.reads,
+            filter_reads=reader.reads - footer_reads,
+            bytes_read=reader.bytes_read,
+            filters_unreadable=len(pruning.unreadable),
+        )
+    problem = None
+    if pruning.unreadable:
+        problem = (
+            f"{len(pruning.unreadable)} Bloom filter(s) of {fragment.path} could not be read, "
+            f"so their row groups were kept; first: {pruning.unreadable[0]}"
+        )
+    if len(kept) == len(row_groups):
+        return _Outcome(fragment, report, problem)
+    subset = fragment.subset(row_group_ids=kept) if kept else None
+    return _Outcome(subset, report, problem)
+
+
+def _compressed_size(row_group: Any) -> int:
+    """A row group's column chunks' ``total_compressed_size`` (pyarrow RowGroupMetaData)."""
+    return sum(row_group.column(j).total_compressed_size for j in range(row_group.num_columns))
+
+
+class _FilePruning:
+    """Evaluates the tree against one file's filters, one boolean per row group."""
+
+    def __init__(
+        self,
+        reader: BloomFilterReader,
+        schema: pa.Schema,
+        physical_schema: pa.Schema,
+        row_groups: list[int],
+    ) -> None:
+        self.reader = reader
+        self.row_groups = row_groups
+        self.unreadable: list[str] = []
+        self._schema = schema
+        self._physical_schema = physical_schema
+        self._leaves = {leaf.path_in_schema: leaf for leaf in reader.schema_leaves}
+        self._filters: dict[tuple[int, str], SplitBlockBloomFilter] = {}
+        self._hashes: dict[int, tuple[str, npt.NDArray[np.uint64]] | None] = {}
+        self._compared_types: dict[tuple[str, ...], pa.DataType | None] = {}
+
+    def might_match(self, tree: Node) -> npt.NDArray[np.bool_]:
+        if any(not 0 <= rg < self.reader.num_row_groups for rg in self.row_groups):
+            # pyarrow and the footer we read disagree: the file changed under us.
+            self.unreadable.append(
+                f"row groups {self.row_groups} do not fit the {self.reader.num_row_groups} "
+                "row groups of the footer"
+            )
+            return np.ones(len(self.row_groups), dtype=bool)
+        for member in members(tree):
+            self._hashes[id(member)] = self._probe(member)
+        columns = {probe[0] for probe in self._hashes.values() if probe is not None}
+        if columns:
+            self._load(sorted(columns))
+        return self._evaluate(tree)
+
+    def _probe(self, member: Equal | IsIn) -> tuple[str, npt.NDArray[np.uint64]] | None:
+        """The column chunk path and hashes to look for, or None when the member cannot prune
+        in this file: keep every row group for it."""
+        leaf = self._leaves.get(member.column)
+        column_type = self._compared_type(member.column)
+        if leaf is None or column_type is None:
+            return None
+        values = _compared_values(member, column_type)
+        if values is None:
+            return None
+        try:
+            probe = literal_probe(values, leaf)
+        except TypeError:
+            # A literal this library cannot compare with the column (pyarrow casts more
+            # freely than the Parquet types allow a probe to); the scan decides, not us.
+            return None
+        if probe.always_keep:
+            return None
+        return leaf.path, np.asarray(probe.hashes, dtype=np.uint64)
+
+    def _compared_type(self, column: tuple[str, ...]) -> pa.DataType | None:
+        """The type the scan compares ``column``'s values in (the dataset's, dictionary
+        unwrapped), or None when those are not the file's own values."""
+        if column not in self._compared_types:
+            unchanged = _reads_unchanged(self._schema, self._physical_schema, column)
+            dataset_type = _field_type(self._schema, column)
+            self._compared_types[column] = (
+                _value_type(dataset_type) if unchanged and dataset_type is not None else None
+            )
+        return self._compared_types[column]
+
+    def _load(self, columns: list[str]) -> None:
+        # One coalesced read; an unusable filter is reported and its row groups kept.
+        self._filters, failed = self.reader.filters_with_errors(columns, self.row_groups)
+        self.unreadable.extend(str(err) for err in failed.values())
+
+    def _evaluate(self, node: Node) -> npt.NDArray[np.bool_]:
+        if isinstance(node, And | Or):
+            combine = np.logical_and if isinstance(node, And) else np.logical_or
+            masks = [self._evaluate(c) for c in node.children]
+            result: npt.NDArray[np.bool_] = combine.reduce(masks, axis=0)
+            return result
+        probe = self._hashes.get(id(node)) if isinstance(node, Equal | IsIn) else None
+        if probe is None:
+            return np.ones(len(self.row_groups), dtype=bool)
+        column, hashes = probe
+        scalar = [int(h) for h in hashes] if hashes.size <= SCALAR_PROBE_MAX_HASHES else None
+        keep = np.ones(len(self.row_groups), dtype=bool)
+        for i, rg in enumerate(self.row_groups):
+            bloom = self._filters.get((rg, column))
+            if bloom is None:
+                continue
+            if scalar is not None:
+                keep[i] = any(bloom.find_hash(h) for h in scalar)
+            else:
+                keep[i] = bool(bloom.find_hashes(hashes).any())
+        return keep
+
+
+def _compared_values(member: Equal | IsIn, column_type: pa.DataType) -> pa.Array | None:
+    """The literals as the scan compares them with values of ``column_type`` (the dataset's
+    type of the column, dictionary unwrapped), or None when they may equal more stored values
+    than a probe can name: keep every row group.
+
+    ``is_in`` first casts its value set to the column's type with a safe cast (Arrow's set
+    lookup does), which still rounds a double to the nearest float32 or to the column's
+    decimal scale and truncates a timestamp to its date; only if that cast fails does it
+    compare as ``==`` does. ``==`` compares both sides cast to a common type, which is exact
+    for every pair but decimals against floating point: both are compared as doubles, and
+    Arrow's decimal to double cast is not correctly rounded (it makes 0.3 into
+    0.30000000000000004).
+    """
+    values = member.values
+    if isinstance(member, IsIn) and values.type != column_type:
+        with suppress(pa.ArrowException):  # Arrow compares in the value set's type then
+            return values.cast(column_type)
+    if pa.types.is_decimal(column_type) and pa.types.is_floating(values.type):
+        return _decimals_cast_to(values.cast(pa.float64()), column_type)
+    if pa.types.is_floating(column_type) and pa.types.is_decimal(values.type):
+        return values.cast(pa.float64())
+    return values
+
+
+# Decimals of up to this many digits are further apart than a double's rounding error, so at
+# most a few of them cast to any one double.
+_DOUBLE_EXACT_DIGITS = 15
+# How many units of the last decimal place either side of a double to try: Arrow's cast errs
+# by under a unit at up to _DOUBLE_EXACT_DIGITS digits.
+_DECIMAL_NEIGHBOURS = 2
+
+
+def _decimals_cast_to(doubles: pa.Array, decimal_type: pa.DataType) -> pa.Array | None:
+    """Every value of ``decimal_type`` that Arrow's cast to double turns into one of
+    ``doubles`` (a null stays, to keep every row group), or None past 15 digits, where too
+    many may."""
+    if decimal_type.precision > _DOUBLE_EXACT_DIGITS:
+        return None
+    limit = 10**decimal_type.precision
+    units: set[int] = set()
+    for double in doubles.to_pylist():
+        if double is None or not math.isfinite(double):
+            continue  # a null keeps every row group below; NaN and infinities equal no decimal
+        nearest = int(decimal.Decimal(double).scaleb(decimal_type.scale).to_integral_value())
+        reach = range(nearest - _DECIMAL_NEIGHBOURS, nearest + _DECIMAL_NEIGHBOURS + 1)
+        units.update(u for u in reach if -limit < u < limit)
+    candidates = pa.array(
+        [decimal.Decimal(u).scaleb(-decimal_type.scale) for u in sorted(units)], decimal_type
+    )
+    found = candidates.filter(pc.is_in(candidates.cast(pa.float64()), value_set=doubles))
+    if doubles.null_count:
+        found = pa.concat_arrays([found, pa.nulls(1, decimal_type)])
+    return found
+
+
+def _reads_unchanged(schema: pa.Schema, physical_schema: pa.Schema, path: tuple[str, ...]) -> bool:
+    """Whether the scan compares the file's own values: the dataset's type of the field is the
+    file's, up to dictionary encoding and string/binary layout. Integer widening is exact too.
+    Another cast (numbers read as strings, timestamps truncated to a coarser unit) could make
+    values equal that the file does not store, so such a column keeps its row groups."""
+    dataset_type, file_type = _field_type(schema, path), _field_type(physical_schema, path)
+    if dataset_type is None or file_type is None:
+        return False
+    dataset_type, file_type = _value_type(dataset_type), _value_type(file_type)
+    if pa.types.is_integer(dataset_type) and pa.types.is_integer(file_type):
+        # Widening keeps every value (an int32 file in an int64 dataset).
+        return bool(
+            pa.types.is_signed_integer(dataset_type) == pa.types.is_signed_integer(file_type)
+            and dataset_type.bit_width >= file_type.bit_width
+        )
+    return bool(dataset_type == file_type)
+
+
+def _field_type(schema: pa.Schema, path: tuple[str, ...]) -> pa.DataType | None:
+    """The type at ``path`` (names down through structs), or None if there is none."""
+    arrow_type: Any = pa.struct(list(schema))
+    for name in path:
+        if not pa.types.is_struct(arrow_type):
+            return None
+        index = arrow_type.get_field_index(name)
+        if index < 0:
+            return None
+        arrow_type = arrow_type.field(index).type
+    return arrow_type
+
+
+_SAME_VALUES = {
+    pa.large_string(): pa.string(),
+    pa.string_view(): pa.string(),
+    pa.large_binary(): pa.binary(),
+    pa.binary_view(): pa.binary(),
+}
+
+
+def _value_type(arrow_type: pa.DataType) -> pa.DataType:
+    if pa.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    return _SAME_VALUES.get(arrow_type, arrow_type)
