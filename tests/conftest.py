@@ -1,10 +1,14 @@
 """Fixtures shared by the test modules: one local Spark session for the whole run, and the
-choice between the compiled kernels and numpy alone.
+choice between the compiled kernels and numpy alone; and the check that nothing is skipped
+unexpectedly.
 
 Starting Spark costs seconds and a JVM, so every test marked ``spark`` shares the session made
-here. Without pyspark those tests are skipped (say so, with what to install); without a usable
-Java they FAIL: ``make test`` installs Java where it can, and a run that silently skipped Spark
-would claim more than it checked.
+here. pyspark is a test dependency like duckdb and deltalake (``pip install -e '.[test]'``);
+without a usable Java the Spark tests FAIL: ``make test`` installs Java where it can, and a run
+that silently skipped Spark would claim more than it checked.
+
+For the same reason a skip fails its test unless its reason is one of ``tests/skips.py``'s
+expected skips and that reason is true here (``-m "not spark"`` deselects; it does not skip).
 """
 
 from __future__ import annotations
@@ -14,13 +18,14 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from parquet_bloom import kernels
+from tests import skips
 
 # Spark 4 runs on Java 17 or newer.
 MIN_JAVA_VERSION = 17
@@ -49,9 +54,6 @@ def _java_version() -> tuple[str, int | None]:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A ``local[2]`` SparkSession: UTC, 4 shuffle partitions, no UI, a temporary warehouse."""
-    pytest.importorskip(
-        "pyspark", reason="pyspark is not installed: pip install -e '.[test]' (or run make test)"
-    )
     java, major = _java_version()
     if major is None or major < MIN_JAVA_VERSION:
         found = "no working java" if major is None else f"Java {major} at {java}"
@@ -92,9 +94,43 @@ def implementation(request: pytest.FixtureRequest) -> Iterator[str]:
     examples all run under one implementation."""
     built = kernels.compiled
     if request.param == "compiled" and built is None:
-        pytest.skip("the compiled kernels are not built (no C compiler at install time)")
+        pytest.skip(skips.kernels_off_reason())
     kernels.compiled = built if request.param == "compiled" else None
     try:
         yield str(request.param)
     finally:
         kernels.compiled = built
+
+
+def _fail_if_skipped_unexpectedly(report: pytest.TestReport | pytest.CollectReport) -> None:
+    if not report.skipped or hasattr(report, "wasxfail"):
+        return
+    longrepr = report.longrepr
+    message = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    reason = message.removeprefix("Skipped: ")
+    if skips.unexpected(reason):
+        report.outcome = "failed"
+        report.longrepr = (
+            f"skipped unexpectedly: {reason!r}. Only the skips listed in tests/skips.py may "
+            "happen, each where its reason is true; a missing test dependency is an error "
+            "(pip install -e '.[test]')."
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    _fail_if_skipped_unexpectedly(report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    # A module skipped as a whole (pytest.importorskip at module level, say).
+    report = yield
+    _fail_if_skipped_unexpectedly(report)
+    return report

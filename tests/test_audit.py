@@ -41,7 +41,6 @@ def pyarrow_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def deltalake_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("deltalake")
     table = writers.nested_table().select(["int64", "small", "s", "ts", "date", "dec", "d", "st"])
     (path,) = writers.write_deltalake(tmp_path_factory.mktemp("delta"), table, fpp=0.05)
     return path
@@ -49,7 +48,6 @@ def deltalake_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def duckdb_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("duckdb")
     return writers.write_duckdb(tmp_path_factory.mktemp("duckdb") / "t.parquet")
 
 
@@ -314,7 +312,8 @@ def test_check_notes_old_files_without_lengths(pyarrow_file: Path, tmp_path: Pat
 
 
 def test_check_boolean_filters_are_noted_not_violations(tmp_path: Path) -> None:
-    deltalake = pytest.importorskip("deltalake")
+    import deltalake
+
     table = pa.table({"flag": pa.array([True, False, None] * 100), "x": pa.array(range(300))})
     props = deltalake.WriterProperties(
         default_column_properties=deltalake.ColumnProperties(

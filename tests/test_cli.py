@@ -40,13 +40,11 @@ def pyarrow_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def duckdb_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("duckdb")
     return writers.write_duckdb(tmp_path_factory.mktemp("duckdb") / "t.parquet")
 
 
 @pytest.fixture(scope="module")
 def deltalake_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("deltalake")
     table = nested_table().select(["int64", "small", "s", "date", "dec"])
     (path,) = writers.write_deltalake(tmp_path_factory.mktemp("delta"), table)
     return path

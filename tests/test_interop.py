@@ -50,13 +50,11 @@ def pyarrow_file(tmp_path_factory: pytest.TempPathFactory, table: pa.Table) -> P
 
 @pytest.fixture(scope="module")
 def deltalake_files(tmp_path_factory: pytest.TempPathFactory, table: pa.Table) -> list[Path]:
-    pytest.importorskip("deltalake")
     return writers.write_deltalake(tmp_path_factory.mktemp("delta"), table.select(DELTA_COLUMNS))
 
 
 @pytest.fixture(scope="module")
 def duckdb_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("duckdb")
     return writers.write_duckdb(tmp_path_factory.mktemp("duckdb") / "t.parquet")
 
 

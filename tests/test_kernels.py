@@ -1,20 +1,16 @@
 """The compiled kernels themselves: that they are built where they can be, that they can be
 turned off, and that they refuse to read or write outside the buffers they are given.
 
-What they compute is tested in test_sbbf.py, test_hashing.py, test_pages.py and
-test_encoding.py, whose every test runs with them and on numpy alone; here, also where the
+What they compute is tested in test_sbbf.py, test_plain.py, test_pages.py and
+test_logical.py, whose every test runs with them and on numpy alone; here, also where the
 PLAIN strings of a page lie when it is cut short anywhere.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shlex
-import shutil
 import subprocess
 import sys
-import sysconfig
 from types import ModuleType
 
 import numpy as np
@@ -24,17 +20,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from parquet_bloom import kernels
-
-
-def _compiler() -> str | None:
-    command = sysconfig.get_config_var("CC") or "cc"
-    return shutil.which(shlex.split(command)[0])
+from tests import skips
 
 
 @pytest.fixture
 def compiled() -> ModuleType:
-    if importlib.util.find_spec("parquet_bloom._kernels") is None:
-        pytest.skip("the compiled kernels are not built (no C compiler at install time)")
+    """The extension itself, built, whether or not PARQUET_BLOOM_PURE_PYTHON turns it off."""
+    if not skips.kernels_built():
+        pytest.skip(skips.KERNELS_NOT_BUILT)
     from parquet_bloom import _kernels
 
     return _kernels
@@ -43,9 +36,9 @@ def compiled() -> ModuleType:
 def test_built_where_a_compiler_is() -> None:
     # setup.py builds them as optional: a C file that stopped compiling would only warn at
     # install time and leave every "compiled" test skipped. Where a compiler exists, it must not.
-    if _compiler() is None:
-        pytest.skip("no C compiler here: the package runs on numpy alone")
-    assert importlib.util.find_spec("parquet_bloom._kernels") is not None
+    if skips.c_compiler() is None:
+        pytest.skip(skips.NO_C_COMPILER)
+    assert skips.kernels_built()
 
 
 def _compiled_in_fresh_process(value: str | None) -> str:
@@ -137,10 +130,10 @@ def test_inserts_need_whole_blocks_and_hashes(compiled: ModuleType) -> None:
 
 @given(st.lists(st.binary(max_size=40), max_size=20), st.data())
 def test_byte_array_spans_of_a_page_cut_anywhere(values: list[bytes], data: st.DataObject) -> None:
-    # PLAIN BYTE_ARRAY (Encodings.md): each value behind its 4-byte little-endian length. Whole,
-    # the spans are the values'; cut short anywhere, the values run past the end.
-    if importlib.util.find_spec("parquet_bloom._kernels") is None:
-        pytest.skip("the compiled kernels are not built")
+    # PLAIN BYTE_ARRAY (docs/format-notes.md, pages): each value behind its 4-byte little-endian
+    # length. Whole, the spans are the values'; cut short anywhere, the values run past the end.
+    if not skips.kernels_built():
+        pytest.skip(skips.KERNELS_NOT_BUILT)
     from parquet_bloom import _kernels
 
     page = b"".join(len(v).to_bytes(4, "little") + v for v in values)

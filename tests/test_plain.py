@@ -375,7 +375,8 @@ def test_nulls_and_empties() -> None:
 
 
 def test_pandas_series_hash_as_pyarrow_writes_them() -> None:
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
+
     # pyarrow.parquet writes pandas' missing values (None, NaN) as nulls: not hashed.
     assert as_list(hash_values(pd.Series(["a", None, "b"]))) == xxs([b"a", b"b"])
     assert as_list(hash_values(pd.Series([1.5, math.nan]))) == [xx(encode("DOUBLE", 1.5))]

@@ -310,7 +310,8 @@ def test_pyarrow_filters_are_our_fold_of_the_unfolded_size(
 
 
 def test_deltalake_filters_are_our_fold_of_the_unfolded_size(tmp_path: Path) -> None:
-    deltalake = pytest.importorskip("deltalake")
+    import deltalake
+
     table = varied_table()
     fpp, ndv = 0.01, 5000
     props = deltalake.WriterProperties(
@@ -332,7 +333,8 @@ def test_deltalake_filters_are_our_fold_of_the_unfolded_size(tmp_path: Path) -> 
 
 
 def test_duckdb_sizes_for_the_dictionary(tmp_path: Path) -> None:
-    duckdb = pytest.importorskip("duckdb")
+    import duckdb
+
     path = tmp_path / "d.parquet"
     selects = ", ".join(f"((i % {c}) * 7919 + {c})::bigint as i{c}" for c in CARDINALITIES)
     with duckdb.connect() as con:
