@@ -240,9 +240,10 @@ def test_fold_refuses_growing_and_bad_sizes() -> None:
     ("bits", "fpp"), [(6.0, 0.1), (10.5, 0.01), (16.9, 0.001), (26.4, 0.0001), (41.0, 0.00001)]
 )
 def test_expected_fpp_reproduces_the_spec_table(bits: float, fpp: float) -> None:
-    # BloomFilter.md's table of bits per distinct value was measured; the Poisson mixture over
-    # block loads must agree with it (the closed formula c = -8 / ln(1 - p ** (1/8)) does not:
-    # it ignores the load variance and gives 9.68 bits for 1 %).
+    # The spec's table of bits per distinct value (docs/format-notes.md, where the writers
+    # disagree) was measured; the Poisson mixture over block loads must agree with it (the
+    # closed formula c = -8 / ln(1 - p ** (1/8)) does not: it ignores the load variance and
+    # gives 9.68 bits for 1 %).
     num_bytes = 1 << 20
     assert sbbf.expected_fpp(num_bytes * 8 / bits, num_bytes) == pytest.approx(fpp, rel=0.03)
 
