@@ -7,7 +7,9 @@ chunk at a time. Two callers: the rewrite hashes a chunk a batch of rows at a ti
 leaf's values of one row group whole (:meth:`ChunkReader.leaf`), to name a missing value.
 
 One :class:`ChunkReader` per file opens it with pyarrow on first use (pyarrow parses the footer
-again, which costs only when a chunk needs it). pyarrow is imported only here and only when
+again, which costs only when a chunk needs it), through the file's
+:class:`~parquet_bloom._io.source.ByteSource`, so that pyarrow too reads what the IO layer gives
+it. pyarrow is imported only here and only when
 called: importing this module imports no pyarrow.
 """
 
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from parquet_bloom import _format as fmt
+from parquet_bloom._io.source import ByteSource
 from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
 
 if TYPE_CHECKING:
@@ -62,8 +65,8 @@ class ChunkReader:
     first: the compressed chunk then never sits in memory next to its decoded values.
     """
 
-    def __init__(self, path: str, dictionary_columns: Sequence[str] = ()) -> None:
-        self._path = path
+    def __init__(self, source: ByteSource, dictionary_columns: Sequence[str] = ()) -> None:
+        self._source = source
         self._dictionary_columns = list(dictionary_columns)
         self._files: dict[bool, Any] = {}  # dictionary or not -> pyarrow.parquet.ParquetFile
         self._cached: tuple[tuple[int, str], list[Any]] | None = None
@@ -76,7 +79,7 @@ class ChunkReader:
             options: dict[str, Any] = {"pre_buffer": False, "buffer_size": READ_BUFFER_SIZE}
             if dictionary:
                 options["read_dictionary"] = self._dictionary_columns
-            self._files[dictionary] = pq.ParquetFile(self._path, **options)
+            self._files[dictionary] = pq.ParquetFile(self._source.arrow_file(), **options)
         return self._files[dictionary]
 
     def batches(self, row_group: int, column_index: int, *, dictionary: bool) -> Iterator[Any]:

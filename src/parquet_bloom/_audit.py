@@ -34,6 +34,7 @@ from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
 from parquet_bloom import _sizing as sizing
 from parquet_bloom._arrow_chunks import ChunkReader, Unmapped
+from parquet_bloom._io.source import ByteSource
 from parquet_bloom._reader import BloomFilterReader, locate_filter
 from parquet_bloom._sbbf import SplitBlockBloomFilter, expected_fpp
 from parquet_bloom.errors import BloomFilterError, UnsupportedFileError
@@ -504,7 +505,11 @@ def check_file(
         max_fpp = float(max_fpp)
     name = os.fspath(path)
     # The values are read with pyarrow, opened on first use, inside _check_chunk's try.
-    with BloomFilterReader(name) as reader, ChunkReader(name) as values:
+    with (
+        BloomFilterReader(name) as reader,
+        ByteSource(name) as source,
+        ChunkReader(source) as values,
+    ):
         leaves = reader.schema_leaves
         selected = _select_columns(columns, leaves, name)
         by_path = {leaf.path: leaf for leaf in leaves}

@@ -13,6 +13,7 @@ footer is longer than that tail.
 
 from __future__ import annotations
 
+import io
 import os
 import threading
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from parquet_bloom import _format as fmt
 from parquet_bloom._io.ranges import ByteRange
 from parquet_bloom.errors import CorruptFileError
 
-__all__ = ["FOOTER_READ_SIZE", "ByteSource", "Footer", "read_footer"]
+__all__ = ["FOOTER_READ_SIZE", "ByteSource", "Footer", "SourceFile", "read_footer"]
 
 # How much to read from the end of the file for the footer. Most footers are far smaller; a
 # larger one costs exactly one more read.
@@ -102,6 +103,14 @@ class ByteSource:
         (data,) = self.read([ByteRange(offset, length)])
         return data
 
+    def arrow_file(self) -> Any:
+        """This file as pyarrow should open it (``pyarrow.parquet.ParquetFile(...)``): a local
+        file by its path, so that pyarrow reads it natively; anything else as a file object
+        whose reads are this source's own (positioned, exact, counted)."""
+        if self.local_path is not None:
+            return self.local_path
+        return SourceFile(self)
+
     def _read_one(self, r: ByteRange) -> bytes:
         if self._fd is not None:
             parts, at = [], r.offset
@@ -132,6 +141,42 @@ class ByteSource:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class SourceFile(io.RawIOBase):
+    """A read-only, seekable file object over a :class:`ByteSource`, with a position of its
+    own: several can read one source at once, each read a positioned read of the source."""
+
+    def __init__(self, source: ByteSource) -> None:
+        super().__init__()
+        self._source = source
+        self._position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._position, os.SEEK_END: self._source.size}
+        if whence not in base:
+            raise ValueError(f"invalid whence {whence!r}")
+        if base[whence] + offset < 0:
+            raise ValueError(f"negative seek position {base[whence] + offset}")
+        self._position = base[whence] + offset
+        return self._position
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        n = max(0, min(len(view), self._source.size - self._position))
+        if n:
+            view[:n] = self._source.read_exact(self._position, n)
+            self._position += n
+        return n
 
 
 class Footer(NamedTuple):

@@ -321,7 +321,7 @@ class FilterBuilds:
         self._arrow_lock = threading.Lock()
         # pyarrow parses the footer again: it opens the file only when a chunk needs it.
         byte_arrays = sorted({c.path for c in targets if c.physical_type == "BYTE_ARRAY"})
-        self._arrow_reader = arrow_chunks.ChunkReader(source.name, byte_arrays)
+        self._arrow_reader = arrow_chunks.ChunkReader(source, byte_arrays)
         # Each thread's hashes buffer, reused from chunk to chunk: a fresh one of megabytes for
         # every chunk costs page faults, and freed ones linger in each thread's malloc arena.
         self._scratch = threading.local()
