@@ -287,7 +287,9 @@ class _ChunkScan:
         data = self._decompress(body, header.uncompressed_page_size)
         self.dictionary = self._plain(data, sub.num_values)
         self.referenced = np.zeros(sub.num_values, dtype=bool)
-        self.all_referenced = sub.num_values == 0
+        # Not "all referenced" when empty: a page of indices into an empty dictionary is read,
+        # and is corrupt unless it stores only nulls.
+        self.all_referenced = False
 
     def _data_page_v1(self, sub: Any, data: np.ndarray) -> None:
         """Data page v1 (Encodings.md, "RLE"): repetition levels, then definition levels,
@@ -352,9 +354,9 @@ class _ChunkScan:
         elif encoding == fmt.Encoding.BYTE_STREAM_SPLIT and self.width is not None:
             # Encodings.md, "Byte Stream Split": byte k of every value, then byte k + 1, ...
             need = count * self.width
-            if data.size < need:
-                raise self._short(need, data.size, count)
-            rows = data[:need].reshape(self.width, count).T
+            if data.size != need:
+                raise self._mismatch(need, data.size, count)
+            rows = data.reshape(self.width, count).T
             self.hashes.add(plain.xxh64_fixed(rows))
         else:
             raise NeedsArrow(f"data page encoding {encoding}")
@@ -364,15 +366,15 @@ class _ChunkScan:
         BYTE_ARRAY each value's bytes behind its 4-byte little-endian length."""
         if self.width is not None:
             need = count * self.width
-            if data.size < need:
-                raise self._short(need, data.size, count)
-            return _Values(rows=data[:need].reshape(count, self.width))
+            if data.size != need:
+                raise self._mismatch(need, data.size, count)
+            return _Values(rows=data.reshape(count, self.width))
         if data.size >= 4:
             # Values of one length (UUIDs or digests as text, fixed-width codes) form a
             # matrix: check that every length field says so, and hash the rows.
             width = int(data[:4].view("<u4")[0])
             stride = 4 + width
-            if data.size >= count * stride:
+            if data.size == count * stride:
                 lengths = np.ndarray((count,), dtype="<u4", buffer=data, strides=(stride,))
                 if bool((lengths == width).all()):
                     rows = np.ndarray(
@@ -394,9 +396,11 @@ class _ChunkScan:
         starts = np.empty(count, dtype=np.int64)
         lengths = np.empty(count, dtype=np.int64)
         try:
-            compiled.byte_array_spans(data, count, starts, lengths)
+            used = compiled.byte_array_spans(data, count, starts, lengths)
         except ValueError:
             raise self._values_past_end(count, data.size) from None
+        if used != data.size:
+            raise self._values_short_of_end(count, used, data.size)
         return data, starts, lengths
 
     def _split(self, data: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -418,6 +422,8 @@ class _ChunkScan:
             pos = size + 1
         if pos > size:
             raise self._values_past_end(count, size)
+        if pos != size:
+            raise self._values_short_of_end(count, pos, size)
         return data, np.array(starts, dtype=np.int64), np.array(lengths, dtype=np.int64)
 
     def _refer(self, data: np.ndarray, count: int) -> None:
@@ -463,7 +469,14 @@ class _ChunkScan:
     def _values_past_end(self, count: int, size: int) -> CorruptFileError:
         return self._corrupt(f"{count} BYTE_ARRAY values run past the {size} bytes of the page")
 
-    def _short(self, need: int, have: int, count: int) -> CorruptFileError:
+    def _values_short_of_end(self, count: int, used: int, size: int) -> CorruptFileError:
+        return self._corrupt(
+            f"{count} BYTE_ARRAY values take {used} of the {size} bytes of the page's values"
+        )
+
+    def _mismatch(self, need: int, have: int, count: int) -> CorruptFileError:
+        # PLAIN and BYTE_STREAM_SPLIT values fill their part of a page exactly: bytes short or
+        # left over mean the value count (from the header or the levels) or the levels are wrong.
         return self._corrupt(f"{count} values need {need} bytes, the page has {have}")
 
     def _rle_hybrid(
@@ -518,7 +531,8 @@ def rle_hybrid(
     bit-packed runs are unpacked together, as one stream (each is whole bytes). At bit width 0
     a bit-packed run holds zeros that take no bytes, so it comes back as a run of 0: a few
     bytes claiming billions of values cost no memory. Raises ``CorruptFileError`` when the
-    stream ends before ``count`` values or a run's value is wider than ``bit_width``.
+    stream ends before ``count`` values or inside a bit-packed run, or a run's value is wider
+    than ``bit_width``.
     """
     raw = data.tobytes()
     size = len(raw)
@@ -550,6 +564,13 @@ def rle_hybrid(
             need = (taken * bit_width + 7) // 8
             if pos + need > size:
                 raise _short_stream(count - remaining, count)
+            # Writers write whole groups (the last one padded), so a run whose groups do not
+            # all fit in the stream is corrupt, even where its first values would.
+            if pos + (header >> 1) * bit_width > size:
+                raise CorruptFileError(
+                    f"a bit-packed run of {header >> 1} groups of {bit_width}-bit values "
+                    f"runs past the end of its {size}-byte stream"
+                )
             pieces.append(raw[pos : pos + need])
             pos += (header >> 1) * bit_width
             packed_count += taken
