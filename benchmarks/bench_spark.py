@@ -33,9 +33,9 @@ from timing import best_in_turns, report
 
 from parquet_bloom import SplitBlockBloomFilter
 from parquet_bloom import spark as pbs
-from parquet_bloom.spark import probe as spark_probe
-from parquet_bloom.spark.build import NDV_RSD
-from parquet_bloom.spark.types import SparkLayout
+from parquet_bloom.spark import _probe as spark_probe
+from parquet_bloom.spark._build import NDV_RSD
+from parquet_bloom.spark._types import SparkLayout
 
 ROWS = 20_000_000
 SMALL_LIST = 100
@@ -107,7 +107,7 @@ def main() -> bool:
             "probe": lambda: df.filter(pbs.might_contain(bloom_filter, "x")).count(),
             "big": lambda: df.filter(pbs.might_contain(big, "x")).count(),
             "udf": lambda: df.filter(
-                spark_probe._arrow_probe(
+                spark_probe.arrow_probe(
                     spark.sparkContext.broadcast(bloom_filter), F.col("x"), layout
                 )
             ).count(),

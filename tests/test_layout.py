@@ -38,11 +38,7 @@ def _is_private(module: str) -> bool:
 
 
 def test_every_module_is_public_api_or_private() -> None:
-    unexpected = [
-        m
-        for m in _modules()
-        if not _is_private(m) and m not in PUBLIC and not m.startswith("parquet_bloom.spark.")
-    ]
+    unexpected = [m for m in _modules() if not _is_private(m) and m not in PUBLIC]
     assert unexpected == []
 
 

@@ -67,6 +67,12 @@ def leaf_array(table: pa.Table, path: str) -> pa.Array:
     return arr
 
 
+def leaf_of(reader: BloomFilterReader, column: str) -> fmt.SchemaLeaf:
+    """The schema leaf of ``column`` in the reader's file."""
+    (leaf,) = [leaf for leaf in reader.schema_leaves if leaf.path == column]
+    return leaf
+
+
 class Written:
     """A file, its reader, and per row group the hashes of the stored values of one column."""
 
@@ -74,7 +80,7 @@ class Written:
         self.path = path
         self.column = column
         with BloomFilterReader(path) as reader:
-            self.leaf = reader._leaves[column]
+            self.leaf = leaf_of(reader, column)
             self.filters = [reader.filter(rg, column) for rg in range(reader.num_row_groups)]
         top = column.split(".")[0]
         pf = pq.ParquetFile(path, read_dictionary=[column] if read_dictionary else None)
@@ -739,7 +745,7 @@ def test_boolean_column_keeps_everything(tmp_path: Path) -> None:
     pq.write_table(table, path)
     with BloomFilterReader(path) as reader:
         assert reader.filter(0, "c") is None  # pyarrow writes no BOOLEAN filter
-        leaf = reader._leaves["c"]
+        leaf = leaf_of(reader, "c")
     assert literal_probe(True, leaf).always_keep
     assert literal_probe([1, "x"], leaf).always_keep
     with pytest.raises(ValueError, match="BOOLEAN"):
@@ -1116,7 +1122,7 @@ def test_duckdb_interval_filters_are_not_of_the_stored_bytes(tmp_path: Path) -> 
         f"TO '{path}' (FORMAT parquet)"
     )
     with BloomFilterReader(path) as reader:
-        leaf, f = reader._leaves["c"], reader.filter(0, "c")
+        leaf, f = leaf_of(reader, "c"), reader.filter(0, "c")
     assert (leaf.physical_type, leaf.converted_type) == ("FIXED_LEN_BYTE_ARRAY", "INTERVAL")
     assert f is not None
     stored = pq.read_table(path).column("c")

@@ -90,15 +90,15 @@ def test_hashes_grouped_by_page_in_many_groups_match_reference(
 ) -> None:
     # Small pages and groups, so that a filter has many pages (past 256 the page keys take two
     # bytes) and the hashes many groups, whose runs are appended to each page's.
-    monkeypatch.setattr(sbbf, "_PAGE_BLOCKS", page_blocks)
-    monkeypatch.setattr(sbbf, "_ONE_PAGE_BLOCKS", page_blocks)
-    monkeypatch.setattr(sbbf, "_GROUP_SIZE", 1000)
-    monkeypatch.setattr(sbbf, "_GROUP_PER_PAGE", 2)
-    monkeypatch.setattr(sbbf, "_DENSE_CHUNK", 100)  # a page of 64 blocks gets ~600 hashes
+    monkeypatch.setattr(sbbf, "PAGE_BLOCKS", page_blocks)
+    monkeypatch.setattr(sbbf, "ONE_PAGE_BLOCKS", page_blocks)
+    monkeypatch.setattr(sbbf, "GROUP_SIZE", 1000)
+    monkeypatch.setattr(sbbf, "GROUP_PER_PAGE", 2)
+    monkeypatch.setattr(sbbf, "DENSE_CHUNK", 100)  # a page of 64 blocks gets ~600 hashes
     num_bytes = 1 << 16  # 2048 blocks: 512 pages of 4 blocks, or 32 of 64
     hashes = np.random.default_rng(page_blocks).integers(0, 2**64, 20_000, dtype=np.uint64)
     page_bits = (2048 // page_blocks).bit_length() - 1
-    grouped, bounds = sbbf._group_by_page(hashes, page_bits)
+    grouped, bounds = sbbf.group_by_page(hashes, page_bits)
     pages = grouped >> np.uint64(64 - page_bits)
     assert sorted(grouped.tolist()) == sorted(hashes.tolist())
     assert bounds == np.searchsorted(pages, np.arange(2**page_bits + 1)).tolist()
@@ -109,8 +109,8 @@ def test_hashes_grouped_by_page_in_many_groups_match_reference(
 
 def test_one_page_in_many_passes_matches_reference(monkeypatch: pytest.MonkeyPatch) -> None:
     # A filter of one page (up to 2 MiB) is not grouped; each lane's bits are set a pass of
-    # _DENSE_CHUNK hashes at a time, every pass reading its part of the keys and blocks.
-    monkeypatch.setattr(sbbf, "_DENSE_CHUNK", 777)
+    # DENSE_CHUNK hashes at a time, every pass reading its part of the keys and blocks.
+    monkeypatch.setattr(sbbf, "DENSE_CHUNK", 777)
     hashes = np.random.default_rng(7).integers(0, 2**64, 10_000, dtype=np.uint64)
     ours, ref = filled(1 << 14, hashes.tolist())
     assert ours.to_bytes() == ref.to_bytes()

@@ -53,18 +53,18 @@ _CHUNK = 1 << 15
 # Dense inserts set bits for this many hashes per numpy pass: large passes leave a second thread
 # inserting into another filter fewer hand-overs of the GIL to wait for. Only the lane being set
 # needs to stay in cache; the positions (2 MiB of them) are written and read once, in order.
-_DENSE_CHUNK = 1 << 18
+DENSE_CHUNK = 1 << 18
 # Dense inserts set one lane of a page at a time, unpacked to one byte per bit: lane i's words
 # of a page of 16 Ki blocks (512 KiB of filter) are 512 KiB unpacked, which stay in a 2 MiB L2
 # cache while the page's hashes set their bits. A filter of up to 2 MiB is one page: grouping
 # the hashes by page would cost more than the cache misses of a 2 MiB lane. A 128 MiB filter
 # has 256 pages, so grouping is a radix sort on one byte. (The sizes were chosen by measurement:
 # docs/performance.md.)
-_PAGE_BLOCKS = 1 << 14
-_ONE_PAGE_BLOCKS = 1 << 16
-# Hashes are grouped by page this many at a time (see _group_by_page).
-_GROUP_SIZE = 1 << 16
-_GROUP_PER_PAGE = 256
+PAGE_BLOCKS = 1 << 14
+ONE_PAGE_BLOCKS = 1 << 16
+# Hashes are grouped by page this many at a time (see group_by_page).
+GROUP_SIZE = 1 << 16
+GROUP_PER_PAGE = 256
 # Below one value per this many blocks, unpacking pages costs more than sorting the few values.
 _DENSE_RATIO = 8
 # Up to this many hashes, probing one at a time beats the fixed cost of the numpy passes.
@@ -199,16 +199,16 @@ class SplitBlockBloomFilter:
         words = self._words
         z = words.shape[0]
         log_z = z.bit_length() - 1  # z is a power of two (checked on construction)
-        page_blocks = z if z <= _ONE_PAGE_BLOCKS else _PAGE_BLOCKS
+        page_blocks = z if z <= ONE_PAGE_BLOCKS else PAGE_BLOCKS
         num_pages = z // page_blocks
         if num_pages > 1:
-            h, bounds = _group_by_page(h, num_pages.bit_length() - 1)
+            h, bounds = group_by_page(h, num_pages.bit_length() - 1)
         else:
             bounds = [0, h.size]
         longest = max(hi - lo for lo, hi in itertools.pairwise(bounds))
         key = _work_array("key", longest, np.uint32)
         block_bit = _work_array("block_bit", longest, np.uint32)
-        size = min(longest, _DENSE_CHUNK)
+        size = min(longest, DENSE_CHUNK)
         bit = _work_array("bit", size, np.uint32)
         position = _work_array("position", size, np.intp)
         bits = _work_array("bits", page_blocks * 32, np.uint8)  # a lane: one byte a bit
@@ -237,8 +237,8 @@ class SplitBlockBloomFilter:
                     np.take(_UNPACKED_BYTES, packed, out=bits.view("<u8"), mode="wrap")
                 else:  # a new filter's: clearing is cheaper than unpacking
                     bits.fill(0)
-                for start in range(0, n, _DENSE_CHUNK):
-                    stop = min(n, start + _DENSE_CHUNK)
+                for start in range(0, n, DENSE_CHUNK):
+                    stop = min(n, start + DENSE_CHUNK)
                     b = bit[: stop - start]
                     pos = position[: stop - start]
                     # Lane i's bit is the top 5 bits of (key * SALT[i]) mod 2**32. In 32-bit
@@ -452,7 +452,7 @@ def _block_index(h: npt.NDArray[np.uint64], z: np.uint64) -> npt.NDArray[np.intp
     return ((h >> np.uint64(32)) * z >> np.uint64(32)).astype(np.intp)
 
 
-def _group_by_page(
+def group_by_page(
     h: npt.NDArray[np.uint64], page_bits: int
 ) -> tuple[npt.NDArray[np.uint64], list[int]]:
     """``h`` reordered so that the hashes of each page (their top ``page_bits`` bits) lie
@@ -468,7 +468,7 @@ def _group_by_page(
     np.right_shift(h, np.uint64(64 - page_bits), out=key, casting="unsafe")
     # Each group's runs are copied page by page in Python: enough hashes a page a group keep
     # that loop a few nanoseconds a hash.
-    step = max(_GROUP_SIZE, num_pages * _GROUP_PER_PAGE)
+    step = max(GROUP_SIZE, num_pages * GROUP_PER_PAGE)
     groups = range(0, h.size, step)
     counts = [np.bincount(key[start : start + step], minlength=num_pages) for start in groups]
     starts = np.zeros(num_pages + 1, dtype=np.int64)

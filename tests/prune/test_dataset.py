@@ -549,7 +549,6 @@ def pyarrow_sample(tmp_path_factory: pytest.TempPathFactory, sample: pa.Table) -
 
 @pytest.fixture(scope="module")
 def deltalake_sample(tmp_path_factory: pytest.TempPathFactory, sample: pa.Table) -> ds.Dataset:
-    pytest.importorskip("deltalake")
     directory = tmp_path_factory.mktemp("deltalake-sample")
     paths = writers.write_deltalake(directory, sample.select([*DELTA_COLUMNS, "row"]))
     return ds.dataset([str(p) for p in paths], format="parquet")
@@ -576,7 +575,6 @@ def test_deltalake_files_skip_values_absent_everywhere(deltalake_sample: ds.Data
 
 
 def test_duckdb_files_return_the_same_rows(tmp_path: Path) -> None:
-    pytest.importorskip("duckdb")
     path = writers.write_duckdb(tmp_path / "duck.parquet")
     dataset = ds.dataset(path, format="parquet")
     table = dataset.to_table()

@@ -4,7 +4,6 @@ errors of chunks that cannot be read, and sizing for ndv="exact" without countin
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from tests.rewrite.files import (
     check_rewrite,
     filterable,
 )
+from tests.skips import kernels_off_reason
 from tests.writers import rewrite_footer
 
 
@@ -54,11 +54,7 @@ def test_numpy_alone_writes_the_same_file_as_the_compiled_kernels(
     # The other tests here run with the compiled kernels where they are built; the rewrite
     # on numpy alone (kernels.compiled is None) must give the same bytes, filters included.
     if kernels.compiled is None:
-        pytest.skip(
-            "the compiled kernels are turned off by PARQUET_BLOOM_PURE_PYTHON"
-            if os.environ.get(kernels.PURE_PYTHON_VARIABLE, "") not in ("", "0")
-            else "the compiled kernels are not built"
-        )
+        pytest.skip(kernels_off_reason())
     src, columns = sources[source], filterable(sources[source])
     rewrite_bloom_filters(src, tmp_path / "compiled.parquet", columns=columns)
     monkeypatch.setattr(kernels, "compiled", None)

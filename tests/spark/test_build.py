@@ -1,4 +1,4 @@
-"""parquet_bloom.spark.build against a real local Spark (``local[2]``, one session for the run):
+"""parquet_bloom.spark._build against a real local Spark (``local[2]``, one session for the run):
 a filter built from a DataFrame must equal, bit for bit, the filter Spark wrote for the same
 values at the same size, and the local :class:`SplitBlockBloomFilter` of those values, however
 the DataFrame is partitioned, sized and reduced.
@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 import parquet_bloom as pb
 from parquet_bloom import spark as pbs
 from parquet_bloom._sbbf import SplitBlockBloomFilter, optimal_num_bytes
-from parquet_bloom.spark import build
+from parquet_bloom.spark import _build as build
 from tests.spark.data import COLUMNS, WRITES, session_conf
 
 pytestmark = pytest.mark.spark
@@ -78,7 +78,7 @@ def test_partial_filters_reduced_on_executors(
 ) -> None:
     direct = pbs.build_filter(typed_df.repartition(8), "string", num_bytes=8192)
     monkeypatch.setattr(build, "MAX_COLLECT_BYTES", 2 * 8192)  # 8 bitsets no longer fit
-    assert build._tree_depth(8, 8192) == 3
+    assert build.tree_depth(8, 8192) == 3
     reduced = pbs.build_filter(typed_df.repartition(8), "string", num_bytes=8192)
     assert reduced == direct
     assert reduced.bits_set() > 0

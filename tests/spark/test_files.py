@@ -1,4 +1,4 @@
-"""parquet_bloom.spark.files against a real local Spark: the index of a dataset's filters matches
+"""parquet_bloom.spark._files against a real local Spark: the index of a dataset's filters matches
 the reader's, locally and through fsspec, pruning keeps every row group holding a value, and the
 listing skips what Spark skips; and Spark reads (and prunes with) files whose filters we added or
 resized.
@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 import parquet_bloom as pb
 from parquet_bloom import _format as fmt
 from parquet_bloom import spark as pbs
-from parquet_bloom.spark import files as spark_files
+from parquet_bloom.spark import _files as spark_files
 from tests.spark.data import spark_write
 
 pytestmark = pytest.mark.spark
@@ -238,7 +238,7 @@ def test_files_might_contain_bad_literals_fail_on_the_driver(
 
 
 def test_listing_skips_what_spark_skips(dataset: Path) -> None:
-    listed = spark_files._list_files(dataset, None)
+    listed = spark_files.list_files(dataset, None)
     assert [Path(p) for p in listed] == sorted(
         [*parquet_files(dataset), dataset / "kind=broken" / "part-0.parquet"]
     )

@@ -1,4 +1,4 @@
-"""parquet_bloom.spark.probe against a real local Spark: might_contain never drops a value the
+"""parquet_bloom.spark._probe against a real local Spark: might_contain never drops a value the
 filter holds (Spark's own filters included), agrees with ``isin`` and Spark's equality, answers in
 Spark's expressions as the Arrow UDF does, and semi_join_prefilter keeps the join.
 """
@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 import parquet_bloom as pb
 from parquet_bloom import spark as pbs
 from parquet_bloom._sbbf import SplitBlockBloomFilter
-from parquet_bloom.spark import probe
-from parquet_bloom.spark.types import SparkLayout
+from parquet_bloom.spark import _probe as probe
+from parquet_bloom.spark._types import SparkLayout
 from tests.spark.data import COLUMNS, ROWS, TIMESTAMP_AND_DECIMALS, WRITES, session_conf
 
 pytestmark = pytest.mark.spark
@@ -130,7 +130,7 @@ def test_might_contain_in_spark_answers_as_the_arrow_udf(
         rows = typed_df.select(
             *[pbs.might_contain(h, c).alias(f"hit_{c}") for c, h in handles.items()],
             *[
-                probe._arrow_probe(h, F.col(c), layout).alias(f"udf_{c}")
+                probe.arrow_probe(h, F.col(c), layout).alias(f"udf_{c}")
                 for c, h in handles.items()
             ],
         ).collect()

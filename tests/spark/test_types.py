@@ -1,4 +1,4 @@
-"""parquet_bloom.spark.types against Spark's own Parquet writer (parquet-java): the filters in
+"""parquet_bloom.spark._types against Spark's own Parquet writer (parquet-java): the filters in
 files written with Spark's Bloom filter options must equal, byte for byte, a filter rebuilt from
 each chunk's values as pyarrow reads them back (:func:`parquet_bloom._logical.column_hashes`),
 Spark must have written the layouts its settings ask for, and a build follows the session's

@@ -22,14 +22,14 @@ except ImportError as err:  # pragma: no cover - exercised only without pyspark
         "pip install 'parquet-bloom[spark]'"
     ) from err
 
-from parquet_bloom.spark.build import build_filter, build_filters
-from parquet_bloom.spark.files import (
+from parquet_bloom.spark._build import build_filter, build_filters
+from parquet_bloom.spark._files import (
     INDEX_SCHEMA,
     ROW_GROUPS_SCHEMA,
     bloom_filter_index,
     files_might_contain,
 )
-from parquet_bloom.spark.probe import might_contain, semi_join_prefilter
+from parquet_bloom.spark._probe import might_contain, semi_join_prefilter
 
 __all__ = [
     "INDEX_SCHEMA",

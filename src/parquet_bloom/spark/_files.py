@@ -21,7 +21,7 @@ from parquet_bloom import _format as fmt
 from parquet_bloom._logical import literal_probe
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom.errors import BloomFilterError
-from parquet_bloom.spark.types import without_pandas_warning
+from parquet_bloom.spark._types import without_pandas_warning
 
 INDEX_SCHEMA = T.StructType(
     [
@@ -71,7 +71,7 @@ def bloom_filter_index(
     on the driver and read on the executors; a file that cannot be read gives one row with its
     ``error`` rather than failing the job.
     """
-    files = _list_files(paths, storage_options)
+    files = list_files(paths, storage_options)
     options = dict(storage_options or {})
 
     def index(batches: Iterator[Any]) -> Iterator[Any]:
@@ -104,7 +104,7 @@ def files_might_contain(
     """
     if not isinstance(column, str):
         raise TypeError(f"column must be a dotted path string, not {type(column).__name__}")
-    files = _list_files(paths, storage_options)
+    files = list_files(paths, storage_options)
     options = dict(storage_options or {})
     if files:  # literals that cannot be compared with the column fail here, not on an executor
         with _open_reader(files[0], options) as reader:
@@ -173,7 +173,7 @@ def _is_url(path: str) -> bool:
     return "://" in path
 
 
-def _list_files(
+def list_files(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     storage_options: dict[str, Any] | None,
 ) -> list[str]:

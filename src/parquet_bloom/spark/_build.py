@@ -1,6 +1,6 @@
 """Building Parquet Bloom filters over Spark DataFrames, on the executors.
 
-Each partition hashes its values (:func:`parquet_bloom.spark.types.arrow_hashes`) inside
+Each partition hashes its values (:func:`parquet_bloom.spark._types.arrow_hashes`) inside
 ``mapInArrow`` (Arrow batches, no Python per row) and inserts them into a partial filter of the
 final size; the partial bitsets are OR-ed, which is exact, so the result is the filter a local
 :class:`SplitBlockBloomFilter` of that size would hold after inserting the same values, whatever
@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 
 from parquet_bloom import _sizing as sizing
 from parquet_bloom._sbbf import MAX_NUM_BYTES, SplitBlockBloomFilter, optimal_num_bytes
-from parquet_bloom.spark.types import (
+from parquet_bloom.spark._types import (
     SparkLayout,
     arrow_hashes,
     check_spark_type,
@@ -269,7 +269,7 @@ def _merge_partials(a: _Bitsets, b: _Bitsets) -> _Bitsets:
     return out
 
 
-def _tree_depth(num_partitions: int, partial_bytes: int) -> int:
+def tree_depth(num_partitions: int, partial_bytes: int) -> int:
     """The shallowest tree whose last level sends the driver at most MAX_COLLECT_BYTES:
     treeAggregate leaves about ``num_partitions ** (1 / depth)`` partials for the driver."""
     fan_in = max(MAX_COLLECT_BYTES // partial_bytes, 2)
@@ -290,7 +290,7 @@ def _combine(partials: DataFrame, partial_bytes: int) -> _Bitsets:
         table = partials.toArrow()
         received = zip(table["column"].to_pylist(), table["bitset"].to_pylist(), strict=True)
         return functools.reduce(_add_partial, received, {})
-    depth = _tree_depth(num_partitions, partial_bytes)
+    depth = tree_depth(num_partitions, partial_bytes)
     merged: _Bitsets = pairs.treeAggregate({}, _add_partial, _merge_partials, depth=depth)
     return merged
 

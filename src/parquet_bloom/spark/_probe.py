@@ -16,10 +16,10 @@ in the JVM, in Spark's generated code, with no batch sent to Python:
   once per session, which Spark inlines into the plan.
 - Other types: ``typeof(column)`` is folded into a constant when Spark plans the query, so a
   ``CASE`` on it keeps one branch, and the layouts Spark hashes otherwise go to a scalar Arrow
-  UDF that hashes with :func:`parquet_bloom.spark.types.arrow_hashes`.
+  UDF that hashes with :func:`parquet_bloom.spark._types.arrow_hashes`.
 
 :func:`semi_join_prefilter` builds a filter on the join key of one side
-(:func:`parquet_bloom.spark.build.build_filters`) and drops the rows of the other side that
+(:func:`parquet_bloom.spark._build.build_filters`) and drops the rows of the other side that
 cannot match.
 """
 
@@ -38,8 +38,8 @@ from pyspark.sql import types as T
 from parquet_bloom import _plain as plain
 from parquet_bloom import _xxh64 as xxh64
 from parquet_bloom._sbbf import SALT, SplitBlockBloomFilter
-from parquet_bloom.spark.build import build_filters
-from parquet_bloom.spark.types import (
+from parquet_bloom.spark._build import build_filters
+from parquet_bloom.spark._types import (
     SparkLayout,
     arrow_hashes,
     check_spark_type,
@@ -86,10 +86,10 @@ def might_contain(
     # a column of a type hashed natively never reaches Python.
     return F.when(
         _hashed_by_spark(F.typeof(values), layout), _expression_probe(handle.value, values, session)
-    ).otherwise(_arrow_probe(handle, values, layout))
+    ).otherwise(arrow_probe(handle, values, layout))
 
 
-def _arrow_probe(
+def arrow_probe(
     handle: Broadcast[SplitBlockBloomFilter], values: Column, layout: SparkLayout
 ) -> Column:
     """might_contain as a scalar Arrow UDF: every type, one Arrow batch at a time, in Python."""
