@@ -41,8 +41,8 @@ bench: $(STAMP)
 # The compiled kernels built with AddressSanitizer, under the tests that reach them: any read or
 # write outside a buffer fails the run. They are built into a copy of the package in a temporary
 # directory, first on the path, so the environment's own build is left as it is.
-ASAN_TESTS := tests/test_kernels.py tests/test_hashing.py tests/test_pages.py tests/test_sbbf.py \
-	tests/test_encoding.py tests/test_writer.py
+ASAN_TESTS := tests/test_kernels.py tests/test_plain.py tests/test_pages.py tests/test_sbbf.py \
+	tests/test_logical.py tests/rewrite tests/io
 asan: $(STAMP)
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	cp -r src/parquet_bloom "$$tmp/"; rm -f "$$tmp"/parquet_bloom/_kernels*.so; \
