@@ -19,6 +19,7 @@ import xxhash
 from timing import best_of, report
 
 import parquet_bloom as pb
+from parquet_bloom._sbbf import SALT
 
 REPEATS = 5
 
@@ -120,7 +121,7 @@ def compare_with_loops(
     return ok
 
 
-SALTS = [int(s) for s in pb.sbbf.SALT]
+SALTS = [int(s) for s in SALT]
 
 
 if __name__ == "__main__":
