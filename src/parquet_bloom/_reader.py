@@ -16,7 +16,7 @@ filesystem, and counts what it read.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,8 +152,20 @@ class BloomFilterReader:
     column order) and ``column_chunks``. ``reads`` and ``bytes_read`` count the reads made so far.
     """
 
-    def __init__(self, source: Any, *, filesystem: Any | None = None) -> None:
-        self._source = ByteSource(source, filesystem=filesystem)
+    def __init__(
+        self,
+        source: Any,
+        *,
+        filesystem: Any | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        size: int | None = None,
+    ) -> None:
+        """``source``: a path, a URL (``s3://``, ``gs://``, ``abfs://``, ``https://``, any
+        fsspec protocol, configured by ``storage_options``), a binary file object, or a path on
+        ``filesystem`` (fsspec or pyarrow). ``size``, when known, saves the size lookup."""
+        self._source = ByteSource(
+            source, filesystem=filesystem, storage_options=storage_options, size=size
+        )
         try:
             footer = read_footer(self._source)
             self.metadata, self.footer_start = fmt.decode_file_metadata(footer.data), footer.start

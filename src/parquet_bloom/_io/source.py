@@ -13,21 +13,53 @@ footer is longer than that tail.
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from stat import S_ISDIR
 from typing import IO, Any, NamedTuple
 
 from parquet_bloom import _format as fmt
+from parquet_bloom._io import location
 from parquet_bloom._io.ranges import ByteRange
 from parquet_bloom.errors import CorruptFileError
 
-__all__ = ["FOOTER_READ_SIZE", "ByteSource", "Footer", "SourceFile", "read_footer"]
+__all__ = [
+    "FOOTER_READ_SIZE",
+    "REMOTE_MAX_GAP",
+    "REMOTE_TAIL_SIZE",
+    "ByteSource",
+    "Footer",
+    "SourceFile",
+    "read_footer",
+]
 
-# How much to read from the end of the file for the footer. Most footers are far smaller; a
-# larger one costs exactly one more read.
+# How much to read from the end of a local file (or a file object) for the footer. Most
+# footers are far smaller; a larger one costs exactly one more read, which on a local file is
+# microseconds: reading more would only copy bytes (docs/performance.md, "Tail reads").
 FOOTER_READ_SIZE = 64 * 1024
+# The first read of a file on a filesystem (object storage): a round trip there costs 10-100
+# ms and a MiB costs about as much, so the tail read takes the footer and, for writers that put
+# the filters just before it, the filters in one request (measured: docs/performance.md,
+# "Tail reads").
+REMOTE_TAIL_SIZE = 1024 * 1024
+# Filters this close together are fetched in one request from a filesystem: a gap of this many
+# bytes costs less than another round trip (docs/object-storage.md, "Requests").
+REMOTE_MAX_GAP = 1024 * 1024
+
+
+def _fsspec_size(filesystem: Any, path: str) -> int:
+    """The size of a file on an fsspec filesystem: one ``info`` (a HEAD on object stores). A
+    directory (a prefix on object storage) is IsADirectoryError, which callers that take
+    directories answer by listing it."""
+    info = filesystem.info(path)
+    if info.get("type") == "directory":
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if info.get("size") is None:
+        raise OSError(f"{path}: the server does not tell the size; pass size=")
+    return int(info["size"])
 
 
 class ByteSource:
@@ -38,7 +70,23 @@ class ByteSource:
     its ``cat_ranges``) or a ``pyarrow.fs.FileSystem`` (read with ``read_at``).
     """
 
-    def __init__(self, source: Any, *, filesystem: Any | None = None) -> None:
+    def __init__(
+        self,
+        source: Any,
+        *,
+        filesystem: Any | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        size: int | None = None,
+    ) -> None:
+        """``source``: a local path, a URL (``file://``, or any fsspec protocol, resolved with
+        ``storage_options`` by :func:`parquet_bloom._io.location.resolve`), a binary file object,
+        or a path on ``filesystem``. ``size``, when known (a listing gave it), is trusted: no
+        size lookup (HEAD) is made, and a read past the object's real end is a located short
+        read."""
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+            raise TypeError(f"size must be an integer, not {type(size).__name__}")
+        if size is not None and size < 0:
+            raise ValueError(f"size must be >= 0, not {size}")
         self.reads = 0
         self.bytes_read = 0
         self._lock = threading.Lock()
@@ -47,28 +95,44 @@ class ByteSource:
         self._fs: Any | None = None  # an fsspec filesystem: cat_ranges
         self._arrow: Any | None = None  # a pyarrow RandomAccessFile: read_at
         self.local_path: str | None = None  # the path of a local file, for OS-level copies
+        if filesystem is not None and not isinstance(source, str):
+            raise TypeError("with a filesystem, source must be a path string")
+        if isinstance(source, str | os.PathLike) and (
+            filesystem is not None or storage_options is not None or location.is_url(str(source))
+        ):
+            text = os.fspath(source)
+            filesystem, path = location.resolve(
+                text, filesystem=filesystem, storage_options=storage_options
+            )
+            if filesystem is None:  # a file:// URL
+                source = path
+            else:
+                # fsspec strips the protocol itself, so a URL names the file in messages and reads.
+                self.name = text if location.is_url(text) and "::" not in text else path
         if filesystem is not None:
-            if not isinstance(source, str):
-                raise TypeError("with a filesystem, source must be a path string")
-            self.name = source
             if hasattr(filesystem, "open_input_file"):  # pyarrow.fs.FileSystem
-                self._arrow = filesystem.open_input_file(source)
-                self.size = int(self._arrow.size())
+                self._arrow = filesystem.open_input_file(path)
+                self.size = int(self._arrow.size()) if size is None else size
             else:
                 self._fs = filesystem
-                self.size = int(filesystem.size(source))
+                self.size = _fsspec_size(filesystem, self.name) if size is None else size
         elif isinstance(source, str | os.PathLike):
             self.name = self.local_path = os.fspath(source)
             self._fd = os.open(self.name, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-            self.size = os.fstat(self._fd).st_size
+            stat = os.fstat(self._fd)
+            if S_ISDIR(stat.st_mode):
+                self.close()
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.name)
+            self.size = stat.st_size if size is None else size
         elif hasattr(source, "read") and hasattr(source, "seek"):
             self._file = source
             self.name = str(getattr(source, "name", "<file object>"))
-            self.size = source.seek(0, os.SEEK_END)
+            end = source.seek(0, os.SEEK_END)
+            self.size = end if size is None else size
         else:
             raise TypeError(
-                "source must be a path, a binary file object with seek() and read(), or a path "
-                f"with filesystem=..., not {type(source).__name__}"
+                "source must be a path, a URL, a binary file object with seek() and read(), or "
+                f"a path with filesystem=..., not {type(source).__name__}"
             )
 
     def read(self, ranges: Sequence[ByteRange]) -> list[bytes]:
@@ -180,24 +244,93 @@ class SourceFile(io.RawIOBase):
 
 
 class Footer(NamedTuple):
-    """A file's footer: the Thrift ``FileMetaData`` bytes and the offset where they start."""
+    """A file's footer: the Thrift ``FileMetaData`` bytes and the offset where they start; and
+    the tail read that found it (``tail``, from offset ``tail_start``), which often holds the
+    file's Bloom filters too."""
 
     data: bytes
     start: int
+    tail_start: int = 0
+    tail: bytes = b""
 
 
-def read_footer(source: ByteSource, tail_size: int = FOOTER_READ_SIZE) -> Footer:
-    """Read the footer of ``source``: one read of its last ``tail_size`` bytes, and one more
-    when the footer is longer than that. The trailer is checked (magic, a length that fits)."""
+def read_footer(source: ByteSource, tail_size: int | None = None) -> Footer:
+    """Read the footer of ``source``: one read of its last ``tail_size`` bytes (default: the
+    source's :attr:`~ByteSource.default_tail_size`), and one more when the footer is longer
+    than that. The trailer is checked (magic, a length that fits). When the source does not
+    know its size yet, the tail read is a suffix-range read that tells it."""
+    if tail_size is None:
+        tail_size = source.default_tail_size
+    if isinstance(tail_size, bool) or not isinstance(tail_size, int):
+        raise TypeError(f"tail_size must be an integer, not {type(tail_size).__name__}")
+    if tail_size < fmt.FOOTER_TRAILER_SIZE:
+        raise ValueError(f"tail_size must be at least {fmt.FOOTER_TRAILER_SIZE}, not {tail_size}")
+    tail_start, tail = source.read_tail(tail_size)
     size = source.size
     if size < len(fmt.MAGIC) + fmt.FOOTER_TRAILER_SIZE:
         raise CorruptFileError(f"file of {size} bytes is too short to be Parquet")
-    tail_len = min(size, tail_size)
-    tail = source.read_exact(size - tail_len, tail_len)
+    tail_len = len(tail)
     footer_len = fmt.parse_footer_trailer(tail[-fmt.FOOTER_TRAILER_SIZE :], file_size=size)
     trailer = fmt.FOOTER_TRAILER_SIZE
     start = size - trailer - footer_len
     if footer_len + trailer <= tail_len:
-        return Footer(tail[tail_len - trailer - footer_len : -trailer], start)
+        return Footer(tail[tail_len - trailer - footer_len : -trailer], start, tail_start, tail)
     head = source.read_exact(start, footer_len + trailer - tail_len)
-    return Footer(head + tail[:-trailer], start)
+    return Footer(head + tail[:-trailer], start, tail_start, tail)
+
+
+def _content_range_total(value: str | None) -> int | None:
+    """The complete length in a ``Content-Range`` header (``bytes 10-19/20``), if given."""
+    if not value or "/" not in value:
+        return None
+    total = value.rsplit("/", 1)[1].strip()
+    return int(total) if total.isdigit() else None
+
+
+def _suffix_read(filesystem: Any, path: str, length: int) -> tuple[bytes, int] | None:
+    """The last ``length`` bytes of ``path`` and the object's size, in one request
+    (``Range: bytes=-N``; docs/object-storage.md, "Requests"), on the backends that let us see
+    the response's ``Content-Range``: s3fs and fsspec's HTTP. None elsewhere."""
+    module = type(filesystem).__module__
+    if module.startswith("s3fs") and hasattr(filesystem, "_call_s3"):
+        coroutine = _s3_suffix
+    elif module.startswith("fsspec.implementations.http"):
+        coroutine = _http_suffix
+    else:
+        return None
+    from fsspec.asyn import sync  # fsspec is installed: the filesystem is one of its own
+
+    result: tuple[bytes, int | None] = sync(
+        filesystem.loop, coroutine, filesystem, path, length
+    )
+    data, total = result
+    return None if total is None else (data, total)
+
+
+async def _s3_suffix(filesystem: Any, path: str, length: int) -> tuple[bytes, int | None]:
+    bucket, key, version = filesystem.split_path(path)
+    extra = {"VersionId": version} if version else {}
+    response = await filesystem._call_s3(
+        "get_object", Bucket=bucket, Key=key, Range=f"bytes=-{length}", **extra
+    )
+    try:
+        data = await response["Body"].read()
+    finally:
+        response["Body"].close()
+    total = _content_range_total(response.get("ContentRange"))
+    if total is None and len(data) < length:  # the whole object, sent without a range
+        total = len(data)
+    return bytes(data), total
+
+
+async def _http_suffix(filesystem: Any, url: str, length: int) -> tuple[bytes, int | None]:
+    session = await filesystem.set_session()
+    kwargs = dict(filesystem.kwargs)
+    headers = dict(kwargs.pop("headers", None) or {})
+    headers["Range"] = f"bytes=-{length}"
+    async with session.get(filesystem.encode_url(url), headers=headers, **kwargs) as response:
+        filesystem._raise_not_found_for_status(response, url)
+        data = await response.read()
+        if response.status == 200:  # the server ignored the range: the whole object
+            return bytes(data), len(data)
+        return bytes(data), _content_range_total(response.headers.get("Content-Range"))
