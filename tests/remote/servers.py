@@ -1,0 +1,677 @@
+"""The servers the object-store tests and benchmarks run against, all on 127.0.0.1.
+
+- ``start_s3_server``: moto in server mode (the S3 protocol, as s3fs's own tests run it), its
+  Flask app served by werkzeug on a free port, wrapped in ``S3Faults``: a WSGI middleware that
+  can fail the N-th request matching a predicate (an S3 error status, or a dropped connection)
+  and delay every request (object-store latency, for benchmarks). Requests are counted by
+  moto's own recorder (``/moto-api/recorder/...``), read back as ``RecordedRequest`` rows.
+- ``start_http_server``: a stdlib ``ThreadingHTTPServer`` serving a directory with single
+  byte-range support (``bytes=a-b``, ``bytes=a-``, ``bytes=-n``: 206 and Content-Range; 416 when
+  unsatisfiable), HEAD with Content-Length and Accept-Ranges, and a request log. Two
+  misbehaving modes: ``"short"`` sends fewer body bytes than its Content-Length announces and
+  closes; ``"stall"`` reads the request, sends nothing for ``stall`` seconds, then closes.
+
+Every server runs on daemon threads and stops in bounded time (``stop()``, or ``with``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import json
+import os
+import socket
+import socketserver
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, unquote, urlsplit
+
+HOST = "127.0.0.1"
+# Credentials moto accepts; nothing here is a real account.
+ACCESS_KEY = "testing"
+SECRET_KEY = "testing"
+REGION = "us-east-1"
+
+WSGIEnviron = dict[str, Any]
+StartResponse = Callable[..., Any]
+WSGIApp = Callable[[WSGIEnviron, StartResponse], Iterable[bytes]]
+
+# The S3 error code a status is answered with, so that botocore parses the error as S3's own.
+_ERROR_CODES = {
+    400: "BadRequest",
+    403: "AccessDenied",
+    404: "NoSuchKey",
+    409: "OperationAborted",
+    412: "PreconditionFailed",
+    500: "InternalError",
+    503: "SlowDown",
+}
+
+
+# --- the S3 server ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the S3 server served, as moto's recorder wrote it down."""
+
+    method: str
+    bucket: str  # "" for a request on the service (ListBuckets)
+    key: str  # "" for a request on a bucket
+    query: dict[str, str]  # e.g. {"uploads": ""}, {"partNumber": "2", "uploadId": "..."}
+    range: str | None  # the Range header, e.g. "bytes=0-99"
+    headers: dict[str, str] = field(repr=False)
+
+    @property
+    def path(self) -> str:
+        """``bucket/key`` (or ``bucket`` alone), without a leading slash."""
+        return f"{self.bucket}/{self.key}" if self.key else self.bucket
+
+    @classmethod
+    def from_entry(cls, entry: dict[str, Any]) -> RecordedRequest:
+        url = urlsplit(entry["url"])
+        bucket, _, key = unquote(url.path).lstrip("/").partition("/")
+        query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        headers = {str(k): str(v) for k, v in entry["headers"].items()}
+        ranges = [v for k, v in headers.items() if k.lower() == "range"]
+        return cls(
+            method=entry["method"],
+            bucket=bucket,
+            key=key,
+            query=query,
+            range=ranges[0] if ranges else None,
+            headers=headers,
+        )
+
+
+@dataclass
+class FaultRule:
+    """Fail the ``nth`` request matching (method, query and path substrings) and the
+    ``times - 1`` matching requests after it (``times=None``: every one from the ``nth`` on)."""
+
+    method: str | None
+    query_contains: str | None
+    path_contains: str | None
+    nth: int
+    times: int | None
+    status: int
+    drop: bool
+    seen: int = 0
+
+    def matches(self, method: str, path: str, query: str) -> bool:
+        return (
+            (self.method is None or self.method == method)
+            and (self.query_contains is None or self.query_contains in query)
+            and (self.path_contains is None or self.path_contains in path)
+        )
+
+    def fires(self) -> bool:
+        """Count one matching request; whether it is one to fail."""
+        self.seen += 1
+        if self.seen < self.nth:
+            return False
+        return self.times is None or self.seen < self.nth + self.times
+
+
+@dataclass(frozen=True)
+class InjectedFault:
+    """A request ``S3Faults`` failed instead of passing it to moto (moto never saw it, so the
+    recorder has no row for it)."""
+
+    method: str
+    path: str
+    query: str
+    status: int | None  # None: the connection was dropped
+
+
+class S3Faults:
+    """WSGI middleware around moto's app: a delay before every request, and failures.
+
+    Requests to ``/moto-api/`` (the recorder, the reset) are never delayed or failed. Requests
+    with a body are passed to moto one at a time: moto's recorder appends each request to its
+    file in more than one write once it is larger than a buffer, and concurrent uploads would
+    interleave their lines.
+    """
+
+    def __init__(self, app: WSGIApp) -> None:
+        self._app = app
+        self._lock = threading.Lock()
+        self._body_lock = threading.Lock()
+        self._rules: list[FaultRule] = []
+        self.delay = 0.0  # seconds added before every request
+        self.injected: list[InjectedFault] = []
+
+    def fail(
+        self,
+        method: str | None,
+        query_contains: str | None = None,
+        nth: int = 1,
+        status: int = 500,
+        *,
+        path_contains: str | None = None,
+        times: int | None = 1,
+        drop: bool = False,
+    ) -> None:
+        """Fail the ``nth`` request whose method is ``method`` (None: any) and whose raw query
+        string contains ``query_contains`` (e.g. ``"partNumber="``, ``"uploads"``) and path
+        ``path_contains``; with ``times`` > 1 the next matching ones too, with ``times=None``
+        every one from then on (so that a client's retries fail as well). The failure is an
+        S3 error document with ``status`` (500 InternalError, 503 SlowDown, 403 AccessDenied,
+        ...), or with ``drop=True`` the connection closed without an answer."""
+        if nth < 1 or (times is not None and times < 1):
+            raise ValueError(f"nth and times count from 1, got nth={nth}, times={times}")
+        rule = FaultRule(method, query_contains, path_contains, nth, times, status, drop)
+        with self._lock:
+            self._rules.append(rule)
+
+    def clear(self) -> None:
+        """Forget every rule and injected fault, and the delay."""
+        with self._lock:
+            self._rules.clear()
+            self.injected.clear()
+            self.delay = 0.0
+
+    def _fault_for(self, method: str, path: str, query: str) -> FaultRule | None:
+        with self._lock:
+            fired = [rule for rule in self._rules if rule.matches(method, path, query)]
+            fired = [rule for rule in fired if rule.fires()]
+            if not fired:
+                return None
+            rule = fired[0]
+            self.injected.append(
+                InjectedFault(method, path, query, None if rule.drop else rule.status)
+            )
+            return rule
+
+    def __call__(self, environ: WSGIEnviron, start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/moto-api/"):
+            return self._app(environ, start_response)
+        if self.delay > 0:
+            time.sleep(self.delay)
+        method = environ["REQUEST_METHOD"]
+        rule = self._fault_for(method, path, environ.get("QUERY_STRING", ""))
+        if rule is not None:
+            _drain(environ)  # the client finishes sending before it sees the failure
+            if rule.drop:
+                environ["werkzeug.socket"].shutdown(socket.SHUT_RDWR)
+                # werkzeug takes a ConnectionError as the connection dropped, quietly.
+                raise ConnectionResetError("connection dropped by S3Faults")
+            code = _ERROR_CODES.get(rule.status, "InternalError")
+            body = (
+                '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>'
+                f"{code}</Code><Message>injected by the test's S3Faults</Message>"
+                "<RequestId>injected</RequestId></Error>"
+            ).encode()
+            reason = HTTPStatus(rule.status).phrase
+            start_response(
+                f"{rule.status} {reason}",
+                [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))],
+            )
+            return [body]
+        if _has_body(environ):
+            with self._body_lock:
+                # Consumed inside the lock: moto's response may stream from moto's state.
+                return list(self._app(environ, start_response))
+        return self._app(environ, start_response)
+
+
+def _has_body(environ: WSGIEnviron) -> bool:
+    length = environ.get("CONTENT_LENGTH") or "0"
+    return int(length) > 0 or bool(environ.get("HTTP_TRANSFER_ENCODING"))
+
+
+def _drain(environ: WSGIEnviron) -> None:
+    stream = environ["wsgi.input"]
+    if environ.get("wsgi.input_terminated"):
+        while stream.read(1 << 16):
+            pass
+        return
+    remaining = int(environ.get("CONTENT_LENGTH") or "0")
+    while remaining > 0:
+        chunk = stream.read(min(remaining, 1 << 16))
+        if not chunk:
+            break
+        remaining -= len(chunk)
+
+
+# moto's recorder appends to a file whose location it reads once, when moto.moto_api is first
+# imported: one file per test process, outside the working tree, removed at exit.
+RECORDING = Path(tempfile.gettempdir()) / f"parquet-bloom-moto-recording-{os.getpid()}.jsonl"
+atexit.register(RECORDING.unlink, missing_ok=True)
+
+
+def _import_moto() -> tuple[Any, Any, Any]:
+    """moto's server pieces, its recorder writing to ``RECORDING``."""
+    if "moto.moto_api" not in sys.modules:
+        os.environ["MOTO_RECORDER_FILEPATH"] = str(RECORDING)
+    elif os.environ.get("MOTO_RECORDER_FILEPATH") != str(RECORDING):
+        raise RuntimeError(
+            "moto was imported before start_s3_server set MOTO_RECORDER_FILEPATH: its recorder "
+            "would write into the working directory. Start the server before importing moto."
+        )
+    importlib.import_module("moto.moto_api")
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+
+    return DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+
+
+class _Running:
+    """A server serving on a daemon thread until ``stop()`` (or the end of a ``with``)."""
+
+    _serving: socketserver.BaseServer
+    _thread: threading.Thread
+
+    def _run(self, serving: socketserver.BaseServer, name: str) -> None:
+        self._serving = serving
+        self._thread = threading.Thread(target=serving.serve_forever, name=name, daemon=True)
+        self._thread.start()
+
+    def _halt(self) -> None:
+        self._serving.shutdown()
+        self._serving.server_close()
+        self._thread.join(timeout=30)
+
+    def stop(self) -> None:
+        self._halt()
+
+    def __enter__(self: _R) -> _R:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+_R = TypeVar("_R", bound=_Running)
+
+
+class S3Server(_Running):
+    """A running moto server: ``endpoint_url``, ``faults``, the recorder, ``stop()``."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        dispatcher, handler, create_backend_app = _import_moto()
+        from werkzeug.serving import WSGIRequestHandler, make_server
+
+        class QuietHandler(handler):  # type: ignore[misc, valid-type]
+            def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+                pass
+
+        assert issubclass(QuietHandler, WSGIRequestHandler)
+        self.faults = S3Faults(dispatcher(create_backend_app))
+        self.faults.delay = delay
+        self._server = make_server(
+            HOST, 0, self.faults, threaded=True, request_handler=QuietHandler
+        )
+        self.port: int = self._server.server_port
+        self.endpoint_url = f"http://{HOST}:{self.port}"
+        self.recording = False
+        self._run(self._server, "moto-s3")
+
+    # the recorder: moto's /moto-api/recorder/ endpoints
+    def _recorder(self, action: str) -> bytes:
+        method = "GET" if action == "download-recording" else "POST"
+        url = f"{self.endpoint_url}/moto-api/recorder/{action}"
+        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=30) as r:
+            data: bytes = r.read()
+            return data
+
+    def start_recording(self) -> None:
+        self._recorder("start-recording")
+        self.recording = True
+
+    def stop_recording(self) -> None:
+        self._recorder("stop-recording")
+        self.recording = False
+
+    def reset_recording(self) -> None:
+        self._recorder("reset-recording")
+
+    def recorded(self) -> list[RecordedRequest]:
+        """The requests recorded since the last reset, in order, without ``/moto-api/`` ones."""
+        rows = [json.loads(line) for line in self._recorder("download-recording").splitlines()]
+        requests = [RecordedRequest.from_entry(row) for row in rows if row]
+        return [r for r in requests if r.bucket != "moto-api"]
+
+    def paused_recording(self) -> _Paused:
+        """A context in which requests (a fixture's set-up) are not recorded."""
+        return _Paused(self)
+
+    def reset(self) -> None:
+        """Empty every bucket moto holds (moto's reset), faults and recording included."""
+        with urllib.request.urlopen(
+            urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST"),
+            timeout=30,
+        ):
+            pass
+
+    def stop(self) -> None:
+        if self.recording:
+            self.stop_recording()
+        self._halt()
+
+
+class _Paused:
+    def __init__(self, server: S3Server) -> None:
+        self._server = server
+        self._was = False
+
+    def __enter__(self) -> None:
+        self._was = self._server.recording
+        if self._was:
+            self._server.stop_recording()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._was:
+            self._server.start_recording()
+
+
+def start_s3_server(delay: float = 0.0) -> S3Server:
+    """Start moto's S3 server on 127.0.0.1 (a free port), every request delayed by ``delay``
+    seconds (a benchmark's object-store latency). Stop it with ``stop()`` or ``with``.
+    Credentials: ``ACCESS_KEY``/``SECRET_KEY`` in ``REGION``; ``s3_storage_options`` gives
+    them to s3fs."""
+    return S3Server(delay)
+
+
+def s3_storage_options(endpoint_url: str) -> dict[str, Any]:
+    """fsspec/s3fs options for the server: its endpoint, the test credentials and region (so
+    that botocore never looks for real ones, nor at instance metadata), and a filesystem
+    instance of its own for each call (no listing cached from another test)."""
+    return {
+        "endpoint_url": endpoint_url,
+        "key": ACCESS_KEY,
+        "secret": SECRET_KEY,
+        "client_kwargs": {"region_name": REGION},
+        "skip_instance_cache": True,
+    }
+
+
+class S3Requests:
+    """The requests the S3 server recorded since the last ``reset()``: ``list()``,
+    ``count(method=None)``. Recording runs from construction until ``stop()``."""
+
+    def __init__(self, server: S3Server) -> None:
+        self._server = server
+        self.reset()
+        server.start_recording()
+
+    def reset(self) -> None:
+        self._server.reset_recording()
+
+    def list(self) -> list[RecordedRequest]:
+        return self._server.recorded()
+
+    def count(self, method: str | None = None) -> int:
+        return sum(1 for r in self.list() if method is None or r.method == method)
+
+    def stop(self) -> None:
+        self._server.stop_recording()
+
+
+class S3Session:
+    """What a test needs of the S3 server: ``endpoint_url``, ``storage_options`` (for
+    fsspec/s3fs), ``fs()``, ``client()``, ``bucket()``, ``upload()``, ``objects()``,
+    ``pending_uploads()``. Its own calls (``bucket``, ``upload``, ``objects``,
+    ``pending_uploads``) are never recorded."""
+
+    def __init__(self, server: S3Server) -> None:
+        self.server = server
+        self.endpoint_url = server.endpoint_url
+        self.storage_options = s3_storage_options(server.endpoint_url)
+        self.faults = server.faults
+        self._buckets = 0
+        self._lock = threading.Lock()
+        self._client: Any = None
+
+    def fs(self, **options: Any) -> Any:
+        """A fresh s3fs filesystem on the server, its listing cache off (``options`` override)."""
+        import s3fs
+
+        kwargs = {**self.storage_options, "use_listings_cache": False, **options}
+        return s3fs.S3FileSystem(**kwargs)
+
+    def client(self) -> Any:
+        """A boto3 S3 client on the server (its calls are recorded like any other)."""
+        import boto3
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name=REGION,
+        )
+
+    def _own_client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                self._client = self.client()
+            return self._client
+
+    def bucket(self) -> str:
+        """A new, empty bucket's name."""
+        with self._lock:
+            self._buckets += 1
+            name = f"test-{os.getpid()}-{self._buckets:04d}"
+        with self.server.paused_recording():
+            self._own_client().create_bucket(Bucket=name)
+        return name
+
+    def upload(self, local_path: str | os.PathLike[str], url: str) -> str:
+        """Upload a local file to ``url`` (``s3://bucket/key`` or ``bucket/key``); the URL."""
+        bucket, key = split_s3_url(url)
+        with self.server.paused_recording():
+            self._own_client().upload_file(os.fspath(local_path), bucket, key)
+        return f"s3://{bucket}/{key}"
+
+    def objects(self, bucket: str, prefix: str = "") -> dict[str, int]:
+        """The objects under ``prefix``: key -> size."""
+        found: dict[str, int] = {}
+        with self.server.paused_recording():
+            pages = self._own_client().get_paginator("list_objects_v2")
+            for page in pages.paginate(Bucket=bucket, Prefix=prefix):
+                found.update({o["Key"]: o["Size"] for o in page.get("Contents", [])})
+        return found
+
+    def pending_uploads(self, bucket: str) -> list[str]:
+        """The keys of the multipart uploads started and neither completed nor aborted."""
+        with self.server.paused_recording():
+            listed = self._own_client().list_multipart_uploads(Bucket=bucket)
+        return [u["Key"] for u in listed.get("Uploads", [])]
+
+
+def split_s3_url(url: str) -> tuple[str, str]:
+    """``s3://bucket/key`` or ``bucket/key`` -> (bucket, key)."""
+    bucket, _, key = url.removeprefix("s3://").partition("/")
+    if not bucket or not key:
+        raise ValueError(f"not an S3 object URL: {url!r}")
+    return bucket, key
+
+
+# --- the HTTP server -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    method: str
+    path: str  # the request path, e.g. "/data/f.parquet"
+    range: str | None
+
+
+class RequestLog:
+    """The requests a server received, thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests: list[HttpRequest] = []
+
+    def add(self, request: HttpRequest) -> None:
+        with self._lock:
+            self._requests.append(request)
+
+    def list(self) -> list[HttpRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def count(self, method: str | None = None) -> int:
+        return sum(1 for r in self.list() if method is None or r.method == method)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._requests.clear()
+
+    def __iter__(self) -> Iterator[HttpRequest]:
+        return iter(self.list())
+
+    def __len__(self) -> int:
+        return len(self.list())
+
+
+def parse_range(header: str | None, size: int) -> tuple[int, int] | str | None:
+    """The inclusive byte span a ``Range`` header asks of a ``size``-byte file: None to serve
+    the whole file (no header, a syntax we do not serve, several ranges: RFC 9110 lets a
+    server ignore Range), ``"unsatisfiable"`` for a 416."""
+    if header is None or not header.startswith("bytes=") or "," in header:
+        return None
+    first, dash, last = header[len("bytes=") :].strip().partition("-")
+    if not dash or not (first.isdigit() or last.isdigit()):
+        return None
+    if not first:  # bytes=-n: the last n bytes
+        n = int(last)
+        if n == 0 or size == 0:
+            return "unsatisfiable"
+        return max(0, size - n), size - 1
+    start = int(first)
+    end = int(last) if last else size - 1
+    if last and end < start:
+        return None  # invalid: ignored
+    if start >= size:
+        return "unsatisfiable"
+    return start, min(end, size - 1)
+
+
+class _RangeServer(ThreadingHTTPServer):
+    daemon_threads = True
+    root: Path
+    mode: str
+    stall: float
+    log: RequestLog
+    stopping: threading.Event
+
+
+class _RangeHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: every answer has a Content-Length
+    timeout = 30  # an idle kept-alive connection ends after this
+    server: _RangeServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _file(self) -> Path | None:
+        relative = unquote(urlsplit(self.path).path).lstrip("/")
+        path = (self.server.root / relative).resolve()
+        root = self.server.root.resolve()
+        if root not in path.parents or not path.is_file():
+            return None
+        return path
+
+    def _begin(self) -> Path | None:
+        self.server.log.add(HttpRequest(self.command, self.path, self.headers.get("Range")))
+        if self.server.mode == "stall":
+            self.server.stopping.wait(self.server.stall)
+            self.close_connection = True
+            return None
+        path = self._file()
+        if path is None:
+            self.send_error(HTTPStatus.NOT_FOUND)
+        return path
+
+    def do_HEAD(self) -> None:
+        path = self._begin()
+        if path is None:
+            return
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Length", str(path.stat().st_size))
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Content-Type", "application/octet-stream")
+        self.end_headers()
+
+    def do_GET(self) -> None:
+        path = self._begin()
+        if path is None:
+            return
+        data = path.read_bytes()
+        span = parse_range(self.headers.get("Range"), len(data))
+        if span == "unsatisfiable":
+            self.send_response(HTTPStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+            self.send_header("Content-Range", f"bytes */{len(data)}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if isinstance(span, tuple):
+            start, end = span
+            body = data[start : end + 1]
+            self.send_response(HTTPStatus.PARTIAL_CONTENT)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+        else:
+            body = data
+            self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Content-Type", "application/octet-stream")
+        self.end_headers()
+        if self.server.mode == "short":
+            # Half the announced body, then the connection closes.
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.wfile.write(body)
+
+
+class HttpServer(_Running):
+    """A running range server: ``root`` (the directory it serves), ``url(name)``,
+    ``requests`` (its ``RequestLog``), ``stop()``."""
+
+    def __init__(self, root: Path, mode: str = "ok", stall: float = 20.0) -> None:
+        if mode not in ("ok", "short", "stall"):
+            raise ValueError(f"mode is 'ok', 'short' or 'stall', not {mode!r}")
+        self.root = Path(root)
+        self.requests = RequestLog()
+        self._server = _RangeServer((HOST, 0), _RangeHandler)
+        self._server.root = self.root
+        self._server.mode = mode
+        self._server.stall = stall
+        self._server.log = self.requests
+        self._server.stopping = threading.Event()
+        self.port: int = self._server.server_address[1]
+        self.base_url = f"http://{HOST}:{self.port}"
+        self._run(self._server, f"http-{mode}")
+
+    def url(self, name: str) -> str:
+        """The URL of ``root / name``."""
+        return f"{self.base_url}/{name.lstrip('/')}"
+
+    def stop(self) -> None:
+        self._server.stopping.set()  # a stalled answer ends now
+        self._halt()
+
+
+def start_http_server(root: Path, mode: str = "ok", stall: float = 20.0) -> HttpServer:
+    """Serve ``root`` on 127.0.0.1 (a free port). ``mode``: ``"ok"``; ``"short"`` (every GET's
+    body half of its Content-Length, then the connection closes); ``"stall"`` (every request
+    read, then nothing for ``stall`` seconds, then the connection closes)."""
+    return HttpServer(root, mode, stall)
