@@ -2,7 +2,7 @@
 
 - ``s3`` (session): moto's S3 server. An ``S3Session``: ``endpoint_url``, ``storage_options``
   (fsspec/s3fs: endpoint, test credentials, region, a filesystem instance per call), ``fs()``
-  (a fresh s3fs filesystem, listing cache off), ``client()`` (boto3), ``bucket()`` (a new
+  (a fresh s3fs filesystem, listing cache off), ``arrow_fs()`` (pyarrow's), ``client()`` (boto3), ``bucket()`` (a new
   bucket's name), ``upload(local_path, url)``, ``objects(bucket, prefix)``,
   ``pending_uploads(bucket)``. For the session the environment holds the standard chain's
   variables too (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``,

@@ -260,13 +260,12 @@ def _import_moto() -> tuple[Any, Any, Any]:
             "would write into the working directory. Start the server before importing moto."
         )
     importlib.import_module("moto.moto_api")
-    from moto.moto_server.werkzeug_app import (
-        DomainDispatcherApplication,
-        MotoRequestHandler,
-        create_backend_app,
-    )
+    from moto.moto_server import werkzeug_app
+    from werkzeug.serving import WSGIRequestHandler
 
-    return DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    # moto 5.1.x's handler keeps the underscores of S3 metadata headers; before it, werkzeug's.
+    handler = getattr(werkzeug_app, "MotoRequestHandler", WSGIRequestHandler)
+    return werkzeug_app.DomainDispatcherApplication, handler, werkzeug_app.create_backend_app
 
 
 class _Running:
@@ -423,7 +422,7 @@ class S3Requests:
 
 class S3Session:
     """What a test needs of the S3 server: ``endpoint_url``, ``storage_options`` (for
-    fsspec/s3fs), ``fs()``, ``client()``, ``bucket()``, ``upload()``, ``objects()``,
+    fsspec/s3fs), ``fs()``, ``arrow_fs()``, ``client()``, ``bucket()``, ``upload()``, ``objects()``,
     ``pending_uploads()``. Its own calls (``bucket``, ``upload``, ``objects``,
     ``pending_uploads``) are never recorded."""
 
@@ -442,6 +441,18 @@ class S3Session:
 
         kwargs = {**self.storage_options, "use_listings_cache": False, **options}
         return s3fs.S3FileSystem(**kwargs)
+
+    def arrow_fs(self) -> Any:
+        """A ``pyarrow.fs.S3FileSystem`` on the server."""
+        from pyarrow import fs
+
+        return fs.S3FileSystem(
+            access_key=ACCESS_KEY,
+            secret_key=SECRET_KEY,
+            region=REGION,
+            scheme="http",
+            endpoint_override=f"{HOST}:{self.server.port}",
+        )
 
     def client(self) -> Any:
         """A boto3 S3 client on the server (its calls are recorded like any other)."""

@@ -20,6 +20,7 @@ from tests.remote.servers import (
     S3Requests,
     S3Session,
     parse_range,
+    start_s3_server,
 )
 
 DATA = bytes(range(256)) * 400  # 102,400 bytes
@@ -113,6 +114,16 @@ def test_the_environment_is_the_credential_chain(
         f.seek(100)
         assert f.read(50) == DATA[100:150]
     assert s3_requests.count("GET") == 1
+
+
+def test_pyarrow_reads_through_the_same_server(
+    s3: S3Session, s3_requests: S3Requests, tmp_path: Path
+) -> None:
+    url = _stored(s3, tmp_path)
+    with s3.arrow_fs().open_input_file(url.removeprefix("s3://")) as f:
+        assert f.read_at(10, 5000) == DATA[5000:5010]
+    assert [r.method for r in s3_requests.list()] == ["HEAD", "GET"]
+    assert s3_requests.list()[1].range == "bytes=5000-5009"
 
 
 # --- faults ----------------------------------------------------------------------------------
@@ -309,6 +320,7 @@ def test_fsspec_http_reads_a_range_in_one_get(http_server: HttpServer, served: s
 
 def test_the_short_server_sends_half_the_body(http_short_server: HttpServer) -> None:
     (http_short_server.root / "f.bin").write_bytes(DATA)
+    http_short_server.requests.reset()
     url = http_short_server.url("f.bin")
     with _get(url, method="HEAD") as r:
         assert int(r.headers["Content-Length"]) == len(DATA)
@@ -322,6 +334,7 @@ def test_the_short_server_sends_half_the_body(http_short_server: HttpServer) -> 
 
 
 def test_the_stall_server_stalls_past_a_client_timeout(http_stall_server: HttpServer) -> None:
+    http_stall_server.requests.reset()
     url = http_stall_server.url("f.bin")
     request = urllib.request.Request(url, headers={"Range": "bytes=0-9"})
     with pytest.raises((TimeoutError, socket.timeout, urllib.error.URLError)) as error:
@@ -330,3 +343,49 @@ def test_the_stall_server_stalls_past_a_client_timeout(http_stall_server: HttpSe
         assert isinstance(error.value.reason, TimeoutError)
     [logged] = http_stall_server.requests.list()
     assert (logged.method, logged.path, logged.range) == ("GET", "/f.bin", "bytes=0-9")
+
+
+def test_fsspec_http_sees_the_short_body(http_short_server: HttpServer) -> None:
+    """aiohttp refuses a body shorter than its Content-Length (the error a client must turn
+    into a located one)."""
+    import aiohttp
+    import fsspec
+
+    (http_short_server.root / "g.bin").write_bytes(DATA)
+    fs = fsspec.filesystem("http", skip_instance_cache=True)
+    with pytest.raises(aiohttp.ClientPayloadError, match="received 500 of 1000 bytes"):
+        fs.cat_file(http_short_server.url("g.bin"), start=0, end=1000)
+
+
+def test_fsspec_http_times_out_on_the_stall(http_stall_server: HttpServer) -> None:
+    import aiohttp
+    import fsspec
+    from fsspec.exceptions import FSTimeoutError
+
+    http_stall_server.requests.reset()
+    fs = fsspec.filesystem(
+        "http",
+        skip_instance_cache=True,
+        client_kwargs={"timeout": aiohttp.ClientTimeout(total=0.5)},
+    )
+    with pytest.raises(FSTimeoutError):
+        fs.cat_file(http_stall_server.url("g.bin"), start=-100)
+    assert [(r.method, r.range) for r in http_stall_server.requests] == [("GET", "bytes=-100")]
+
+
+def test_a_server_of_its_own_for_benchmarks(tmp_path: Path) -> None:
+    """``start_s3_server(delay=...)``: a second server, every request delayed, stopped by
+    ``with``; the same recorder (one a process) counts its requests."""
+    with start_s3_server(delay=0.001) as server:
+        assert server.faults.delay == 0.001
+        session = S3Session(server)
+        url = _stored(session, tmp_path)
+        requests = S3Requests(server)
+        try:
+            assert session.fs().cat_file(url, start=-10) == DATA[-10:]
+            [get] = requests.list()
+            assert (get.method, get.range) == ("GET", "bytes=-10")
+        finally:
+            requests.stop()
+    with pytest.raises(OSError):
+        urllib.request.urlopen(server.endpoint_url, timeout=5)
