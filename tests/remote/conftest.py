@@ -2,12 +2,13 @@
 
 - ``s3`` (session): moto's S3 server. An ``S3Session``: ``endpoint_url``, ``storage_options``
   (fsspec/s3fs: endpoint, test credentials, region, a filesystem instance per call), ``fs()``
-  (a fresh s3fs filesystem, listing cache off), ``arrow_fs()`` (pyarrow's), ``client()`` (boto3), ``bucket()`` (a new
-  bucket's name), ``upload(local_path, url)``, ``objects(bucket, prefix)``,
-  ``pending_uploads(bucket)``. For the session the environment holds the standard chain's
-  variables too (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``,
-  ``AWS_ENDPOINT_URL``), so that ``s3://`` URLs work without any storage options, and no
-  config file, profile or instance metadata is consulted.
+  (a fresh s3fs filesystem, listing cache off), ``arrow_fs()`` (pyarrow's), ``client()``
+  (boto3), ``bucket()`` (a new bucket's name), ``upload(local_path, url)``,
+  ``objects(bucket, prefix)`` (key -> size), ``pending_uploads(bucket)`` (keys). For the
+  session the environment holds the standard chain's variables too (``AWS_ACCESS_KEY_ID``,
+  ``AWS_SECRET_ACCESS_KEY``, ``AWS_DEFAULT_REGION``, ``AWS_ENDPOINT_URL``), so that ``s3://``
+  URLs work without any storage options, and no config file, profile or instance metadata is
+  consulted.
 - ``s3_requests``: the requests the server receives during the test (moto's recorder):
   ``list()`` of ``RecordedRequest`` (method, bucket, key, path, query, range, headers),
   ``count(method=None)``, ``reset()``. The fixtures' own set-up requests are not in it.
