@@ -444,3 +444,83 @@ def test_progress_only_when_asked_or_on_a_terminal(
     total = len(audit.check_file(duckdb_file).chunks)
     assert "\r[" in err and f"] 1/2 t.parquet (filter {total}/{total})" in err
     assert err.endswith("\r")  # the bar is cleared, leaving the terminal clean
+
+
+# -- directories, URLs, storage options, --stats, a closed pipe --------------------------------
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory, pyarrow_file: Path) -> Path:
+    """A table as Spark and Delta leave one: part files, and entries that are not data."""
+    root = tmp_path_factory.mktemp("lake")
+    data = pyarrow_file.read_bytes()
+    for name in ("day=1/part-0.parquet", "day=2/part-0.parquet", "day=2/part-1.parquet"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    for name in ("_delta_log/0.json", "_SUCCESS", "day=1/.part-0.parquet.crc", ".hoodie/x"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(b"not parquet")
+    return root
+
+
+def test_a_directory_or_glob_stands_for_its_parquet_files(lake: Path, capsys: Capture) -> None:
+    for command in (["inspect"], ["check"], ["probe"]):
+        probe = ["--column", "s", "x"] if command == ["probe"] else []
+        assert main([*command, "--json", str(lake), *probe]) in (0, 1), command
+        paths = [f["path"] for f in json.loads(capsys.readouterr().out)["files"]]
+        assert paths == [
+            str(lake / "day=1/part-0.parquet"),
+            str(lake / "day=2/part-0.parquet"),
+            str(lake / "day=2/part-1.parquet"),
+        ], command
+    assert main(["inspect", "--json", f"{lake}/day=2/"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["files"]) == 2
+    assert main(["inspect", "--json", f"{lake}/*/part-0.parquet"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["files"]) == 2
+    assert main(["inspect", f"{lake}/day=9*"]) == 2
+    assert "no Parquet files under" in capsys.readouterr().err
+
+
+def test_urls_with_storage_options_and_stats(pyarrow_file: Path, capsys: Capture) -> None:
+    import fsspec
+
+    memory = fsspec.filesystem("memory")
+    memory.pipe("/cli-test/t/part-0.parquet", pyarrow_file.read_bytes())
+    memory.pipe("/cli-test/t/_SUCCESS", b"")
+    try:
+        url = "memory://cli-test/t"  # no "/" at the end: opened as one object, then listed
+        option = ["--storage-option", "skip_instance_cache=false"]
+        assert main(["inspect", "--json", "--stats", *option, url]) == 0
+        document = json.loads(capsys.readouterr().out)
+        (entry,) = document["files"]
+        assert entry["path"] == "memory:///cli-test/t/part-0.parquet"
+        assert entry["requests"] >= 1 and entry["bytes_read"] > 0
+        assert document["stats"] == {
+            "files": 1,
+            "requests": entry["requests"],
+            "bytes_read": entry["bytes_read"],
+        }
+        assert main(["probe", "--stats", *option, url + "/", "--column", "s", "x"]) in (0, 1)
+        text = capsys.readouterr().out
+        assert "requests" in text and "total (1 files)" in text
+        # Without --stats the output is as it was: no costs.
+        assert main(["check", "--json", url + "/"]) in (0, 1)
+        assert "requests" not in json.loads(capsys.readouterr().out)["files"][0]
+    finally:
+        memory.rm("/cli-test", recursive=True)
+    assert main(["inspect", "--storage-option", "novalue", url]) == 2
+    assert "expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_json_into_a_closed_pipe_ends_quietly(pyarrow_file: Path) -> None:
+    # More output than a pipe holds, read 10 bytes of, then the pipe closed: as `| head -c 10`.
+    command = [sys.executable, "-m", "parquet_bloom", "inspect", "--json"]
+    process = subprocess.Popen(
+        command + [str(pyarrow_file)] * 200, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.read(10) == b'{\n  "files'
+    process.stdout.close()
+    assert process.wait() == 141
+    with process.stderr:
+        assert process.stderr.read() == b""

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -101,6 +101,9 @@ class FileReport:
     num_row_groups: int
     created_by: str | None
     chunks: tuple[ChunkInspection, ...]
+    requests: int = 0
+    """Requests made: reads, and a size lookup (a HEAD on object stores) if one was needed."""
+    bytes_read: int = 0
 
     @property
     def filters(self) -> tuple[ChunkInspection, ...]:
@@ -108,7 +111,9 @@ class FileReport:
         return tuple(c for c in self.chunks if c.present)
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON, without what reading it cost (``requests``, ``bytes_read``)."""
         out: dict[str, Any] = _plain(asdict(self))
+        del out["requests"], out["bytes_read"]
         return out
 
 
@@ -176,13 +181,18 @@ class CheckReport:
     chunks: tuple[ChunkCheck, ...]
     violations: tuple[Violation, ...]
     notes: tuple[str, ...] = ()
+    requests: int = 0
+    """Requests made (the filters' reader's and the values' reads, and size lookups)."""
+    bytes_read: int = 0
 
     @property
     def ok(self) -> bool:
         return not self.violations
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON, without what reading it cost (``requests``, ``bytes_read``)."""
         out: dict[str, Any] = _plain(asdict(self))
+        del out["requests"], out["bytes_read"]
         out["ok"] = self.ok
         return out
 
@@ -300,14 +310,26 @@ def _size_warnings(f: SplitBlockBloomFilter, estimated_ndv: float, fpp: float) -
     return out
 
 
-def inspect_file(path: str | os.PathLike[str], *, filesystem: Any | None = None) -> FileReport:
+def inspect_file(
+    path: str | os.PathLike[str],
+    *,
+    filesystem: Any | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    size: int | None = None,
+) -> FileReport:
     """Describe every column chunk's filter in ``path`` (reads the footer and the filters).
+
+    ``path`` is a local path, a URL (``s3://``, ``gs://``, ``abfs://``, ``https://``, any
+    fsspec protocol, configured by ``storage_options``) or a path on ``filesystem``; ``size``,
+    when known, saves the size lookup.
 
     Raises :class:`~parquet_bloom.errors.BloomFilterError` when the footer itself is unusable;
     a filter that cannot be read is reported in its chunk's ``error``.
     """
     name = os.fspath(path) if filesystem is None else str(path)
-    with BloomFilterReader(name, filesystem=filesystem) as reader:
+    with BloomFilterReader(
+        name, filesystem=filesystem, storage_options=storage_options, size=size
+    ) as reader:
         chunks = reader.column_chunks
         filtered = [c for c in chunks if c.bloom_filter_offset is not None]
         locations = _describe_locations(filtered, _row_group_extents(chunks))
@@ -359,6 +381,8 @@ def inspect_file(path: str | os.PathLike[str], *, filesystem: Any | None = None)
             num_row_groups=reader.num_row_groups,
             created_by=md.created_by,
             chunks=tuple(out),
+            requests=reader.requests,
+            bytes_read=reader.bytes_read,
         )
 
 
@@ -484,6 +508,9 @@ def check_file(
     max_fpp: float | None = None,
     *,
     progress: Callable[[int, int], None] | None = None,
+    filesystem: Any | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    size: int | None = None,
 ) -> CheckReport:
     """Check every filter of ``path`` (or those of ``columns``) as a writer author needs to.
 
@@ -492,7 +519,8 @@ def check_file(
     (from the bits set) exceeds ``max_fpp``. For each filtered chunk the report also gives its
     actual NDV, rate, whether the filter is exactly the one its values give, and which writers'
     sizing rules reproduce its size (for the chunk's NDV, at each writer's default rate and at
-    ``max_fpp``). ``progress(done, total)`` is called after each chunk.
+    ``max_fpp``). ``progress(done, total)`` is called after each chunk. ``path``, ``filesystem``,
+    ``storage_options`` and ``size`` name the file as :func:`inspect_file` takes them.
 
     Raises :class:`~parquet_bloom.errors.BloomFilterError` when the footer itself is unusable,
     ValueError/TypeError for an unknown column or a bad ``max_fpp``.
@@ -503,11 +531,16 @@ def check_file(
         if not 0.0 < max_fpp < 1.0:
             raise ValueError(f"max_fpp must be strictly between 0 and 1, got {max_fpp!r}")
         max_fpp = float(max_fpp)
-    name = os.fspath(path)
-    # The values are read with pyarrow, opened on first use, inside _check_chunk's try.
+    name = os.fspath(path) if filesystem is None else str(path)
+    # The values are read with pyarrow, opened on first use, inside _check_chunk's try. The
+    # reader reads filters through a source of its own, given the size the first one found.
     with (
-        BloomFilterReader(name) as reader,
-        ByteSource(name) as source,
+        ByteSource(
+            name, filesystem=filesystem, storage_options=storage_options, size=size
+        ) as source,
+        BloomFilterReader(
+            name, filesystem=filesystem, storage_options=storage_options, size=source.size
+        ) as reader,
         ChunkReader(source) as values,
     ):
         leaves = reader.schema_leaves
@@ -543,12 +576,21 @@ def check_file(
             )
             if progress is not None:
                 progress(done, len(filtered))
+        requests = reader.requests + source.requests
+        bytes_read = reader.bytes_read + source.bytes_read
     order = {leaf.path: leaf.column_index for leaf in leaves}
 
     def place(v: Violation) -> tuple[int, int]:
         return (-1 if v.row_group is None else v.row_group, order.get(v.column or "", -1))
 
-    return CheckReport(name, tuple(checks), tuple(sorted(violations, key=place)), tuple(notes))
+    return CheckReport(
+        name,
+        tuple(checks),
+        tuple(sorted(violations, key=place)),
+        tuple(notes),
+        requests=requests,
+        bytes_read=bytes_read,
+    )
 
 
 @dataclass(frozen=True)

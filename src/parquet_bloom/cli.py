@@ -19,6 +19,7 @@ import os
 import re
 import sys
 import uuid
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import IO, Any, NoReturn
 
@@ -28,6 +29,7 @@ import pyarrow as pa
 from parquet_bloom import _audit as audit
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
+from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sizing import FLAVORS
 from parquet_bloom.errors import BloomFilterError
@@ -40,6 +42,7 @@ EXIT_OK = 0
 EXIT_FOUND_NOTHING = 1  # probe: every row group excluded; check: violations
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT
+EXIT_BROKEN_PIPE = 141  # the shell's status for a command killed by SIGPIPE (128 + 13)
 
 # Errors that mean "this input is bad" (file, arguments, values), reported in one line. Anything
 # else is a bug in this library, reported in one line too, but saying so.
@@ -137,6 +140,118 @@ def _progress(args: argparse.Namespace, total: int, stderr: IO[str]) -> _Progres
     return _Progress(total, bool(args.progress) or (tty and total > 1), stderr)
 
 
+# -- files: paths, URLs, directories, globs -------------------------------------------------------
+
+
+def _storage_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of ``--storage-option``: ``true``/``false`` become booleans and integers
+    integers; anything else stays a string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    if value in ("true", "false"):
+        return key, value == "true"
+    if re.fullmatch(r"[+-]?\d+", value):
+        return key, int(value)
+    return key, value
+
+
+def _options_for(name: str, args: argparse.Namespace) -> dict[str, Any] | None:
+    """The storage options to open ``name`` with: those given, for a URL; none for a path."""
+    return dict(args.storage_option) if location.is_url(name) and args.storage_option else None
+
+
+Stats = tuple[str, int, int]  # a file, the requests and the bytes reading it took
+
+
+def _each_file(
+    args: argparse.Namespace,
+    err: IO[str],
+    results: list[dict[str, Any]],
+    work: Callable[[str, dict[str, Any], int, _Progress], tuple[int, int]],
+) -> tuple[int, list[Stats]]:
+    """Run ``work(name, open_kwargs, index, progress)`` on every file the FILE arguments name
+    (each a path, a URL, a directory, a prefix ending in ``/`` or a glob, listed once;
+    ``open_kwargs`` are ``storage_options`` and the ``size`` the listing found). ``work``
+    returns the requests and bytes the file took. A file that cannot be read is reported and
+    the others go on. A remote URL taken for one object that is a directory (a prefix) after
+    all is listed then. Returns the exit status so far and each file's cost."""
+    status = EXIT_OK
+    queue: deque[location.Entry] = deque()
+    for arg in args.files:
+        try:
+            queue.extend(location.list_files(arg, storage_options=_options_for(arg, args)))
+        except BrokenPipeError:
+            raise
+        except _INPUT_ERRORS as e:
+            status = _bad_file(arg, e, _Progress(0, False, err), err, results)
+    progress = _progress(args, len(queue), err)
+    stats: list[Stats] = []
+    index = 0
+    while queue:
+        entry = queue.popleft()
+        name = entry.name
+        progress.show(index, os.path.basename(name.rstrip("/")))
+        options = _options_for(name, args)
+        kwargs: dict[str, Any] = {"storage_options": options, "size": entry.size}
+        try:
+            requests, bytes_read = work(name, kwargs, index, progress)
+        except BrokenPipeError:
+            raise
+        except _INPUT_ERRORS as e:
+            if not entry.listed and isinstance(e, FileNotFoundError | IsADirectoryError):
+                try:
+                    inner = location.list_files(name + "/", storage_options=options)
+                except (FileNotFoundError, NotADirectoryError):
+                    inner = []
+                if inner:
+                    queue.extendleft(reversed(inner))
+                    progress.total += len(inner) - 1
+                    continue
+            status = _bad_file(name, e, progress, err, results)
+        else:
+            stats.append((name, requests, bytes_read))
+        index += 1
+    progress.close()
+    return status, stats
+
+
+def _stats_text(stats: Sequence[Stats]) -> str:
+    rows = [[name, f"{requests:,}", f"{n:,}"] for name, requests, n in stats]
+    rows.append(
+        [
+            f"total ({len(stats)} files)",
+            f"{sum(s[1] for s in stats):,}",
+            f"{sum(s[2] for s in stats):,}",
+        ]
+    )
+    return _table(["file", "requests", "bytes read"], rows, right=(1, 2))
+
+
+def _stats_dict(stats: Sequence[Stats]) -> dict[str, int]:
+    return {
+        "files": len(stats),
+        "requests": sum(s[1] for s in stats),
+        "bytes_read": sum(s[2] for s in stats),
+    }
+
+
+def _finish(
+    args: argparse.Namespace,
+    out: IO[str],
+    document: dict[str, Any],
+    stats: Sequence[Stats],
+) -> None:
+    """Print the JSON document, or with ``--stats`` the table of costs after the text output."""
+    if args.json:
+        if args.stats:
+            document["stats"] = _stats_dict(stats)
+        json.dump(document, out, indent=2)
+        out.write("\n")
+    elif args.stats:
+        out.write("\n" + _stats_text(stats) + "\n")
+
+
 # -- inspect -------------------------------------------------------------------------------------
 
 
@@ -174,26 +289,25 @@ def _inspect_text(report: audit.FileReport) -> str:
 
 
 def _cmd_inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    status = EXIT_OK
     results: list[dict[str, Any]] = []
-    progress = _progress(args, len(args.files), err)
-    for i, path in enumerate(args.files):
-        progress.show(i, os.path.basename(path))
-        try:
-            report = audit.inspect_file(path)
-        except _INPUT_ERRORS as e:
-            status = _bad_file(path, e, progress, err, results)
-            continue
+
+    def work(name: str, kwargs: dict[str, Any], i: int, progress: _Progress) -> tuple[int, int]:
+        report = audit.inspect_file(name, **kwargs)
         if args.json:
-            results.append(report.to_dict())
+            results.append(report.to_dict() | _cost(args, report.requests, report.bytes_read))
         else:
             progress.close()
             out.write(("\n" if i else "") + _inspect_text(report) + "\n")
-    progress.close()
-    if args.json:
-        json.dump({"files": results}, out, indent=2)
-        out.write("\n")
+        return report.requests, report.bytes_read
+
+    status, stats = _each_file(args, err, results, work)
+    _finish(args, out, {"files": results}, stats)
     return status
+
+
+def _cost(args: argparse.Namespace, requests: int, bytes_read: int) -> dict[str, int]:
+    """A file's cost for its JSON entry, with ``--stats``."""
+    return {"requests": requests, "bytes_read": bytes_read} if args.stats else {}
 
 
 # -- probe ---------------------------------------------------------------------------------------
@@ -294,8 +408,11 @@ def _nearest_float(text: str, kind: str) -> Any:
     return value if np.isinf(narrowed) and not np.isinf(value) else narrowed
 
 
-def _probe_file(path: str, column: str, texts: Sequence[str]) -> dict[str, Any]:
-    with BloomFilterReader(path) as reader:
+def _probe_file(
+    path: str, column: str, texts: Sequence[str], **kwargs: Any
+) -> tuple[dict[str, Any], int, int]:
+    """The probe's outcome for one file, and the requests and bytes it took."""
+    with BloomFilterReader(path, **kwargs) as reader:
         leaves = {leaf.path: leaf for leaf in reader.schema_leaves}
         if column not in leaves:
             raise ValueError(f"no column {column!r} in {path}; its columns are {', '.join(leaves)}")
@@ -317,28 +434,26 @@ def _probe_file(path: str, column: str, texts: Sequence[str]) -> dict[str, Any]:
                 else:
                     result, reason = "excluded", "not in the filter"
             row_groups.append({"row_group": rg, "result": result, "reason": reason})
-    return {"path": path, "column": column, "values": list(texts), "row_groups": row_groups}
+    outcome = {"path": path, "column": column, "values": list(texts), "row_groups": row_groups}
+    return outcome, reader.requests, reader.bytes_read
 
 
 def _cmd_probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     column, *texts = args.column
     if not texts:
         raise _UsageError(f"probe needs values after --column {column} (see {PROG} probe --help)")
-    status = EXIT_OK
     results: list[dict[str, Any]] = []
-    progress = _progress(args, len(args.files), err)
-    for i, path in enumerate(args.files):
-        progress.show(i, os.path.basename(path))
-        try:
-            results.append(_probe_file(path, column, texts))
-        except _INPUT_ERRORS as e:
-            status = _bad_file(path, e, progress, err, results)
-    progress.close()
+
+    def work(name: str, kwargs: dict[str, Any], i: int, progress: _Progress) -> tuple[int, int]:
+        outcome, requests, bytes_read = _probe_file(name, column, texts, **kwargs)
+        results.append(outcome | _cost(args, requests, bytes_read))
+        return requests, bytes_read
+
+    status, stats = _each_file(args, err, results, work)
     outcomes = [rg["result"] for r in results for rg in r.get("row_groups", ())]
     might = "might contain" in outcomes
     if args.json:
-        json.dump({"files": results, "might_contain": might}, out, indent=2)
-        out.write("\n")
+        _finish(args, out, {"files": results, "might_contain": might}, stats)
     elif len(outcomes) or status == EXIT_OK:
         rows = [
             [r["path"], str(rg["row_group"]), rg["result"], rg["reason"]]
@@ -350,6 +465,7 @@ def _cmd_probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         out.write(_table(["file", "rg", "result", "why"], rows, right=(1,)) + "\n")
         kept = outcomes.count("might contain")
         out.write(f"{kept} of {len(outcomes)} row groups might contain a value\n")
+        _finish(args, out, {}, stats)
     if status != EXIT_OK:
         return status
     return EXIT_OK if might else EXIT_FOUND_NOTHING
@@ -393,56 +509,71 @@ def _check_text(report: audit.CheckReport) -> str:
 
 
 def _cmd_check(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    status = EXIT_OK
     results: list[dict[str, Any]] = []
-    progress = _progress(args, len(args.files), err)
-    for i, path in enumerate(args.files):
-        name = os.path.basename(path)
-        progress.show(i, name)
+    violations = False
 
-        def chunk_progress(done: int, total: int, i: int = i, name: str = name) -> None:
-            progress.show(i, f"{name} (filter {done}/{total})")
+    def work(name: str, kwargs: dict[str, Any], i: int, progress: _Progress) -> tuple[int, int]:
+        nonlocal violations
+        base = os.path.basename(name)
 
-        try:
-            report = audit.check_file(path, args.column, args.max_fpp, progress=chunk_progress)
-        except _INPUT_ERRORS as e:
-            status = _bad_file(path, e, progress, err, results)
-            continue
-        if not report.ok and status == EXIT_OK:
-            status = EXIT_FOUND_NOTHING
+        def chunk_progress(done: int, total: int) -> None:
+            progress.show(i, f"{base} (filter {done}/{total})")
+
+        report = audit.check_file(
+            name, args.column, args.max_fpp, progress=chunk_progress, **kwargs
+        )
+        violations = violations or not report.ok
         if args.json:
-            results.append(report.to_dict())
+            results.append(report.to_dict() | _cost(args, report.requests, report.bytes_read))
         else:
             progress.close()
             out.write(("\n" if i else "") + _check_text(report) + "\n")
-    progress.close()
-    if args.json:
-        ok = all(r.get("ok", False) for r in results)
-        json.dump({"files": results, "ok": ok}, out, indent=2)
-        out.write("\n")
+        return report.requests, report.bytes_read
+
+    status, stats = _each_file(args, err, results, work)
+    if violations and status == EXIT_OK:
+        status = EXIT_FOUND_NOTHING
+    ok = all(r.get("ok", False) for r in results)
+    _finish(args, out, {"files": results, "ok": ok}, stats)
     return status
 
 
 # -- add, resize, remove (parquet_bloom.writer) ----------------------------------------------------
 
 
+def _sources(paths: Sequence[str], args: argparse.Namespace) -> list[str]:
+    """The files SRC arguments name: each a path, a URL, a directory, a prefix or a glob."""
+    return [
+        entry.name
+        for path in paths
+        for entry in location.list_files(path, storage_options=_options_for(path, args))
+    ]
+
+
 def _rewrite_jobs(args: argparse.Namespace) -> list[tuple[str, str | None]]:
-    """(SRC, DST) pairs from the paths: SRC DST; SRC... DIR; or, with --in-place, the files."""
+    """(SRC, DST) pairs from the paths: SRC DST; SRC... DIR; or, with --in-place, the files.
+    A SRC that is a directory, a prefix or a glob stands for the files under it; a DIR on
+    object storage ends in ``/``."""
     paths: list[str] = args.paths
     if args.in_place:
-        return [(path, None) for path in paths]
+        return [(path, None) for path in _sources(paths, args)]
     if len(paths) < 2:
         raise _UsageError(
             "pass SRC and DST, several SRC and the directory to write them into, "
             "or --in-place and the files to rewrite"
         )
     *sources, target = paths
-    if os.path.isdir(target):
+    sources = _sources(sources, args)
+    remote_dir = location.is_url(target) and target.endswith("/")
+    if remote_dir or os.path.isdir(target):
         names = [os.path.basename(os.path.normpath(source)) for source in sources]
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
             raise _UsageError(f"several files named {twice[0]!r} would be written to {target}")
-        return [(src, os.path.join(target, name)) for src, name in zip(sources, names, strict=True)]
+        return [
+            (src, target + name if remote_dir else os.path.join(target, name))
+            for src, name in zip(sources, names, strict=True)
+        ]
     if len(sources) > 1:
         raise _UsageError(
             f"{target} is not a directory: with several files, the last path is the directory "
@@ -480,6 +611,22 @@ def _rewrite_dict(report: Any) -> dict[str, Any]:
     }
 
 
+def _transfer(report: Any) -> dict[str, int]:
+    """What a rewrite moved: bytes read from src, sent for dst, copied by the store itself."""
+    return {
+        "bytes_downloaded": report.bytes_downloaded,
+        "bytes_uploaded": report.bytes_uploaded,
+        "bytes_copied": report.bytes_copied,
+    }
+
+
+def _transfer_text(reports: Sequence[Any]) -> str:
+    rows = [[f"{r.src} -> {r.dst}", *(f"{n:,}" for n in _transfer(r).values())] for r in reports]
+    totals = [sum(_transfer(r)[key] for r in reports) for key in _transfer(reports[0])]
+    rows.append([f"total ({len(reports)} files)", *(f"{n:,}" for n in totals)])
+    return _table(["file", "downloaded", "uploaded", "copied"], rows, right=(1, 2, 3))
+
+
 def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any) -> int:
     """Rewrite each file in turn; a file that fails is reported and the others go on."""
     jobs = _rewrite_jobs(args)
@@ -487,6 +634,7 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
     from parquet_bloom._rewrite import rewrite_files
 
     results: list[dict[str, Any]] = []  # printed with --json
+    reports: list[Any] = []  # for --stats
     finished = failed = 0
 
     def after(src: str) -> None:
@@ -495,8 +643,9 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
         progress.show(finished, os.path.basename(src))
 
     def done(report: Any) -> None:
+        reports.append(report)
         if args.json:
-            results.append(_rewrite_dict(report))
+            results.append(_rewrite_dict(report) | (_transfer(report) if args.stats else {}))
         else:
             progress.close()
             out.write(("\n" if finished else "") + _rewrite_text(report) + "\n")
@@ -510,13 +659,28 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
 
     progress = _progress(args, len(jobs), err)
     progress.show(0, os.path.basename(jobs[0][0]))
+    options = dict(args.storage_option) if args.storage_option else None
     rewrite_files(
-        jobs, in_place=args.in_place, force=args.force, progress=done, on_error=failure, **kwargs
+        jobs,
+        in_place=args.in_place,
+        force=args.force,
+        storage_options=options,
+        progress=done,
+        on_error=failure,
+        **kwargs,
     )
     progress.close()
     if args.json:
-        json.dump({"files": results, "ok": not failed}, out, indent=2)
+        document: dict[str, Any] = {"files": results, "ok": not failed}
+        if args.stats:
+            document["stats"] = {
+                key: sum(_transfer(r)[key] for r in reports)
+                for key in ("bytes_downloaded", "bytes_uploaded", "bytes_copied")
+            } | {"files": len(reports)}
+        json.dump(document, out, indent=2)
         out.write("\n")
+    elif args.stats and reports:
+        out.write("\n" + _transfer_text(reports) + "\n")
     return EXIT_BAD_INPUT if failed else EXIT_OK
 
 
@@ -589,11 +753,33 @@ def _parser() -> argparse.ArgumentParser:
     def command(name: str, help: str, run: Callable[..., int]) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help)
         p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        p.add_argument(
+            "--storage-option",
+            action="append",
+            type=_storage_option,
+            default=[],
+            metavar="KEY=VALUE",
+            help="an option of the URLs' filesystem (fsspec storage_options; repeatable), "
+            "e.g. endpoint_url=http://localhost:9000 or anon=true: true/false and integers "
+            "are converted, anything else stays a string",
+        )
+        p.add_argument(
+            "--stats",
+            action="store_true",
+            help="also print what each file cost: requests and bytes read (a rewrite: bytes "
+            "downloaded, uploaded and copied by the store)",
+        )
         p.set_defaults(run=run)
         return p
 
     def reading(p: argparse.ArgumentParser) -> None:
-        p.add_argument("files", nargs="+", metavar="FILE", help="Parquet files")
+        p.add_argument(
+            "files",
+            nargs="+",
+            metavar="FILE",
+            help="Parquet files: paths or URLs (s3://, gs://, abfs://, https://...); a "
+            "directory, a prefix ending in / or a glob stands for the files under it",
+        )
         p.add_argument(
             "--progress", action="store_true", help="show progress on stderr even if not a TTY"
         )
@@ -636,7 +822,8 @@ def _parser() -> argparse.ArgumentParser:
             nargs="+",
             metavar="PATH",
             help="SRC and DST; or files and the directory to write them into, each under its "
-            "own name; or, with --in-place, the files to rewrite",
+            "own name; or, with --in-place, the files to rewrite. Paths or URLs; a SRC "
+            "directory, prefix or glob stands for the files under it; a DIR URL ends in /",
         )
         p.add_argument("--in-place", action="store_true", help="replace each file itself")
         p.add_argument(
@@ -678,9 +865,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = _parser().parse_args(argv)
         status: int = args.run(args, out, err)
+        out.flush()  # a closed pipe shows here, not at exit
         return status
     except SystemExit as e:  # --help and --version exit through argparse
         return e.code if isinstance(e.code, int) else EXIT_OK
+    except BrokenPipeError:
+        # The reader of our output went away (``| head``): end quietly with the shell's
+        # status for it. stdout points at devnull so that the flush at exit does not fail
+        # again. SIGPIPE is left ignored, as Python sets it: its default action would also
+        # kill the process on a socket closed by a server.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, out.fileno())
+        os.close(devnull)
+        return EXIT_BROKEN_PIPE
     except _UsageError as e:
         _error(err, str(e))
     except _INPUT_ERRORS as e:

@@ -18,7 +18,7 @@ import decimal
 import math
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from parquet_bloom._audit import check_file
@@ -46,8 +46,13 @@ def assert_bloom_filters_valid(
     path: str | os.PathLike[str],
     columns: Iterable[str] | None = None,
     max_fpp: float | None = None,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> None:
     """Fail (AssertionError) if the Bloom filters of ``path`` have any problem ``check`` finds.
+
+    ``path`` may be a URL (``s3://``, ``gs://``, ``abfs://``, ``https://``, any fsspec
+    protocol), its filesystem configured by ``storage_options``.
 
     The message lists every violation with its file, row group, column and, for a value missing
     from its chunk's filter, the first such value. A file whose footer cannot be read fails too.
@@ -55,7 +60,7 @@ def assert_bloom_filters_valid(
     """
     name = os.fspath(path)
     try:
-        report = check_file(name, columns, max_fpp)
+        report = check_file(name, columns, max_fpp, storage_options=storage_options)
     except BloomFilterError as err:
         raise AssertionError(f"Bloom filters of {name} cannot be checked: {err}") from err
     if report.ok:

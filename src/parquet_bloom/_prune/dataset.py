@@ -21,7 +21,7 @@ import decimal
 import math
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, fields, replace
@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
+from parquet_bloom._io import location
 from parquet_bloom._logical import literal_probe
 from parquet_bloom._prune.expression import (
     And,
@@ -118,14 +119,19 @@ def prune(
     filter: pc.Expression,  # the name pyarrow's scan methods use
     *,
     filesystem: Any | None = None,
+    storage_options: Mapping[str, Any] | None = None,
     max_workers: int = DEFAULT_MAX_WORKERS,
 ) -> PruneResult:
     """Restrict ``dataset`` to the row groups whose Bloom filters might hold a match of ``filter``.
 
     ``dataset`` is a ``pyarrow.dataset`` Parquet ``FileSystemDataset`` (hive-partitioned or
-    not; fragments may already be row-group subsets), a ``UnionDataset`` of them, or a path or
-    list of paths, read with ``ds.dataset(paths, format="parquet", filesystem=filesystem)``
-    (``filesystem``: a pyarrow or fsspec filesystem, for paths only). Row groups are never
+    not; fragments may already be row-group subsets), a ``UnionDataset`` of them, or where its
+    files are: a path, a URL (``s3://bucket/table/``, any fsspec protocol, configured by
+    ``storage_options``), a directory or prefix, a glob (``lake/day=*/``), or a list of them,
+    on ``filesystem`` (pyarrow or fsspec) if given. Those are listed once
+    (:func:`parquet_bloom._io.location.list_files`: hidden and metadata entries such as
+    ``_delta_log/`` and ``_SUCCESS`` left out), the dataset is made of the files listed, and
+    each file's filters are read knowing its size from the listing. Row groups are never
     dropped unless every matching row is provably absent, so
     ``prune(d, f).dataset.to_table(filter=f)`` equals ``d.to_table(filter=f)``; a filter that
     cannot be read keeps its row group and warns with :class:`BloomFilterWarning`.
@@ -138,13 +144,17 @@ def prune(
 
     ``max_workers`` files are pruned at once, in threads.
     """
+    sizes: dict[str, int] = {}  # each listed file's size, so that opening it costs no lookup
     if isinstance(dataset, ds.Dataset):
-        if filesystem is not None:
-            raise ValueError("filesystem= is for paths; a dataset brings its own filesystem")
+        if filesystem is not None or storage_options is not None:
+            raise ValueError(
+                "filesystem= is for paths, and storage_options= for URLs; a dataset brings its "
+                "own filesystem"
+            )
     elif isinstance(dataset, str | os.PathLike) or (
         isinstance(dataset, Sequence) and all(isinstance(p, str | os.PathLike) for p in dataset)
     ):
-        dataset = ds.dataset(_paths(dataset), format="parquet", filesystem=filesystem)
+        dataset, sizes = _listed_dataset(dataset, filesystem, storage_options)
     else:
         raise TypeError(
             "dataset must be a pyarrow.dataset.Dataset, a path or a list of paths, "
@@ -154,26 +164,39 @@ def prune(
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
     tree = translate(filter)
     with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="prune") as pool:
-        pruned, report, problems = _prune_dataset(dataset, tree, pool)
+        pruned, report, problems = _prune_dataset(dataset, tree, pool, sizes)
     for problem in problems:
         warnings.warn(problem, BloomFilterWarning, stacklevel=2)
     return PruneResult(pruned, report)
 
 
-def _paths(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> Any:
-    if isinstance(source, str | os.PathLike):
-        return os.fspath(source)
-    return [os.fspath(p) for p in source]
+def _listed_dataset(
+    source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    filesystem: Any | None,
+    storage_options: Mapping[str, Any] | None,
+) -> tuple[ds.Dataset, dict[str, int]]:
+    """The dataset of the files ``source`` names, listed once, and their sizes."""
+    entries = location.list_files(
+        source, filesystem=filesystem, storage_options=storage_options, list_plain=True
+    )
+    filesystems = {id(e.filesystem): e.filesystem for e in entries}
+    if len(filesystems) > 1:
+        raise ValueError("the paths of one dataset must all be on one filesystem")
+    (fs,) = filesystems.values()
+    if fs is not None and not isinstance(fs, pafs.FileSystem):
+        fs = pafs.PyFileSystem(pafs.FSSpecHandler(fs))
+    dataset = ds.dataset([e.path for e in entries], format="parquet", filesystem=fs)
+    return dataset, {e.path: e.size for e in entries if e.size is not None}
 
 
 def _prune_dataset(
-    dataset: ds.Dataset, tree: Node, pool: Executor
+    dataset: ds.Dataset, tree: Node, pool: Executor, sizes: Mapping[str, int]
 ) -> tuple[ds.Dataset, PruneReport, list[str]]:
     if isinstance(dataset, ds.UnionDataset):
         _fragments(dataset)  # refuses a filtered union, whose filter a rebuild would lose
         children, report, problems = [], PruneReport(), []
         for child in dataset.children:
-            pruned, child_report, child_problems = _prune_dataset(child, tree, pool)
+            pruned, child_report, child_problems = _prune_dataset(child, tree, pool, sizes)
             children.append(pruned)
             report += child_report
             problems += child_problems
@@ -181,7 +204,7 @@ def _prune_dataset(
     elif isinstance(dataset, ds.FileSystemDataset) and isinstance(
         dataset.format, ds.ParquetFileFormat
     ):
-        pruned, report, problems = _prune_files(dataset, tree, pool)
+        pruned, report, problems = _prune_files(dataset, tree, pool, sizes)
     else:
         raise TypeError(
             "prune needs a Parquet FileSystemDataset (or a UnionDataset of them), not "
@@ -191,7 +214,7 @@ def _prune_dataset(
 
 
 def _prune_files(
-    dataset: ds.FileSystemDataset, tree: Node, pool: Executor
+    dataset: ds.FileSystemDataset, tree: Node, pool: Executor, sizes: Mapping[str, int]
 ) -> tuple[ds.Dataset, PruneReport, list[str]]:
     fragments = _fragments(dataset)
     if isinstance(tree, Unknown):
@@ -200,7 +223,9 @@ def _prune_files(
     reader_filesystem = _reader_filesystem(dataset.filesystem)
     outcomes = list(
         pool.map(
-            lambda fragment: _prune_fragment(fragment, tree, dataset.schema, reader_filesystem),
+            lambda fragment: _prune_fragment(
+                fragment, tree, dataset.schema, reader_filesystem, sizes.get(fragment.path)
+            ),
             fragments,
         )
     )
@@ -244,7 +269,11 @@ class _Outcome:
 
 
 def _prune_fragment(
-    fragment: ds.ParquetFileFragment, tree: Node, schema: pa.Schema, filesystem: Any
+    fragment: ds.ParquetFileFragment,
+    tree: Node,
+    schema: pa.Schema,
+    filesystem: Any,
+    size: int | None,
 ) -> _Outcome:
     # pyarrow's view of the fragment: the row groups it covers (it may be a subset already)
     # and the Arrow types its file holds. Reading them loads pyarrow's copy of the footer,
@@ -259,7 +288,9 @@ def _prune_fragment(
         return _Outcome(fragment, replace(report, compressed_bytes=sum(sizes.values())), None)
     with ExitStack() as stack:
         try:
-            reader = stack.enter_context(BloomFilterReader(fragment.path, filesystem=filesystem))
+            reader = stack.enter_context(
+                BloomFilterReader(fragment.path, filesystem=filesystem, size=size)
+            )
         except BloomFilterError as err:
             return _Outcome(fragment, report, f"{err}; keeping all row groups of the file")
         # Sizes from our footer, not pyarrow's: pyarrow aborts the process (a C++ exception
