@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -90,3 +91,13 @@ def test_docs_api_names_every_export(module: str) -> None:
     exported = importlib.import_module(module).__all__
     assert [name for name in exported if f"`{name}" not in api] == []
 
+
+
+def test_a_pickled_filter_names_the_public_class_only() -> None:
+    # Pickles outlive a release: they must not name the private module the class lives in.
+    f = pb.SplitBlockBloomFilter.from_ndv(100)
+    f.insert([1, 2, 3], "INT64")
+    data = pickle.dumps(f)
+    assert b"_sbbf" not in data and b"parquet_bloom" in data
+    assert pickle.loads(data).to_bytes() == f.to_bytes()
+    assert repr(pb.SplitBlockBloomFilter).startswith("<class 'parquet_bloom.SplitBlockBloomFilter")

@@ -43,6 +43,7 @@ from thrift.protocol.TCompactProtocol import TCompactProtocol
 from thrift.transport.TTransport import TMemoryBuffer
 
 from parquet_bloom import _format as fmt
+from parquet_bloom import rewrite_bloom_filters
 from parquet_bloom._logical import column_hashes
 from parquet_bloom._pages import (
     MAX_LOOPED_VALUES,
@@ -56,6 +57,7 @@ from parquet_bloom._pages import (
 from parquet_bloom._thrift.parquet import ttypes as tt
 from parquet_bloom._thrift.parquet.ttypes import Statistics
 from parquet_bloom.errors import CorruptFileError
+from parquet_bloom.testing import assert_bloom_filters_valid
 
 # Every test here runs with the compiled kernels and on numpy alone (see conftest.py).
 pytestmark = pytest.mark.usefixtures("implementation")
@@ -812,9 +814,10 @@ def test_rle_hybrid_cut_short_anywhere_is_corrupt(
 def test_rle_hybrid_on_any_bytes_decodes_or_is_corrupt(
     garbage: bytes, bit_width: int, count: int
 ) -> None:
+    # Or needs pyarrow to decide: a bit-packed run cut short of its groups.
     try:
         packed, repeated = rle_hybrid(np.frombuffer(garbage, dtype=np.uint8), bit_width, count)
-    except CorruptFileError:
+    except (CorruptFileError, NeedsArrow):
         return
     assert len(packed) + sum(length for _, length in repeated) == count
     assert all(value < 1 << bit_width for value in packed.tolist())
@@ -966,9 +969,15 @@ def encode_page_header(header: Any) -> bytes:
     return bytes(transport.getvalue())
 
 
-def rewrite_page_headers(src: Path, dst: Path, change: Callable[[Any], None]) -> Chunk:
+def rewrite_page_headers(
+    src: Path,
+    dst: Path,
+    change: Callable[[Any], None],
+    body: Callable[[bytes], bytes] = bytes,
+) -> Chunk:
     """``src`` (one chunk of data pages, nothing between it and the footer) with each page
-    header passed to ``change`` and re-encoded, and the footer's sizes made to match."""
+    header passed to ``change`` and re-encoded, each page's body passed through ``body``, and
+    the footer's sizes made to match."""
     data = src.read_bytes()
     md = footer_of(data)
     (row_group,) = md.row_groups
@@ -981,10 +990,10 @@ def rewrite_page_headers(src: Path, dst: Path, change: Callable[[Any], None]) ->
     pos = start
     while pos < end:
         header, size = decode_page_header(data[pos:end])
-        body = data[pos + size : pos + size + header.compressed_page_size]
+        old_body = data[pos + size : pos + size + header.compressed_page_size]
         change(header)
-        out += encode_page_header(header) + body
-        pos += size + len(body)
+        out += encode_page_header(header) + body(old_body)
+        pos += size + len(old_body)
     growth = len(out) - end
     meta.total_compressed_size += growth
     meta.total_uncompressed_size += growth
@@ -995,6 +1004,45 @@ def rewrite_page_headers(src: Path, dst: Path, change: Callable[[Any], None]) ->
     dst.write_bytes(bytes(out) + footer + len(footer).to_bytes(4, "little") + fmt.MAGIC)
     (chunk,) = chunks_of(dst)
     return chunk
+
+
+@pytest.mark.parametrize("physical", ["int64", "string"])
+def test_bytes_after_a_pages_values_go_to_pyarrow(tmp_path: Path, physical: str) -> None:
+    # pyarrow, parquet-java and arrow-rs ignore bytes after a page's last value; they may be
+    # a writer's padding or damage, so the page goes to pyarrow, which reads it or refuses it.
+    values = list(range(10)) if physical == "int64" else [f"v{i}" for i in range(10)]
+    src = tmp_path / "src.parquet"
+    pq.write_table(
+        pa.table({"x": values}),
+        src,
+        compression="none",
+        use_dictionary=False,
+        write_statistics=False,
+        data_page_version="1.0",
+    )
+
+    def grow(header: Any) -> None:
+        header.compressed_page_size += 8
+        header.uncompressed_page_size += 8
+
+    chunk = rewrite_page_headers(src, tmp_path / "padded.parquet", grow, lambda b: b + bytes(8))
+    assert pq.read_table(chunk.path).column("x").to_pylist() == values
+    with open(chunk.path, "rb") as file, pytest.raises(NeedsArrow, match="of the page's values"):
+        chunk_hashes(file, chunk.meta, chunk.leaf)
+    dst = tmp_path / "dst.parquet"
+    rewrite_bloom_filters(chunk.path, dst, columns=["x"])
+    assert_bloom_filters_valid(dst)
+
+
+def test_a_bit_packed_run_cut_short_of_its_groups_goes_to_pyarrow() -> None:
+    # 10 values of 4 bits in a run of 2 groups: 8 bytes, of which only the 5 that hold the
+    # values are there (old Polars writers cut the last group so). Not corrupt: pyarrow reads it.
+    header = (2 << 1) | 1
+    values = bytes([0x21, 0x43, 0x65, 0x87, 0xA9])
+    with pytest.raises(NeedsArrow, match="2 groups of 4-bit values with 5 bytes left"):
+        rle_hybrid(np.frombuffer(bytes([header]) + values, dtype=np.uint8), 4, 10)
+    packed, runs = rle_hybrid(np.frombuffer(bytes([header]) + values + bytes(3), np.uint8), 4, 10)
+    assert packed.tolist() == list(range(1, 11)) and runs == []
 
 
 @pytest.mark.parametrize("data_page_version", ["1.0", "2.0"])

@@ -20,7 +20,9 @@ RLE_DICTIONARY and BYTE_STREAM_SPLIT values; RLE levels; every codec pyarrow has
 ambiguous LZ4 (Hadoop-framed or raw). Anything else (the DELTA_* encodings, BIT_PACKED levels,
 a new page type, or, on numpy alone, BYTE_ARRAY pages holding many values of varying lengths,
 which only a value-by-value loop could split there) raises :class:`NeedsArrow`: the caller
-reads that chunk with pyarrow instead. Bytes that cannot be what they claim raise
+reads that chunk with pyarrow instead. So do pages whose values leave bytes over, or whose
+bit-packed runs are cut short: damage that would misread values, or a writer's quirk that
+pyarrow reads, and pyarrow tells which. Bytes that cannot be what they claim raise
 ``CorruptFileError`` with the file offset of the page.
 """
 
@@ -353,9 +355,7 @@ class _ChunkScan:
             self._refer(data, count)
         elif encoding == fmt.Encoding.BYTE_STREAM_SPLIT and self.width is not None:
             # Encodings.md, "Byte Stream Split": byte k of every value, then byte k + 1, ...
-            need = count * self.width
-            if data.size != need:
-                raise self._mismatch(need, data.size, count)
+            self._check_size(count * self.width, data.size, count)
             rows = data.reshape(self.width, count).T
             self.hashes.add(plain.xxh64_fixed(rows))
         else:
@@ -365,9 +365,7 @@ class _ChunkScan:
         """PLAIN values (Encodings.md, "Plain"): fixed-width values back to back, or for
         BYTE_ARRAY each value's bytes behind its 4-byte little-endian length."""
         if self.width is not None:
-            need = count * self.width
-            if data.size != need:
-                raise self._mismatch(need, data.size, count)
+            self._check_size(count * self.width, data.size, count)
             return _Values(rows=data.reshape(count, self.width))
         if data.size >= 4:
             # Values of one length (UUIDs or digests as text, fixed-width codes) form a
@@ -400,7 +398,7 @@ class _ChunkScan:
         except ValueError:
             raise self._values_past_end(count, data.size) from None
         if used != data.size:
-            raise self._values_short_of_end(count, used, data.size)
+            raise _left_over(count, used, data.size)
         return data, starts, lengths
 
     def _split(self, data: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -423,7 +421,7 @@ class _ChunkScan:
         if pos > size:
             raise self._values_past_end(count, size)
         if pos != size:
-            raise self._values_short_of_end(count, pos, size)
+            raise _left_over(count, pos, size)
         return data, np.array(starts, dtype=np.int64), np.array(lengths, dtype=np.int64)
 
     def _refer(self, data: np.ndarray, count: int) -> None:
@@ -469,15 +467,12 @@ class _ChunkScan:
     def _values_past_end(self, count: int, size: int) -> CorruptFileError:
         return self._corrupt(f"{count} BYTE_ARRAY values run past the {size} bytes of the page")
 
-    def _values_short_of_end(self, count: int, used: int, size: int) -> CorruptFileError:
-        return self._corrupt(
-            f"{count} BYTE_ARRAY values take {used} of the {size} bytes of the page's values"
-        )
-
-    def _mismatch(self, need: int, have: int, count: int) -> CorruptFileError:
-        # PLAIN and BYTE_STREAM_SPLIT values fill their part of a page exactly: bytes short or
-        # left over mean the value count (from the header or the levels) or the levels are wrong.
-        return self._corrupt(f"{count} values need {need} bytes, the page has {have}")
+    def _check_size(self, need: int, have: int, count: int) -> None:
+        """PLAIN and BYTE_STREAM_SPLIT values of a fixed width fill their part of a page."""
+        if have < need:
+            raise self._corrupt(f"{count} values need {need} bytes, the page has {have}")
+        if have > need:
+            raise _left_over(count, need, have)
 
     def _rle_hybrid(
         self, data: np.ndarray, bit_width: int, count: int
@@ -531,8 +526,8 @@ def rle_hybrid(
     bit-packed runs are unpacked together, as one stream (each is whole bytes). At bit width 0
     a bit-packed run holds zeros that take no bytes, so it comes back as a run of 0: a few
     bytes claiming billions of values cost no memory. Raises ``CorruptFileError`` when the
-    stream ends before ``count`` values or inside a bit-packed run, or a run's value is wider
-    than ``bit_width``.
+    stream ends before ``count`` values or a run's value is wider than ``bit_width``, and
+    :class:`NeedsArrow` for a bit-packed run cut short of its groups.
     """
     raw = data.tobytes()
     size = len(raw)
@@ -564,12 +559,13 @@ def rle_hybrid(
             need = (taken * bit_width + 7) // 8
             if pos + need > size:
                 raise _short_stream(count - remaining, count)
-            # Writers write whole groups (the last one padded), so a run whose groups do not
-            # all fit in the stream is corrupt, even where its first values would.
+            # Writers write whole groups, the last one padded; a run cut short of its groups
+            # is either damage (a run header changed: its values would be read as other ones)
+            # or an old Polars writer's quirk, which pyarrow reads. pyarrow decides.
             if pos + (header >> 1) * bit_width > size:
-                raise CorruptFileError(
+                raise NeedsArrow(
                     f"a bit-packed run of {header >> 1} groups of {bit_width}-bit values "
-                    f"runs past the end of its {size}-byte stream"
+                    f"with {size - pos} bytes left in its stream"
                 )
             pieces.append(raw[pos : pos + need])
             pos += (header >> 1) * bit_width
@@ -585,6 +581,13 @@ def rle_hybrid(
             pos += value_bytes
         remaining -= taken
     return _unpack(b"".join(pieces), bit_width, packed_count), runs
+
+
+def _left_over(count: int, used: int, size: int) -> NeedsArrow:
+    # Bytes after a page's last value: damage (a value count or level length that is wrong, so
+    # the values would be misread) or a writer's padding that pyarrow, parquet-java and arrow-rs
+    # all ignore. Either way pyarrow decides: it reads the chunk or refuses it.
+    return NeedsArrow(f"{count} values take {used} of the {size} bytes of the page's values")
 
 
 def _short_stream(done: int, count: int) -> CorruptFileError:

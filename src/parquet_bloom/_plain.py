@@ -406,7 +406,7 @@ def _pack_with_arrow(values: list[Any], kind: type) -> tuple[U8, I64, I64] | Non
     imported pyarrow: loading it costs more than it saves on a probe's few literals, and the
     core of this package runs without it (a filter on a Spark executor, say)."""
     pa = sys.modules.get("pyarrow")
-    if pa is None:
+    if pa is None or not hasattr(pa, "large_binary"):  # absent, or still being imported
         return None
     try:
         arr = pa.array(

@@ -111,6 +111,10 @@ class SplitBlockBloomFilter:
     in [32 B, 128 MiB]. Filters pickle as their bitset, so they are cheap to broadcast.
     """
 
+    # Pickles and reprs name the class where users import it from, so that moving the
+    # implementation between private modules never breaks a pickled filter.
+    __module__ = "parquet_bloom"
+
     __slots__ = ("_words",)
 
     def __init__(self, num_bytes: int) -> None:
@@ -396,7 +400,8 @@ class SplitBlockBloomFilter:
     __hash__ = None  # type: ignore[assignment]  # mutable
 
     def __reduce__(self) -> tuple[Any, tuple[bytes]]:
-        # Pickle as the bitset only: small, fast, and stable across versions.
+        # Pickle as the bitset only: small, fast, and stable across versions, since the class
+        # is named by its public home (see __module__ below), not by this private module.
         return (SplitBlockBloomFilter.from_bytes, (self.to_bytes(),))
 
     def __copy__(self) -> SplitBlockBloomFilter:

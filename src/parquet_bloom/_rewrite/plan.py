@@ -383,10 +383,11 @@ def _moving_offset_indexes(md: Any, cuts: Sequence[Splice]) -> Iterable[tuple[in
 def offset_index_ranges(md: Any, cuts: Sequence[Splice]) -> list[ByteRange]:
     """The offset indexes :func:`relocation` needs read, given the splices cutting the old
     filters (:func:`filter_splices`)."""
-    ranges = {
-        chunk.offset_index_offset: ByteRange(chunk.offset_index_offset, chunk.offset_index_length)
-        for _, chunk in _moving_offset_indexes(md, cuts)
-    }
+    # The first chunk naming an offset is the one _offset_index_entries decodes there.
+    ranges: dict[int, ByteRange] = {}
+    for _, chunk in _moving_offset_indexes(md, cuts):
+        offset = chunk.offset_index_offset
+        ranges.setdefault(offset, ByteRange(offset, chunk.offset_index_length))
     return list(ranges.values())
 
 
