@@ -269,7 +269,7 @@ def test_a_directory_is_not_a_file(lake: Path, memory_lake: str) -> None:
     with pytest.raises(IsADirectoryError):
         ByteSource(str(lake))
     with pytest.raises(IsADirectoryError):
-        ByteSource(memory_lake + "/day=1")
+        pb.BloomFilterReader(memory_lake + "/day=1")
 
 
 def test_the_reader_takes_urls(memory_lake: str, lake: Path) -> None:
