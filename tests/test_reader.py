@@ -68,8 +68,13 @@ def footer_size(path: Path) -> int:
     return int.from_bytes(path.read_bytes()[-8:-4], "little")
 
 
+def just_the_footer(path: Path) -> int:
+    """A tail size that reads the footer and nothing before it."""
+    return footer_size(path) + 8
+
+
 def test_all_filters_of_a_pyarrow_file_take_one_read_after_the_footer(small_file: Path) -> None:
-    with pb.BloomFilterReader(small_file) as r:
+    with pb.BloomFilterReader(small_file, tail_size=just_the_footer(small_file)) as r:
         assert r.reads == 1  # the footer, in one tail read
         after_footer = r.bytes_read
         filters = r.filters()
@@ -87,7 +92,7 @@ def test_all_filters_of_a_pyarrow_file_take_one_read_after_the_footer(small_file
 
 def test_one_filter_with_a_known_length_is_one_exact_read(small_file: Path) -> None:
     md = pq.ParquetFile(small_file).metadata
-    with pb.BloomFilterReader(small_file) as r:
+    with pb.BloomFilterReader(small_file, tail_size=just_the_footer(small_file)) as r:
         before = r.bytes_read
         f = r.filter(2, "name")
         assert f is not None
@@ -102,7 +107,7 @@ def test_without_lengths_a_small_filter_takes_one_guess_read(
 ) -> None:
     old = rewrite_footer(small_file, tmp_path / "old.parquet", drop_bloom_filter_lengths)
     recorded = RecordedReads(old.read_bytes())
-    with pb.BloomFilterReader(recorded) as r:
+    with pb.BloomFilterReader(recorded, tail_size=just_the_footer(old)) as r:
         assert all(c.bloom_filter_length is None for c in r.column_chunks)
         f = r.filter(0, "id")
         offset = r.column_chunk(0, "id").bloom_filter_offset
@@ -132,19 +137,21 @@ def test_without_lengths_a_big_filter_takes_a_guess_then_the_uncovered_rest(
         assert f is not None and f.num_bytes == 1 << 20
         # The README's reads: 64 KiB from the end for the footer, a guess of 256 KiB at the
         # filter, then exactly the bytes of header and bitset that the guess did not cover.
-        guess = 256 * 1024
+        # The rest stops where the tail read began: its bytes before the footer are held.
+        guess, tail_start = 256 * 1024, len(data) - 64 * 1024
         assert recorded.log == [
-            (len(data) - 64 * 1024, 64 * 1024),
+            (tail_start, 64 * 1024),
             (offset, guess),
-            (offset + guess, true_length - guess),
+            (offset + guess, tail_start - offset - guess),
         ]
-        assert (r.reads, r.bytes_read) == (3, 64 * 1024 + true_length)
+        assert offset + true_length > tail_start  # the filter ends inside the tail
+        assert (r.reads, r.bytes_read) == (3, len(data) - offset)
         assert f.find_hashes(pb.hash_values(np.arange(50_000, dtype=np.int64))).all()
     with pb.BloomFilterReader(sized) as r:
         assert r.filter(0, "id") == f  # bit for bit the filter read with its length known
     with pb.BloomFilterReader(old) as r:  # a path reads the same
         assert r.filter(0, "id") == f
-        assert (r.reads, r.bytes_read) == (3, 64 * 1024 + true_length)
+        assert (r.reads, r.bytes_read) == (3, len(data) - offset)
 
 
 def test_a_footer_bigger_than_the_tail_read_takes_a_second_read(tmp_path: Path) -> None:
@@ -176,7 +183,7 @@ def test_file_objects_and_fsspec(small_file: Path) -> None:
     memory.pipe("/data/small.parquet", small_file.read_bytes())
     with pb.BloomFilterReader("/data/small.parquet", filesystem=memory) as r:
         assert r.filters() == expected
-        assert r.reads == 2
+        assert r.reads == 1  # on a filesystem the tail read (1 MiB) held the filters too
     local = fsspec.filesystem("file")
     with pb.BloomFilterReader(str(small_file), filesystem=local) as r:
         assert r.filters() == expected
@@ -238,15 +245,16 @@ def test_offsets_outside_the_data_are_refused_before_anything_is_read(
             meta.bloom_filter_offset, meta.bloom_filter_length = offset, length
 
         bad = rewrite_footer(small_file, tmp_path / "bad.parquet", move)
-        with pb.BloomFilterReader(bad) as r:
-            assert (r.reads, r.bytes_read) == (1, 64 * 1024)
+        tail = just_the_footer(bad)
+        with pb.BloomFilterReader(bad, tail_size=tail) as r:
+            assert (r.reads, r.bytes_read) == (1, tail)
             with pytest.raises(pb.CorruptFileError) as info:
                 r.filter(1, "id")
             err = info.value
             assert (err.row_group, err.column, err.offset) == (1, "id", offset)
             assert err.source == str(bad)
             assert "row group 1" in str(err) and "'id'" in str(err) and str(offset) in str(err)
-            assert (r.reads, r.bytes_read) == (1, 64 * 1024), (offset, length)
+            assert (r.reads, r.bytes_read) == (1, tail), (offset, length)
             filters, failed = r.filters_with_errors()
             assert list(failed) == [(1, "id")] and failed[(1, "id")].offset == offset
             assert filters == {k: f for k, f in expected.items() if k != (1, "id")}
@@ -369,7 +377,12 @@ def test_flipping_bytes_of_footer_and_headers_gives_errors_warnings_or_the_same_
                 seen["refused"] += 1
                 continue
             with r:
-                filters, failed = r.filters_with_errors()
+                try:  # a row group's column chunks are checked when first read
+                    filters, failed = r.filters_with_errors()
+                except pb.BloomFilterError as err:
+                    assert err.source == "<file object>", (pos, flip)
+                    seen["refused"] += 1
+                    continue
                 got = {(g, r.columns.index(c)): f.to_bytes() for (g, c), f in filters.items()}
                 lost = {(g, r.columns.index(c)) for g, c in failed}
                 # A filter the footer no longer names (its offset field became another field)
@@ -433,7 +446,8 @@ def test_one_unreadable_filter_does_not_spoil_the_coalesced_read(small_file: Pat
         first = r.column_chunk(0, "id").bloom_filter_offset
         bad = r.column_chunk(1, "name").bloom_filter_offset
     assert first is not None and bad is not None
-    with pb.BloomFilterReader(ShortReads(small_file.read_bytes(), first, bad)) as r:
+    short_reads = ShortReads(small_file.read_bytes(), first, bad)
+    with pb.BloomFilterReader(short_reads, tail_size=just_the_footer(small_file)) as r:
         filters, failed = r.filters_with_errors()
         assert list(failed) == [(1, "name")]
         err = failed[(1, "name")]
@@ -446,3 +460,63 @@ def test_one_unreadable_filter_does_not_spoil_the_coalesced_read(small_file: Pat
             assert len(r.filters(errors="warn")) == 8
         with pytest.warns(pb.BloomFilterWarning):
             assert r.row_groups_might_contain("name", "name-1500") == [1]
+
+
+# -- the tail read and wide footers -------------------------------------------------------------
+
+
+def test_filters_inside_the_tail_read_cost_no_read(small_file: Path) -> None:
+    data = small_file.read_bytes()
+    recorded = RecordedReads(data)
+    with pb.BloomFilterReader(recorded, tail_size=len(data)) as r:
+        assert recorded.log == [(0, len(data))]
+        expected = r.filters()
+        assert len(expected) == 9
+        assert (r.reads, r.requests, r.bytes_read) == (1, 1, len(data))
+    # A tail that ends just before the first filter: the filters cost one more read, of
+    # exactly their bytes.
+    with pb.BloomFilterReader(small_file, tail_size=just_the_footer(small_file)) as r:
+        first = min(c.bloom_filter_offset or len(data) for c in r.column_chunks)
+    with pb.BloomFilterReader(small_file, tail_size=len(data) - first - 1) as r:
+        assert r.filters() == expected
+        assert r.reads == 2
+
+
+def test_a_file_object_and_a_local_file_take_a_64_kib_tail(small_file: Path) -> None:
+    data = small_file.read_bytes()
+    recorded = RecordedReads(data)
+    with pb.BloomFilterReader(recorded):
+        assert recorded.log == [(len(data) - 64 * 1024, 64 * 1024)]
+
+
+@pytest.mark.parametrize(
+    ("tail_size", "error"), [(7, ValueError), (0, ValueError), ("1", TypeError)]
+)
+def test_tail_size_is_checked(small_file: Path, tail_size: object, error: type) -> None:
+    with pytest.raises(error, match="tail_size"):
+        pb.BloomFilterReader(small_file, tail_size=tail_size)  # type: ignore[arg-type]
+
+
+def test_a_footer_of_10000_column_chunks_opens_and_reads_one_filter(tmp_path: Path) -> None:
+    # 100 columns x 100 row groups; a filter on one column. The reader decodes the row groups
+    # it is asked about and reads that filter right.
+    path = tmp_path / "wide.parquet"
+    n = 100 * 100
+    table = pa.table(
+        {f"c{i:03d}": pa.array(np.arange(n, dtype=np.int64) * (i + 1)) for i in range(100)}
+    )
+    pq.write_table(
+        table, path, row_group_size=100, bloom_filter_options={"c007": {"ndv": 100, "fpp": 0.01}}
+    )
+    arrow = pq.ParquetFile(path).metadata
+    with pb.BloomFilterReader(path) as r:
+        assert r.num_row_groups == 100 and len(r.columns) == 100
+        chunk = r.column_chunk(57, "c007")
+        assert chunk.bloom_filter_offset == arrow.row_group(57).column(7).bloom_filter_offset
+        f = r.filter(57, "c007")
+        assert f is not None
+        assert f.find_hashes(pb.hash_values(np.arange(5700, 5800, dtype=np.int64) * 8)).all()
+        kept = r.row_groups_might_contain("c007", [5750 * 8])
+        assert 57 in kept and len(kept) <= 5  # a 1 % filter: a false positive or two
+        assert len(r.column_chunks) == 10_000
+        assert r.metadata.num_rows == n

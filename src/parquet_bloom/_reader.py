@@ -159,31 +159,59 @@ class BloomFilterReader:
         filesystem: Any | None = None,
         storage_options: Mapping[str, Any] | None = None,
         size: int | None = None,
+        tail_size: int | None = None,
     ) -> None:
         """``source``: a path, a URL (``s3://``, ``gs://``, ``abfs://``, ``https://``, any
         fsspec protocol, configured by ``storage_options``), a binary file object, or a path on
-        ``filesystem`` (fsspec or pyarrow). ``size``, when known, saves the size lookup."""
+        ``filesystem`` (fsspec or pyarrow). ``size``, when known, saves the size lookup.
+
+        ``tail_size``: how many bytes of the file's end the first read takes (default 64 KiB
+        for a local file or a file object, 1 MiB on a filesystem: see docs/performance.md,
+        "Tail reads"). Filters inside that tail cost no further read."""
         self._source = ByteSource(
             source, filesystem=filesystem, storage_options=storage_options, size=size
         )
         try:
-            footer = read_footer(self._source)
-            self.metadata, self.footer_start = fmt.decode_file_metadata(footer.data), footer.start
-            self.schema_leaves = fmt.schema_leaves(self.metadata)
-            self.column_chunks = fmt.column_chunks(self.metadata, self.schema_leaves)
+            footer = read_footer(self._source, tail_size)
+            self._footer = fmt.FooterView(footer.data)
         except BloomFilterError as err:
             self._source.close()
             raise err.located(source=self._source.name) from err.__cause__
         except BaseException:
             self._source.close()
             raise
-        self._by_key = {(c.row_group, c.path): c for c in self.column_chunks}
-        self._columns = {c.path: c for c in self.column_chunks}
+        self.footer_start = footer.start
+        self.schema_leaves = self._footer.leaves
         self._leaves = {leaf.path: leaf for leaf in self.schema_leaves}
+        self._metadata: fmt.FileMetaData | None = None
+        self._column_chunks: list[fmt.ColumnChunkInfo] | None = None
         self._cache: dict[tuple[int, str], SplitBlockBloomFilter | None] = {}
-        # Bytes of guess reads (filters of unknown length): a guess often covers the filters
-        # next to the one it was for, so later requests are served from it.
-        self._guessed = ReadBuffer()
+        # Bytes read that may hold filters: the tail read's bytes before the footer (writers
+        # that put their filters just before it are served from there, with no further read),
+        # and guess reads (filters of unknown length), which often cover their neighbours.
+        self._held = ReadBuffer()
+        if footer.tail_start < footer.start:
+            self._held.add(footer.tail_start, footer.tail[: footer.start - footer.tail_start])
+
+    @property
+    def metadata(self) -> fmt.FileMetaData:
+        """The decoded FileMetaData (the fields a Bloom filter reader needs; decoded on first
+        use, every row group)."""
+        if self._metadata is None:
+            for rg in range(self.num_row_groups):
+                self._row_group_chunks(rg)  # a corrupt row group: a located error
+            self._metadata = self._footer.metadata()
+        return self._metadata
+
+    @property
+    def column_chunks(self) -> list[fmt.ColumnChunkInfo]:
+        """Every column chunk, in (row group, column) order (made on first use: a reader that
+        needs a few asks :meth:`column_chunk`)."""
+        if self._column_chunks is None:
+            self._column_chunks = [
+                c for rg in range(self.num_row_groups) for c in self._row_group_chunks(rg)
+            ]
+        return self._column_chunks
 
     # -- counters and lifetime ------------------------------------------------------------------
 
@@ -196,8 +224,13 @@ class BloomFilterReader:
         return self._source.bytes_read
 
     @property
+    def requests(self) -> int:
+        """Requests made so far: reads, and a size lookup when one was needed."""
+        return self._source.requests
+
+    @property
     def num_row_groups(self) -> int:
-        return len(self.metadata.row_groups)
+        return self._footer.num_row_groups
 
     @property
     def columns(self) -> list[str]:
@@ -229,7 +262,18 @@ class BloomFilterReader:
                 f"row group {row_group} out of range: {self._source.name} has "
                 f"{self.num_row_groups} row groups"
             )
-        return self._by_key[(row_group, column)]
+        return self._chunk(row_group, column)
+
+    def _chunk(self, row_group: int, column: str) -> fmt.ColumnChunkInfo:
+        return self._row_group_chunks(row_group)[self._leaves[column].column_index]
+
+    def _row_group_chunks(self, row_group: int) -> list[fmt.ColumnChunkInfo]:
+        """A row group's column chunks, decoded and checked on first use: a corrupt footer
+        entry is a located error then."""
+        try:
+            return self._footer.chunks(row_group)
+        except BloomFilterError as err:
+            raise err.located(source=self._source.name) from err.__cause__
 
     def filter(self, row_group: int, column: str) -> SplitBlockBloomFilter | None:
         """The filter of one column chunk, or None when it has none.
@@ -280,11 +324,12 @@ class BloomFilterReader:
         for column in wanted_columns or ():
             self._check_column(column)
         wanted_groups = None if row_groups is None else set(row_groups)
+        groups = range(self.num_row_groups)
         chunks = [
             c
-            for c in self.column_chunks
-            if (wanted_columns is None or c.path in wanted_columns)
-            and (wanted_groups is None or c.row_group in wanted_groups)
+            for rg in (groups if wanted_groups is None else sorted(wanted_groups & set(groups)))
+            for c in self._row_group_chunks(rg)
+            if wanted_columns is None or c.path in wanted_columns
         ]
         filters, failed = self._load(chunks)
         return {k: f for k, f in filters.items() if f is not None}, failed
@@ -305,7 +350,7 @@ class BloomFilterReader:
             return everything
         if probe.hashes.size == 0:
             return []
-        chunks = [self._by_key[(rg, column)] for rg in everything]
+        chunks = [self._chunk(rg, column) for rg in everything]
         filters, failed = self._load(chunks)
         for err in failed.values():
             _warn(err)
@@ -364,14 +409,14 @@ class BloomFilterReader:
             )
 
         buffer = ReadBuffer()
-        for offset, data in self._guessed.pieces():
+        for offset, data in self._held.pieces():
             buffer.add(offset, data)
         firsts = {id(loc): loc.first_read(self.footer_start) for loc in todo}
         guessing = any(loc.length is None for loc in todo)
         unread = self._read_into(
             buffer,
             [gap for r in firsts.values() for gap in buffer.missing(r)],
-            keep=self._guessed if guessing else None,
+            keep=self._held if guessing else None,
         )
 
         # Headers tell how long each filter is; fetch the bitset bytes the guesses did not cover.
@@ -381,7 +426,11 @@ class BloomFilterReader:
                 fail(loc, unreadable)
                 continue
             try:
-                head = buffer.available(loc.offset, GUESS_READ_SIZE)
+                # The first read's bytes may lie in two pieces (a read, then the tail read).
+                first = firsts[id(loc)]
+                head = buffer.get(
+                    ByteRange(first.offset, min(first.length, fmt.MAX_BLOOM_FILTER_HEADER_SIZE))
+                )
                 header, header_len = fmt.parse_bloom_filter_header(head)
                 check_header(header, header_len, loc, footer_start=self.footer_start, source=name)
             except BloomFilterError as err:
@@ -404,7 +453,7 @@ class BloomFilterReader:
         """Read ``ranges``, coalesced, into ``buffer`` (and ``keep``); returns the ranges that
         could not be read. When a coalesced read fails (a truncated file, say), each range is
         read alone, so that one bad range does not spoil the others."""
-        merged = coalesce(ranges)
+        merged = coalesce(ranges, self._source.max_gap)
         try:
             datas = self._source.read(merged)
         except BloomFilterError:

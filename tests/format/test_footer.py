@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from parquet_bloom import _format as fmt
+from parquet_bloom._format import _compact as compact
 from parquet_bloom._format import footer as footer_codec
 from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
 from tests.format.helpers import (
@@ -349,3 +350,101 @@ def test_missing_required_column_metadata_field(rich_footer: bytes) -> None:
     md = fmt.decode_file_metadata(mutated(rich_footer, change))
     with pytest.raises(CorruptFileError, match="data_page_offset is missing"):
         fmt.column_chunks(md)
+
+
+# --------------------------------------------------------------------------------------------
+# FooterView: row groups decoded when first asked for
+# --------------------------------------------------------------------------------------------
+
+
+def both_decoders(monkeypatch: pytest.MonkeyPatch, c_decoder: bool) -> None:
+    if not c_decoder:
+        monkeypatch.setattr(compact, "fastbinary", None)
+
+
+@pytest.mark.parametrize("c_decoder", [True, False])
+def test_footer_view_decodes_what_decode_file_metadata_does(
+    rich_footer: bytes, monkeypatch: pytest.MonkeyPatch, c_decoder: bool
+) -> None:
+    both_decoders(monkeypatch, c_decoder)
+    md = fmt.decode_file_metadata(rich_footer)
+    view = fmt.FooterView(rich_footer)
+    assert view.num_row_groups == len(md.row_groups)
+    assert view.leaves == fmt.schema_leaves(md)
+    assert view.chunks(2) == fmt.column_chunks(md)[2 * len(view.leaves) : 3 * len(view.leaves)]
+    assert view.all_chunks() == fmt.column_chunks(md)
+    assert view.metadata() == md
+    assert [view.row_group_rows(i) for i in range(view.num_row_groups)] == [
+        rg.num_rows for rg in md.row_groups
+    ]
+
+
+def test_footer_view_decodes_only_the_row_groups_asked_for(rich_footer: bytes) -> None:
+    # A corrupt column chunk list in row group 1: the view opens, reads row groups 0 and 2,
+    # and refuses row group 1 when it is asked for, as decode_file_metadata refuses it all.
+    def change(md: Any) -> None:
+        md.row_groups[1].columns.pop()
+
+    footer = mutated(rich_footer, change)
+    with pytest.raises(CorruptFileError, match="row group 1 has 16 column chunks"):
+        fmt.decode_file_metadata(footer)
+    view = fmt.FooterView(footer)
+    assert view.num_row_groups == 3
+    assert [c.row_group for c in view.chunks(0)] == [0] * 17
+    assert [c.row_group for c in view.chunks(2)] == [2] * 17
+    for _ in range(2):  # refused again on a second ask, not cached as good
+        with pytest.raises(CorruptFileError, match="row group 1 has 16 column chunks") as info:
+            view.chunks(1)
+        assert info.value.row_group == 1
+    with pytest.raises(CorruptFileError, match="row group 1"):
+        view.metadata()
+
+
+def test_footer_view_checks_num_rows_when_opened(rich_footer: bytes) -> None:
+    def change(md: Any) -> None:
+        md.row_groups[2].num_rows = None
+
+    with pytest.raises(CorruptFileError, match="row group 2 has no num_rows"):
+        fmt.FooterView(mutated(rich_footer, change))
+
+
+def test_footer_view_of_a_footer_with_two_row_group_lists(rich_footer: bytes) -> None:
+    # Thrift keeps the last value of a repeated field; the view falls back to the whole
+    # decode, and so reads the second list, as decode_file_metadata does.
+    md = fmt.decode_file_metadata(rich_footer, full=True)
+    only_first = fmt.encode_file_metadata(fmt.FileMetaData(row_groups=md.row_groups[:1]))
+    assert only_first[0] == 0x49 and only_first[-1] == 0  # field 4 (delta 4), a list; stop
+    # The rich footer without its stop byte, a long-form header for field 4 (a list; zigzag
+    # 4 = 8), the one-row-group list, a stop byte.
+    twice = rich_footer[:-1] + b"\x09\x08" + only_first[1:-1] + b"\x00"
+    whole = fmt.decode_file_metadata(twice)
+    assert len(whole.row_groups) == 1
+    view = fmt.FooterView(twice)
+    assert view.num_row_groups == 1
+    assert view.metadata() == whole
+
+
+@pytest.mark.parametrize("c_decoder", [True, False])
+def test_footer_view_of_hostile_bytes_raises_only_corrupt_file_error(
+    small_footer: bytes, monkeypatch: pytest.MonkeyPatch, c_decoder: bool
+) -> None:
+    # Every byte flipped, each seventh prefix: the view and its row groups either decode as
+    # decode_file_metadata does, or raise CorruptFileError, never another error.
+    both_decoders(monkeypatch, c_decoder)
+    variants = [small_footer[:n] for n in range(0, len(small_footer), 7)]
+    for pos in range(len(small_footer)):
+        flipped = bytearray(small_footer)
+        flipped[pos] ^= 0xFF
+        variants.append(bytes(flipped))
+    for data in variants:
+        view = only_corrupt(fmt.FooterView, data)
+        if view is None:
+            continue
+        # The view checks its chunks as column_chunks does (path_in_schema against the schema).
+        whole = only_corrupt(fmt.decode_file_metadata, data)
+        if whole is not None and only_corrupt(fmt.column_chunks, whole) is None:
+            whole = None
+        got = only_corrupt(view.metadata)
+        assert (got is None) == (whole is None)
+        if whole is not None:
+            assert got == whole

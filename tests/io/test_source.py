@@ -115,7 +115,9 @@ def test_the_footer_costs_one_tail_read_or_two_for_a_long_one(
     with ByteSource(path) as source:
         footer = read_footer(source)
         length = int.from_bytes(data[-8:-4], "little")
-        assert footer == (data[-8 - length : -8], len(data) - 8 - length)
+        assert (footer.data, footer.start) == (data[-8 - length : -8], len(data) - 8 - length)
+        # The tail read is kept: the bytes of the file's end, from tail_start on.
+        assert footer.tail == data[footer.tail_start :]
         assert source.reads == (1 if length + 8 <= FOOTER_READ_SIZE else 2)
         assert source.bytes_read == (
             min(len(data), FOOTER_READ_SIZE) if source.reads == 1 else length + 8

@@ -25,7 +25,6 @@ import pyarrow.parquet as pq
 
 import parquet_bloom as pb
 from parquet_bloom import _format as fmt
-from parquet_bloom._io.source import FOOTER_READ_SIZE
 from parquet_bloom._logical import column_hashes
 from parquet_bloom._rewrite.api import RewriteReport, rewrite_bloom_filters
 from parquet_bloom._sbbf import SplitBlockBloomFilter, optimal_num_bytes
@@ -277,11 +276,10 @@ def check_rewrite(
     assert report.bytes_after == len(dst_bytes)
 
     before = filters_of(src)
-    with pb.BloomFilterReader(dst) as reader:
+    with pb.BloomFilterReader(dst, tail_size=len(dst_bytes) - footer_of(dst_bytes)[1]) as reader:
         after = reader.filters()
-        # The footer (in two reads if it is longer than the first), then every filter in one.
-        footer_reads = 1 if len(dst_bytes) - footer_of(dst_bytes)[1] <= FOOTER_READ_SIZE else 2
-        assert reader.reads == footer_reads + (1 if after else 0)
+        # The footer in one read (a tail read of just its bytes), then every filter in one.
+        assert reader.reads == 1 + (1 if after else 0)
         leaves = {leaf.path: leaf for leaf in fmt.schema_leaves(reader.metadata)}
     written = {(rg, column): size for rg, column, size in report.filters_written}
     assert len(written) == len(report.filters_written)

@@ -11,7 +11,9 @@ needs a column chunk's facts gets them flattened, with its schema leaf resolved
 
 from __future__ import annotations
 
+import copy
 import struct
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -257,52 +259,203 @@ def column_chunks(
 
 
 def _iter_column_chunks(md: FileMetaData, leaves: list[SchemaLeaf]) -> Iterator[ColumnChunkInfo]:
-    type_names = _tt.Type._VALUES_TO_NAMES
     leaf_paths = [list(leaf.path_in_schema) for leaf in leaves]
     for i, rg in enumerate(_row_groups(md)):
-        columns = _row_group_columns(i, rg, leaves)
-        # This loop runs once per column chunk (10,000s in wide files), so the common case
-        # is one combined check; only a failing chunk takes the slow path that says why.
-        for j, chunk in enumerate(columns):
-            leaf = leaves[j]
-            encrypted = (
-                chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None
-            )
-            meta = chunk.meta_data
-            if meta is None:
-                if not encrypted:
-                    raise _chunk_error(i, j, leaf, "no ColumnMetaData")
-                yield ColumnChunkInfo(
-                    i, j, leaf.path, leaf.physical_type, leaf.type_length, leaf.logical_type,
-                    leaf.converted_type, leaf.scale, leaf.precision,
-                    0, 0, None, 0, None, None, True, leaf.path_in_schema,
-                )  # fmt: skip
-                continue
-            num_values = meta.num_values
-            data_page_offset = meta.data_page_offset
-            total_compressed_size = meta.total_compressed_size
-            bloom_filter_offset = meta.bloom_filter_offset
-            bloom_filter_length = meta.bloom_filter_length
-            try:
-                ok = (
-                    num_values >= 0
-                    and data_page_offset >= 0
-                    and total_compressed_size >= 0
-                    and (bloom_filter_offset is None or bloom_filter_offset >= 0)
-                    and (bloom_filter_length is None or bloom_filter_length >= 0)
-                    and type_names.get(meta.type) == leaf.physical_type
-                    and meta.path_in_schema == leaf_paths[j]
-                )
-            except TypeError:  # a required field is None
-                ok = False
-            if not ok:
-                _check_chunk(i, j, meta, leaf)
-            yield ColumnChunkInfo(
+        yield from _row_group_chunks(i, rg, leaves, leaf_paths)
+
+
+def _row_group_chunks(
+    i: int, rg: Any, leaves: list[SchemaLeaf], leaf_paths: list[list[str]]
+) -> list[ColumnChunkInfo]:
+    """Row group ``i``'s column chunks, checked against the schema."""
+    type_names = _tt.Type._VALUES_TO_NAMES
+    columns = _row_group_columns(i, rg, leaves)
+    out = []
+    # This loop runs once per column chunk (10,000s in wide files), so the common case
+    # is one combined check; only a failing chunk takes the slow path that says why.
+    for j, chunk in enumerate(columns):
+        leaf = leaves[j]
+        encrypted = chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None
+        meta = chunk.meta_data
+        if meta is None:
+            if not encrypted:
+                raise _chunk_error(i, j, leaf, "no ColumnMetaData")
+            out.append(ColumnChunkInfo(
                 i, j, leaf.path, leaf.physical_type, leaf.type_length, leaf.logical_type,
                 leaf.converted_type, leaf.scale, leaf.precision,
-                num_values, data_page_offset, meta.dictionary_page_offset, total_compressed_size,
-                bloom_filter_offset, bloom_filter_length, encrypted, leaf.path_in_schema,
+                0, 0, None, 0, None, None, True, leaf.path_in_schema,
+            ))  # fmt: skip
+            continue
+        num_values = meta.num_values
+        data_page_offset = meta.data_page_offset
+        total_compressed_size = meta.total_compressed_size
+        bloom_filter_offset = meta.bloom_filter_offset
+        bloom_filter_length = meta.bloom_filter_length
+        try:
+            ok = (
+                num_values >= 0
+                and data_page_offset >= 0
+                and total_compressed_size >= 0
+                and (bloom_filter_offset is None or bloom_filter_offset >= 0)
+                and (bloom_filter_length is None or bloom_filter_length >= 0)
+                and type_names.get(meta.type) == leaf.physical_type
+                and meta.path_in_schema == leaf_paths[j]
+            )
+        except TypeError:  # a required field is None
+            ok = False
+        if not ok:
+            _check_chunk(i, j, meta, leaf)
+        out.append(ColumnChunkInfo(
+            i, j, leaf.path, leaf.physical_type, leaf.type_length, leaf.logical_type,
+            leaf.converted_type, leaf.scale, leaf.precision,
+            num_values, data_page_offset, meta.dictionary_page_offset, total_compressed_size,
+            bloom_filter_offset, bloom_filter_length, encrypted, leaf.path_in_schema,
+        ))  # fmt: skip
+    return out
+
+
+# =============================================================================================
+# The footer as a reader sees it: row groups decoded when first asked for
+# =============================================================================================
+
+# A row group's own fields, without its column chunks (skipped in C while the footer is
+# opened; decoded with _FAST_ROW_GROUP_SPEC when the row group is first asked for).
+_ROW_GROUP_HEAD_SPEC = compact.prune(
+    _tt.RowGroup, {"num_rows", "file_offset", "total_compressed_size", "ordinal"}
+)
+_ROW_GROUPS_FIELD_ID = 4  # FileMetaData.row_groups
+_EMPTY_STRUCT_LIST = bytes([compact.CT_STRUCT])  # a compact list header: 0 elements, structs
+
+
+class FooterView:
+    """A footer decoded as far as a Bloom filter reader needs it, when it needs it.
+
+    Opening decodes the footer's top-level fields and schema, and walks its row group list in
+    C, keeping each row group's own fields and the span of its bytes; a row group's column
+    chunks are decoded (and checked against the schema) when first asked for. On a 10,000-chunk
+    footer, ready to read one filter, that is most of the 10,000 ``ColumnChunkInfo`` objects
+    and their Thrift structs never made (see docs/performance.md, "Opening a footer").
+
+    The same checks as :func:`decode_file_metadata` and :func:`column_chunks` apply, a row
+    group's only when it is decoded: a corrupt column chunk list raises ``CorruptFileError``
+    from :meth:`chunks` rather than from the constructor. Without thrift's C decoder, or on a
+    footer whose row group list is not where the walk expects it, everything is decoded at
+    once, with the same results. Thread-safe.
+    """
+
+    def __init__(self, data: bytes | memoryview) -> None:
+        data = bytes(data)
+        self._lock = threading.Lock()
+        self._groups: list[Any]
+        self._spans: list[tuple[int, int]] | None = None
+        self._chunks: dict[int, list[ColumnChunkInfo]] = {}
+        self._cursor: compact.StructCursor | None = None
+        if len(data) > MAX_FOOTER_SIZE:
+            raise UnsupportedFileError(
+                f"footer of {len(data)} bytes exceeds this library's limit of "
+                f"{MAX_FOOTER_SIZE} bytes"
+            )
+        walked = _walk_row_groups(data) if compact.fastbinary is not None else None
+        if walked is None:
+            md = decode_file_metadata(data)
+            self._groups = _row_groups(md)
+        else:
+            cursor, start, end, heads, spans = walked
+            # The top-level fields and the schema: the footer with an empty row group list.
+            top = data[:start] + _EMPTY_STRUCT_LIST + data[end:]
+            md = compact.decode_untrusted(
+                top, _tt.FileMetaData, _FAST_FILE_META_DATA_SPEC, "footer", "the Parquet footer",
+                max_size=MAX_FOOTER_SIZE,
             )  # fmt: skip
+            if md.row_groups:  # a second row group list: decode as Thrift does (the last wins)
+                md = decode_file_metadata(data)
+                self._groups = _row_groups(md)
+            else:
+                for i, rg in enumerate(heads):
+                    if rg.num_rows is None:
+                        raise CorruptFileError(f"row group {i} has no num_rows", row_group=i)
+                self._groups, self._spans, self._cursor = heads, spans, cursor
+        md.row_groups = None
+        self._top: FileMetaData = md
+        self.leaves = schema_leaves(md)
+        self._leaf_paths = [list(leaf.path_in_schema) for leaf in self.leaves]
+
+    @property
+    def num_row_groups(self) -> int:
+        return len(self._groups)
+
+    def row_group_rows(self, i: int) -> int:
+        return int(self._groups[i].num_rows)
+
+    def chunks(self, i: int) -> list[ColumnChunkInfo]:
+        """Row group ``i``'s column chunks, in column order."""
+        found = self._chunks.get(i)
+        if found is None:
+            with self._lock:
+                found = self._chunks.get(i)
+                if found is None:
+                    found = self._chunks[i] = _row_group_chunks(
+                        i, self._row_group(i), self.leaves, self._leaf_paths
+                    )
+        return found
+
+    def all_chunks(self) -> list[ColumnChunkInfo]:
+        """Every column chunk, in (row group, column) order."""
+        return [c for i in range(self.num_row_groups) for c in self.chunks(i)]
+
+    def metadata(self) -> FileMetaData:
+        """The whole ``FileMetaData``, as :func:`decode_file_metadata` decodes it."""
+        row_groups = []
+        for i in range(self.num_row_groups):
+            self.chunks(i)  # decodes and checks the row group
+            row_groups.append(self._row_group(i))
+        md = copy.copy(self._top)
+        md.row_groups = row_groups
+        return md
+
+    def _row_group(self, i: int) -> Any:
+        """Row group ``i`` with its column chunks (the caller holds the lock or the result
+        is already decoded)."""
+        rg = self._groups[i]
+        if self._spans is None or rg.columns is not None:
+            return rg
+        assert self._cursor is not None
+        start, end = self._spans[i]
+        with compact.gc_paused():
+            full, stop = self._cursor.struct_at(start, _tt.RowGroup, _FAST_ROW_GROUP_SPEC)
+        if stop != end:  # cannot happen: both decodes walk the same bytes
+            raise CorruptFileError(f"row group {i} decodes past its own bytes", row_group=i)
+        self._groups[i] = full
+        return full
+
+
+def _walk_row_groups(
+    data: bytes,
+) -> tuple[compact.StructCursor, int, int, list[Any], list[tuple[int, int]]] | None:
+    """Find the row group list of a FileMetaData: where it starts and ends, each row group's
+    own fields and span. None when the walk cannot tell (no such list, or not of structs)."""
+    cursor = compact.StructCursor(data, "the Parquet footer")
+    reader = cursor.reader
+    try:
+        with compact.gc_paused():
+            for ctype, fid in reader.fields():
+                if fid != _ROW_GROUPS_FIELD_ID or ctype != compact.CT_LIST:
+                    cursor.skip_value(ctype)
+                    continue
+                start = reader.pos
+                etype, count = reader.list_header()
+                if etype != compact.CT_STRUCT:
+                    return None
+                heads, spans, at = [], [], reader.pos
+                for _ in range(count):
+                    head, end = cursor.struct_at(at, _tt.RowGroup, _ROW_GROUP_HEAD_SPEC)
+                    heads.append(head)
+                    spans.append((at, end))
+                    at = end
+                return cursor, start, at, heads, spans
+    except (compact.Malformed, CorruptFileError):
+        return None  # the full decode says what is wrong, as it would have
+    return None
 
 
 def chunk_start(meta: Any) -> int:

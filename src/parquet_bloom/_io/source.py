@@ -17,13 +17,13 @@ import errno
 import io
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from stat import S_ISDIR
 from typing import IO, Any, NamedTuple
 
 from parquet_bloom import _format as fmt
 from parquet_bloom._io import location
-from parquet_bloom._io.ranges import ByteRange
+from parquet_bloom._io.ranges import MAX_GAP, ByteRange
 from parquet_bloom.errors import CorruptFileError
 
 __all__ = [
@@ -115,7 +115,7 @@ class ByteSource:
                 self.size = int(self._arrow.size()) if size is None else size
             else:
                 self._fs = filesystem
-                self.size = _fsspec_size(filesystem, self.name) if size is None else size
+                self.size = size  # None: looked up, or learnt from a suffix read, when needed
         elif isinstance(source, str | os.PathLike):
             self.name = self.local_path = os.fspath(source)
             self._fd = os.open(self.name, os.O_RDONLY | getattr(os, "O_BINARY", 0))
@@ -134,6 +134,71 @@ class ByteSource:
                 "source must be a path, a URL, a binary file object with seek() and read(), or "
                 f"a path with filesystem=..., not {type(source).__name__}"
             )
+
+    # -- the size, looked up only when a read needs it and nothing told it ---------------------
+
+    _size: int | None = None
+    size_lookups = 0  # size lookups made (a HEAD on object stores): requests, like reads
+
+    @property
+    def size(self) -> int:
+        """The file's size: given, known from opening it, from the suffix read of
+        :meth:`read_tail`, or else looked up (one request on object stores)."""
+        if self._size is None:
+            if self._fs is None:
+                raise ValueError(f"the size of {self.name} is not known")
+            size = _fsspec_size(self._fs, self.name)
+            with self._lock:
+                self.size_lookups += 1
+            self._size = size
+        return self._size
+
+    @size.setter
+    def size(self, value: int | None) -> None:
+        self._size = value
+
+    @property
+    def requests(self) -> int:
+        """Requests made so far: reads and size lookups."""
+        return self.reads + self.size_lookups
+
+    @property
+    def remote(self) -> bool:
+        """Whether reads go through a filesystem (object storage: each read a round trip)."""
+        return self._fs is not None or self._arrow is not None
+
+    @property
+    def default_tail_size(self) -> int:
+        """How much of the file's end :func:`read_footer` reads first."""
+        return REMOTE_TAIL_SIZE if self.remote else FOOTER_READ_SIZE
+
+    @property
+    def max_gap(self) -> int:
+        """Ranges closer than this are read as one (:func:`parquet_bloom._io.ranges.coalesce`)."""
+        return REMOTE_MAX_GAP if self.remote else MAX_GAP
+
+    def read_tail(self, length: int) -> tuple[int, bytes]:
+        """The last ``length`` bytes (all of a shorter file) and the offset they start at. When
+        the size is not known, one suffix-range read gives both where the backend allows it
+        (s3fs, fsspec's HTTP); elsewhere the size is looked up first."""
+        if self._size is None and self._fs is not None:
+            got = _suffix_read(self._fs, self.name, length)
+            if got is not None:
+                data, size = got
+                with self._lock:
+                    self.reads += 1
+                    self.bytes_read += len(data)
+                self._size = size
+                if len(data) != min(length, size):
+                    raise CorruptFileError(
+                        f"short read: expected {min(length, size)} bytes, got {len(data)}",
+                        source=self.name,
+                        offset=size - min(length, size),
+                    )
+                return size - len(data), data
+        size = self.size
+        n = min(size, length)
+        return size - n, self.read_exact(size - n, n)
 
     def read(self, ranges: Sequence[ByteRange]) -> list[bytes]:
         """The bytes of each range, in order; a short read raises ``CorruptFileError``."""
@@ -292,6 +357,7 @@ def _suffix_read(filesystem: Any, path: str, length: int) -> tuple[bytes, int] |
     (``Range: bytes=-N``; docs/object-storage.md, "Requests"), on the backends that let us see
     the response's ``Content-Range``: s3fs and fsspec's HTTP. None elsewhere."""
     module = type(filesystem).__module__
+    coroutine: Callable[[Any, str, int], Awaitable[tuple[bytes, int | None]]]
     if module.startswith("s3fs") and hasattr(filesystem, "_call_s3"):
         coroutine = _s3_suffix
     elif module.startswith("fsspec.implementations.http"):
@@ -300,9 +366,7 @@ def _suffix_read(filesystem: Any, path: str, length: int) -> tuple[bytes, int] |
         return None
     from fsspec.asyn import sync  # fsspec is installed: the filesystem is one of its own
 
-    result: tuple[bytes, int | None] = sync(
-        filesystem.loop, coroutine, filesystem, path, length
-    )
+    result: tuple[bytes, int | None] = sync(filesystem.loop, coroutine, filesystem, path, length)
     data, total = result
     return None if total is None else (data, total)
 
