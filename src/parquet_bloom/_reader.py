@@ -174,6 +174,7 @@ class BloomFilterReader:
         try:
             footer = read_footer(self._source, tail_size)
             self._footer = fmt.FooterView(footer.data)
+            self.footer_bytes = footer.data  # the FileMetaData, for readers of the whole
         except BloomFilterError as err:
             self._source.close()
             raise err.located(source=self._source.name) from err.__cause__
@@ -263,6 +264,15 @@ class BloomFilterReader:
                 f"{self.num_row_groups} row groups"
             )
         return self._chunk(row_group, column)
+
+    def row_group(self, row_group: int) -> list[fmt.ColumnChunkInfo]:
+        """One row group's column chunks, in column order (decoded on first use)."""
+        if not 0 <= row_group < self.num_row_groups:
+            raise IndexError(
+                f"row group {row_group} out of range: {self._source.name} has "
+                f"{self.num_row_groups} row groups"
+            )
+        return self._row_group_chunks(row_group)
 
     def _chunk(self, row_group: int, column: str) -> fmt.ColumnChunkInfo:
         return self._row_group_chunks(row_group)[self._leaves[column].column_index]

@@ -213,6 +213,19 @@ def test_all_filters_of_a_file_are_read_in_one_read(dataset: ds.Dataset) -> None
     assert report.row_groups_skipped >= TOTAL_ROW_GROUPS - 1
 
 
+def test_a_tail_read_that_misses_the_filters_costs_one_more_read_a_file(
+    dataset: ds.Dataset, files: list[Path]
+) -> None:
+    # A tail of 8 bytes: the trailer, then the footer, then all of a file's filters in one.
+    expression = pc.field("id") == ABSENT_ID
+    report = prune(dataset, expression, tail_size=8).report
+    assert (report.requests, report.reads, report.filter_reads) == (3 * FILES, 3 * FILES, FILES)
+    assert [c.path for c in report.per_file] == [str(p) for p in sorted(files)]
+    assert [c.requests for c in report.per_file] == [3] * FILES
+    assert sum(c.bytes_read for c in report.per_file) == report.bytes_read
+    assert "12 requests (12 reads, 4 for filters alone)" in str(report)
+
+
 def test_report_sizes_add_up_to_the_row_groups_compressed_bytes(
     dataset: ds.Dataset, files: list[Path]
 ) -> None:

@@ -33,7 +33,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
+from parquet_bloom import _format as fmt
 from parquet_bloom._io import location
 from parquet_bloom._logical import literal_probe
 from parquet_bloom._prune.expression import (
@@ -63,16 +65,30 @@ SCALAR_PROBE_MAX_HASHES = 32
 
 
 @dataclass(frozen=True)
+class FileCost:
+    """What reading one file's footer and filters cost: ``requests`` (reads, and a size
+    lookup when nothing gave the size) and ``bytes_read``."""
+
+    path: str
+    requests: int
+    bytes_read: int
+
+
+@dataclass(frozen=True)
 class PruneReport:
     """What pruning skipped and what it cost.
 
     Sizes are the row groups' compressed column chunk bytes (``total_compressed_size``), what a
     scan of all columns would read; a file whose footer we cannot read counts its row groups
-    but not their bytes. ``reads`` and ``bytes_read`` are our own reads (footers and
-    filters); ``filter_reads`` those for filters alone, at most one per file when a writer keeps
-    a file's filters together. ``filters_unreadable`` counts column chunk filters that could not
-    be used (their row groups were kept, with a :class:`BloomFilterWarning`). A filter with
-    nothing a Bloom filter can decide reads nothing at all and counts only ``files``.
+    but not their bytes. ``requests`` are our own requests (on object storage, each a round
+    trip): ``reads`` (footers and filters; ``filter_reads`` those after the footer's, none
+    when the tail read held the filters, at most one per file when a writer keeps a file's
+    filters together) and size lookups (none when a listing gave the size); ``bytes_read``
+    their bytes; ``per_file`` each file's :class:`FileCost`, in the order of the dataset's
+    files. pyarrow's own requests (listing, schema inference, the scan) are not counted.
+    ``filters_unreadable`` counts column chunk filters that could not be used (their row
+    groups were kept, with a :class:`BloomFilterWarning`). A filter with nothing a Bloom
+    filter can decide reads nothing at all and counts only ``files``.
     """
 
     files: int = 0
@@ -85,6 +101,8 @@ class PruneReport:
     filter_reads: int = 0
     bytes_read: int = 0
     filters_unreadable: int = 0
+    requests: int = 0
+    per_file: tuple[FileCost, ...] = ()
 
     def __add__(self, other: PruneReport) -> PruneReport:
         return PruneReport(
@@ -96,7 +114,8 @@ class PruneReport:
             f"skipped {self.files_skipped} of {self.files} files, "
             f"{self.row_groups_skipped} of {self.row_groups} row groups, "
             f"{self.compressed_bytes_skipped:,} of {self.compressed_bytes:,} bytes; "
-            f"{self.reads} reads ({self.filter_reads} for filters), {self.bytes_read:,} bytes read"
+            f"{self.requests} requests ({self.reads} reads, {self.filter_reads} for filters "
+            f"alone), {self.bytes_read:,} bytes read"
             + (f"; {self.filters_unreadable} filters unreadable" if self.filters_unreadable else "")
         )
 
@@ -121,6 +140,7 @@ def prune(
     filesystem: Any | None = None,
     storage_options: Mapping[str, Any] | None = None,
     max_workers: int = DEFAULT_MAX_WORKERS,
+    tail_size: int | None = None,
 ) -> PruneResult:
     """Restrict ``dataset`` to the row groups whose Bloom filters might hold a match of ``filter``.
 
@@ -142,7 +162,11 @@ def prune(
     and ``count_rows()`` *without* a filter answers from each file's footer, counting whole
     files even for subsets (``count_rows(filter=f)`` and ``to_table()`` are exact).
 
-    ``max_workers`` files are pruned at once, in threads.
+    ``max_workers`` files are pruned at once, in threads. Each file costs one request when
+    its filters lie just before its footer (the tail read of ``tail_size`` bytes, see
+    :class:`BloomFilterReader`, holds both), two otherwise; pyarrow's copy of the footer is not
+    read here (the pruned fragments are made from our footer), only by the scan. The report
+    counts requests and bytes per file and in total.
     """
     sizes: dict[str, int] = {}  # each listed file's size, so that opening it costs no lookup
     if isinstance(dataset, ds.Dataset):
@@ -164,7 +188,7 @@ def prune(
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
     tree = translate(filter)
     with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="prune") as pool:
-        pruned, report, problems = _prune_dataset(dataset, tree, pool, sizes)
+        pruned, report, problems = _prune_dataset(dataset, tree, pool, _Reading(sizes, tail_size))
     for problem in problems:
         warnings.warn(problem, BloomFilterWarning, stacklevel=2)
     return PruneResult(pruned, report)
@@ -189,14 +213,22 @@ def _listed_dataset(
     return dataset, {e.path: e.size for e in entries if e.size is not None}
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """How each file is read: its size when a listing gave it, the tail read's size."""
+
+    sizes: Mapping[str, int]
+    tail_size: int | None
+
+
 def _prune_dataset(
-    dataset: ds.Dataset, tree: Node, pool: Executor, sizes: Mapping[str, int]
+    dataset: ds.Dataset, tree: Node, pool: Executor, reading: _Reading
 ) -> tuple[ds.Dataset, PruneReport, list[str]]:
     if isinstance(dataset, ds.UnionDataset):
         _fragments(dataset)  # refuses a filtered union, whose filter a rebuild would lose
         children, report, problems = [], PruneReport(), []
         for child in dataset.children:
-            pruned, child_report, child_problems = _prune_dataset(child, tree, pool, sizes)
+            pruned, child_report, child_problems = _prune_dataset(child, tree, pool, reading)
             children.append(pruned)
             report += child_report
             problems += child_problems
@@ -204,7 +236,7 @@ def _prune_dataset(
     elif isinstance(dataset, ds.FileSystemDataset) and isinstance(
         dataset.format, ds.ParquetFileFormat
     ):
-        pruned, report, problems = _prune_files(dataset, tree, pool, sizes)
+        pruned, report, problems = _prune_files(dataset, tree, pool, reading)
     else:
         raise TypeError(
             "prune needs a Parquet FileSystemDataset (or a UnionDataset of them), not "
@@ -214,7 +246,7 @@ def _prune_dataset(
 
 
 def _prune_files(
-    dataset: ds.FileSystemDataset, tree: Node, pool: Executor, sizes: Mapping[str, int]
+    dataset: ds.FileSystemDataset, tree: Node, pool: Executor, reading: _Reading
 ) -> tuple[ds.Dataset, PruneReport, list[str]]:
     fragments = _fragments(dataset)
     if isinstance(tree, Unknown):
@@ -224,7 +256,7 @@ def _prune_files(
     outcomes = list(
         pool.map(
             lambda fragment: _prune_fragment(
-                fragment, tree, dataset.schema, reader_filesystem, sizes.get(fragment.path)
+                fragment, tree, dataset.schema, reader_filesystem, reading
             ),
             fragments,
         )
@@ -273,46 +305,64 @@ def _prune_fragment(
     tree: Node,
     schema: pa.Schema,
     filesystem: Any,
-    size: int | None,
+    reading: _Reading,
 ) -> _Outcome:
-    # pyarrow's view of the fragment: the row groups it covers (it may be a subset already)
-    # and the Arrow types its file holds. Reading them loads pyarrow's copy of the footer,
-    # which the subset made below keeps for the scan.
-    row_group_ids = [rg.id for rg in fragment.row_groups]
-    physical_schema = fragment.physical_schema
-    report = PruneReport(files=1, row_groups=len(row_group_ids))
-    if not any(_field_type(physical_schema, m.column) is not None for m in members(tree)):
-        # None of the filter's columns is in this file (a partition key, a newer column):
-        # nothing to read, every row group kept.
-        sizes = {rg.id: _compressed_size(rg.metadata) for rg in fragment.row_groups}
-        return _Outcome(fragment, replace(report, compressed_bytes=sum(sizes.values())), None)
+    # Only our own footer read: the row groups the fragment covers (it may be a subset
+    # already) and the Arrow types its file holds come from it, not from pyarrow's copy of
+    # the footer, which would cost the same requests again (the scan reads that).
+    size = reading.sizes.get(fragment.path)
+    row_group_ids = _fragment_row_groups(fragment)
+    report = PruneReport(files=1)
+    keys = ds.get_partition_keys(fragment.partition_expression)
+    if all(m.column[0] in keys for m in members(tree)):
+        # Only partition keys, which are not in the file: nothing to read, every row group
+        # kept (pyarrow prunes partitions itself). The sizes are pyarrow's.
+        sizes = [_compressed_size(rg.metadata) for rg in fragment.row_groups]
+        return _Outcome(
+            fragment, replace(report, row_groups=len(sizes), compressed_bytes=sum(sizes)), None
+        )
     with ExitStack() as stack:
         try:
             reader = stack.enter_context(
-                BloomFilterReader(fragment.path, filesystem=filesystem, size=size)
+                BloomFilterReader(
+                    fragment.path, filesystem=filesystem, size=size, tail_size=reading.tail_size
+                )
             )
         except BloomFilterError as err:
+            report = replace(_costs(report, fragment.path, None), row_groups=_count(fragment))
             return _Outcome(fragment, report, f"{err}; keeping all row groups of the file")
-        # Sizes from our footer, not pyarrow's: pyarrow aborts the process (a C++ exception
-        # nothing catches) building the column metadata of some corrupt footers.
-        row_groups = dict.fromkeys(row_group_ids, 0)
-        for chunk in reader.column_chunks:
-            if chunk.row_group in row_groups:
-                row_groups[chunk.row_group] += chunk.total_compressed_size
-        report = replace(report, compressed_bytes=sum(row_groups.values()))
-        footer_reads = reader.reads
-        pruning = _FilePruning(reader, schema, physical_schema, list(row_groups))
-        keep = pruning.might_match(tree)
+        try:  # a row group's column chunks are checked when first read
+            if row_group_ids is None:
+                row_group_ids = list(range(reader.num_row_groups))
+            report = replace(report, row_groups=len(row_group_ids))
+            # Sizes from our footer, not pyarrow's: pyarrow aborts the process (a C++
+            # exception nothing catches) building the column metadata of some corrupt footers.
+            row_groups = dict.fromkeys(row_group_ids, 0)
+            for rg in row_groups:
+                if 0 <= rg < reader.num_row_groups:
+                    row_groups[rg] = sum(c.total_compressed_size for c in reader.row_group(rg))
+            report = replace(report, compressed_bytes=sum(row_groups.values()))
+            physical_schema = _physical_schema(reader)
+            footer = (reader.requests, reader.bytes_read)
+            pruning = _FilePruning(reader, schema, physical_schema, list(row_groups))
+            keep = pruning.might_match(tree)
+        except BloomFilterError as err:
+            report = _costs(report, fragment.path, reader)
+            return _Outcome(fragment, report, f"{err}; keeping all row groups of the file")
         kept = [rg for rg, k in zip(row_groups, keep, strict=True) if k]
-        report = replace(
-            report,
-            files_skipped=int(not kept),
-            row_groups_skipped=len(row_groups) - len(kept),
-            compressed_bytes_skipped=sum(row_groups[rg] for rg in row_groups.keys() - set(kept)),
-            reads=reader.reads,
-            filter_reads=reader.reads - footer_reads,
-            bytes_read=reader.bytes_read,
-            filters_unreadable=len(pruning.unreadable),
+        report = _costs(
+            replace(
+                report,
+                files_skipped=int(not kept),
+                row_groups_skipped=len(row_groups) - len(kept),
+                compressed_bytes_skipped=sum(
+                    row_groups[rg] for rg in row_groups.keys() - set(kept)
+                ),
+                filter_reads=reader.requests - footer[0],
+                filters_unreadable=len(pruning.unreadable),
+            ),
+            fragment.path,
+            reader,
         )
     problem = None
     if pruning.unreadable:
@@ -322,13 +372,65 @@ def _prune_fragment(
         )
     if len(kept) == len(row_groups):
         return _Outcome(fragment, report, problem)
-    subset = fragment.subset(row_group_ids=kept) if kept else None
+    if not kept:
+        return _Outcome(None, report, problem)
+    if fragment.buffer is not None:  # a fragment of bytes in memory: nothing to read
+        return _Outcome(fragment.subset(row_group_ids=kept), report, problem)
+    # A fragment made, not subset: subset() would have pyarrow read the footer now.
+    subset = fragment.format.make_fragment(
+        fragment.path,
+        fragment.filesystem,
+        fragment.partition_expression,
+        row_groups=kept,
+        file_size=size,
+    )
     return _Outcome(subset, report, problem)
 
 
 def _compressed_size(row_group: Any) -> int:
     """A row group's column chunks' ``total_compressed_size`` (pyarrow RowGroupMetaData)."""
     return sum(row_group.column(j).total_compressed_size for j in range(row_group.num_columns))
+
+
+def _count(fragment: ds.ParquetFileFragment) -> int:
+    """The row groups of a fragment whose footer we could not read, as pyarrow counts them
+    (0 when pyarrow cannot read it either)."""
+    try:
+        return int(fragment.num_row_groups)
+    except (pa.ArrowException, OSError):
+        return 0
+
+
+def _fragment_row_groups(fragment: ds.ParquetFileFragment) -> list[int] | None:
+    """The row groups a fragment was made to cover, or None for all of its file's, asked
+    without reading the file: ``fragment.row_groups`` would read its footer. A fragment's
+    ``__reduce__`` gives the arguments it was made with (pyarrow's pickling)."""
+    _, (_, _, _, row_groups) = fragment.__reduce__()
+    return None if row_groups is None else [int(rg) for rg in row_groups]
+
+
+def _physical_schema(reader: BloomFilterReader) -> pa.Schema:
+    """The Arrow schema of the reader's file, as pyarrow reads it (its ``ARROW:schema``
+    metadata included), from the footer bytes the reader already holds: a file of just the
+    footer, between its magic numbers (docs/format-notes.md, file layout)."""
+    footer = reader.footer_bytes
+    trailer = len(footer).to_bytes(4, "little") + fmt.MAGIC
+    schema: pa.Schema = pq.read_schema(pa.BufferReader(fmt.MAGIC + footer + trailer))
+    return schema
+
+
+def _costs(report: PruneReport, path: str, reader: BloomFilterReader | None) -> PruneReport:
+    """``report`` with the requests and bytes of ``reader`` (None: it did not open), in total
+    and as the file's own entry."""
+    if reader is None:
+        return replace(report, per_file=(FileCost(path, 0, 0),))
+    return replace(
+        report,
+        reads=reader.reads,
+        requests=reader.requests,
+        bytes_read=reader.bytes_read,
+        per_file=(FileCost(path, reader.requests, reader.bytes_read),),
+    )
 
 
 class _FilePruning:
