@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -64,6 +65,20 @@ def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Session]:
             yield S3Session(server)
         finally:
             server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_filesystems() -> None:
+    """fsspec caches a filesystem instance by its arguments, not by the environment it read
+    its endpoint and credentials from: one made while a test pointed AWS_ENDPOINT_URL
+    elsewhere would serve the next test, and its listing cache would change request counts.
+    Every test here starts without cached instances."""
+    for module, name in (
+        ("s3fs", "S3FileSystem"),
+        ("fsspec.implementations.http", "HTTPFileSystem"),
+    ):
+        if module in sys.modules:
+            getattr(sys.modules[module], name).clear_instance_cache()
 
 
 @pytest.fixture
