@@ -12,6 +12,7 @@ BENCHMARKS = [
     "bench_hashing",
     "bench_footer",
     "bench_prune",
+    "bench_object_store",
     "bench_rewrite",
     "bench_spark",
 ]

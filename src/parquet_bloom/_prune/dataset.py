@@ -52,9 +52,11 @@ from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom._sbbf import SplitBlockBloomFilter
 from parquet_bloom.errors import BloomFilterError
 
-# Files pruned at once. Pruning waits on reads (a footer and one filter read per file), so more
-# threads than cores pay off, most on object storage; pyarrow's own IO pool defaults to 8.
-DEFAULT_MAX_WORKERS = 8
+# Files pruned at once. Pruning waits on requests (one a file, mostly), so more threads than
+# cores pay off on object storage: measured over 200 files with 20 ms a request, 16 in flight
+# beat 8 (docs/performance.md, "Files in flight"); more only queue at s3fs's connection pool
+# (10 connections unless its config says otherwise).
+DEFAULT_MAX_WORKERS = 16
 
 # Up to this many hashes a row group's filter is probed hash by hash: a point lookup or a short
 # IN list costs microseconds that way, while a vectorised probe pays a fixed numpy overhead
