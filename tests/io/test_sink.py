@@ -18,6 +18,7 @@ import pytest
 
 import parquet_bloom as pb
 from parquet_bloom._io import sink
+from parquet_bloom._io.object_sink import SOURCE, WRITTEN, Part, Piece, plan_parts
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._rewrite.api import rewrite_bloom_filters
 from parquet_bloom._sbbf import SplitBlockBloomFilter
@@ -355,3 +356,90 @@ def test_a_failure_while_building_filters_creates_no_file(
     with pytest.raises(KeyboardInterrupt):
         rewrite_bloom_filters(sources["pyarrow-plain"], tmp_path / "out.parquet", columns=["id"])
     assert os.listdir(tmp_path) == []
+
+
+# -- the parts of an object on S3 (pure) ----------------------------------------------------------
+
+MiB = 1024 * 1024
+
+
+def _check_parts(pieces: list[Piece], parts: list[Part], min_part: int) -> None:
+    """The parts hold the pieces' bytes in order, every part but the last is at least
+    ``min_part``, and a copied part is one range of the source."""
+
+    def flat(ps: list[Piece]) -> list[tuple[int, int]]:
+        return [(p.origin, p.offset + i) for p in ps for i in range(p.length)]
+
+    assert flat([p for part in parts for p in part.pieces]) == flat(pieces)
+    assert all(part.length >= min_part for part in parts[:-1])
+    for part in parts:
+        if part.server_copy:
+            assert len(part.pieces) == 1 and part.pieces[0].origin == SOURCE
+
+
+def test_a_body_without_splices_is_copied_whole_and_only_the_new_tail_uploaded() -> None:
+    pieces = [Piece(SOURCE, 0, 900 * MiB), Piece(WRITTEN, 0, 3 * MiB)]
+    parts = plan_parts(pieces, server_copy=True)
+    assert parts == [
+        Part((Piece(SOURCE, 0, 450 * MiB),), True),
+        Part((Piece(SOURCE, 450 * MiB, 450 * MiB),), True),
+        Part((Piece(WRITTEN, 0, 3 * MiB),), False),  # the last part may be short
+    ]
+
+
+def test_short_runs_between_copies_borrow_the_next_ranges_first_bytes() -> None:
+    pieces = [
+        Piece(SOURCE, 0, 20 * MiB),
+        Piece(WRITTEN, 0, 1000),  # a relocated offset index
+        Piece(SOURCE, 20 * MiB + 500, 30 * MiB),
+        Piece(WRITTEN, 1000, 2 * MiB),
+    ]
+    parts = plan_parts(pieces, server_copy=True, min_part=5 * MiB)
+    need = 5 * MiB - 1000
+    assert parts == [
+        Part((Piece(SOURCE, 0, 20 * MiB),), True),
+        Part((Piece(WRITTEN, 0, 1000), Piece(SOURCE, 20 * MiB + 500, need)), False),
+        Part((Piece(SOURCE, 20 * MiB + 500 + need, 30 * MiB - need),), True),
+        Part((Piece(WRITTEN, 1000, 2 * MiB),), False),
+    ]
+    _check_parts(pieces, parts, 5 * MiB)
+    uploaded = sum(p.length for p in parts if not p.server_copy)
+    assert uploaded == 1000 + need + 2 * MiB  # the slack: what the minimum forced
+
+
+def test_a_range_too_short_to_leave_a_part_behind_is_uploaded_whole() -> None:
+    pieces = [Piece(WRITTEN, 0, 10), Piece(SOURCE, 0, 7 * MiB), Piece(WRITTEN, 10, 10)]
+    parts = plan_parts(pieces, server_copy=True, min_part=5 * MiB)
+    assert [p.server_copy for p in parts] == [False]
+    _check_parts(pieces, parts, 5 * MiB)
+
+
+def test_without_server_copy_everything_is_uploaded_in_bounded_parts() -> None:
+    pieces = [Piece(SOURCE, 0, 50 * MiB), Piece(WRITTEN, 0, 3 * MiB + 7)]
+    parts = plan_parts(pieces, server_copy=False, min_part=5 * MiB, upload_part=16 * MiB)
+    assert not any(p.server_copy for p in parts)
+    assert all(16 * MiB <= p.length < 32 * MiB for p in parts)
+    _check_parts(pieces, parts, 5 * MiB)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_any_pieces_make_valid_parts(seed: int) -> None:
+    rng = random.Random(seed)
+    pieces, written, source = [], 0, 0
+    for _ in range(rng.randrange(1, 12)):
+        length = rng.choice([0, 1, rng.randrange(1, 40), rng.randrange(40, 200)])
+        if rng.random() < 0.5:
+            pieces.append(Piece(WRITTEN, written, length))
+            written += length
+        else:
+            pieces.append(Piece(SOURCE, source, length))
+            source += length + rng.randrange(3)
+    parts = plan_parts(
+        [p for p in pieces if p.length],
+        server_copy=rng.random() < 0.8,
+        min_part=10,
+        upload_part=rng.choice([10, 25]),
+        copy_part=rng.choice([10, 30, 1000]),
+    )
+    _check_parts([p for p in pieces if p.length], parts, 10)
+    assert all(p.length <= 1000 for p in parts if p.server_copy)

@@ -12,8 +12,15 @@ time of read and write), long runs around the page cache with ``direct=True`` (s
 :data:`DIRECT_COPY_MIN`), the rest through one reused buffer; any other source through its
 ``read``. A copy can be cancelled from another thread between blocks.
 
-The sink is the seam other outputs plug into: the rewrite uses only ``write``, ``copy``,
-``sync`` and the context manager.
+The sink is the seam other outputs plug into: the rewrite uses only ``write``,
+``copy``, ``sync`` and the context manager. Object stores (:mod:`~parquet_bloom._io.object_sink`):
+
+- ``S3Sink``: an S3 object sent when complete, in one PutObject or a multipart upload
+  completed only after every part succeeded and aborted on any failure; long unchanged ranges
+  of a source object on the same endpoint are copied by the store (UploadPartCopy), the parts
+  planned by ``plan_parts`` (pure);
+- ``StreamSink``: any other fsspec filesystem, streamed through the process in bounded
+  memory, committed by the backend's own mechanism.
 """
 
 from __future__ import annotations
@@ -39,8 +46,10 @@ __all__ = [
     "KERNEL_COPY_SIZE",
     "Cancelled",
     "FileSink",
+    "check_cancel",
     "copy_direct",
     "open_temporary",
+    "write_all",
 ]
 
 # Bytes copied per read and write when copying through user space: large enough that system
@@ -88,6 +97,9 @@ class FileSink:
     its owner and group where we may give them (root may; anyone may keep their own).
     """
 
+    bytes_uploaded = 0  # nothing is sent to a store (an object sink's counts)
+    bytes_copied = 0
+
     def __init__(self, target: str, like: os.stat_result | None = None) -> None:
         self.target = target
         self._like = like
@@ -133,7 +145,7 @@ class FileSink:
 
     def write(self, data: bytes | memoryview) -> None:
         """Append ``data``."""
-        _write_all(self._file(), data)
+        write_all(self._file(), data)
 
     def sync(self) -> None:
         """Flush what was written and fsync it."""
@@ -215,7 +227,7 @@ def _take_ownership_and_mode(path: str, like: os.stat_result) -> None:
     os.chmod(path, stat.S_IMODE(like.st_mode))
 
 
-def _write_all(out: IO[bytes], data: bytes | memoryview) -> None:
+def write_all(out: IO[bytes], data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
         written = out.write(view)
@@ -224,7 +236,7 @@ def _write_all(out: IO[bytes], data: bytes | memoryview) -> None:
         view = view[written:]
 
 
-def _check_cancel(cancel: threading.Event | None) -> None:
+def check_cancel(cancel: threading.Event | None) -> None:
     if cancel is not None and cancel.is_set():
         raise Cancelled
 
@@ -235,9 +247,9 @@ def _copy_reads(
     """Copy through the source's own reads (a source that is not a local file)."""
     position = start
     while position < end:
-        _check_cancel(cancel)
+        check_cancel(cancel)
         length = min(COPY_BUFFER_SIZE, end - position)
-        _write_all(out, source.read_exact(position, length))
+        write_all(out, source.read_exact(position, length))
         position += length
 
 
@@ -271,7 +283,7 @@ def _copy_through_buffer(
     buffer = memoryview(bytearray(min(COPY_BUFFER_SIZE, end - start)))
     position = start
     while position < end:
-        _check_cancel(cancel)
+        check_cancel(cancel)
         n = os.preadv(fd, [buffer[: min(len(buffer), end - position)]], position)
         if not n:
             raise CorruptFileError(
@@ -279,7 +291,7 @@ def _copy_through_buffer(
                 source=source,
                 offset=end,
             )
-        _write_all(out, buffer[:n])
+        write_all(out, buffer[:n])
         position += n
 
 
@@ -291,7 +303,7 @@ def _copy_in_kernel(
     assert copy_file_range is not None
     position = start
     while position < end:
-        _check_cancel(cancel)
+        check_cancel(cancel)
         try:
             copied = copy_file_range(
                 fd, out.fileno(), min(KERNEL_COPY_SIZE, end - position), position
@@ -353,7 +365,7 @@ def _write_direct_windows(
     # buffer could not be closed.
     with memoryview(buffer) as whole:
         while position < end:
-            _check_cancel(cancel)
+            check_cancel(cancel)
             length = min(len(whole), end - position)
             with whole[:length] as window:
                 if os.preadv(src_fd, [window], position) < length:

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from parquet_bloom import _format as fmt
+from parquet_bloom._io import location
 from parquet_bloom._io.ranges import ByteRange, ReadBuffer, coalesce
-from parquet_bloom._io.sink import FileSink
 from parquet_bloom._io.source import ByteSource, read_footer
 from parquet_bloom._rewrite import plan
 from parquet_bloom._rewrite.build import FilterBuilds, Ndv, Sizing, check_sizing
-from parquet_bloom._rewrite.output import BodyCopy, write_filters, write_footer
+from parquet_bloom._rewrite.output import BodyCopy, is_s3, open_sink, write_filters, write_footer
 from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
 
 __all__ = ["RewriteReport", "rewrite_bloom_filters", "rewrite_files"]
@@ -47,6 +47,15 @@ class RewriteReport:
     """Filters of ``src`` that ``dst`` no longer has (a rebuilt filter is not counted)."""
     bytes_before: int = 0
     bytes_after: int = 0
+    bytes_downloaded: int = 0
+    """Bytes read from ``src`` through the process (footer, headers, the chunks hashed, kept
+    filters, unchanged bytes copied through the process). A local ``src``'s unchanged bytes
+    copied by the kernel into a local ``dst`` are not read through the process: not counted."""
+    bytes_uploaded: int = 0
+    """Bytes sent to an object store for ``dst`` (0 for a local ``dst``)."""
+    bytes_copied: int = 0
+    """Bytes of ``src`` the store copied into ``dst`` itself (S3 UploadPartCopy), never
+    through the process."""
 
 
 def _check_options(
@@ -164,6 +173,7 @@ def rewrite_bloom_filters(
     remove: Sequence[str] | Literal["all"] = (),
     in_place: bool = False,
     force: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> RewriteReport:
     """Write ``src`` to ``dst`` with Bloom filters added, re-sized or removed; the pages are
     copied byte for byte, only the filters and the footer change.
@@ -186,23 +196,42 @@ def rewrite_bloom_filters(
     ``force=True``. Encrypted files and files whose chunks live in other files are refused.
     """
     source = os.fspath(src)
+    source_fs, source_path = _resolve(source, storage_options)
     if in_place:
-        if dst is not None and os.path.abspath(os.fspath(dst)) != os.path.abspath(source):
+        if dst is not None and not _same_object(
+            source_fs, source_path, *_resolve(os.fspath(dst), storage_options)
+        ):
             raise ValueError("in_place=True rewrites src itself; pass no dst")
-        target = os.path.realpath(source)  # through symlinks: the file itself
+        target_fs, target = source_fs, source_path
+        if source_fs is None:
+            target = os.path.realpath(source)  # through symlinks: the file itself
     else:
         if dst is None:
             raise ValueError("pass dst, or in_place=True to replace src")
-        target = os.fspath(dst)
-        if os.path.exists(target) and os.path.samefile(source, target):
-            raise ValueError(f"dst {target!r} is src; pass in_place=True to replace src")
-        if os.path.isdir(target):  # found now, not by the rename after all the work
-            raise IsADirectoryError(errno.EISDIR, "dst is a directory, not a file path", target)
+        target_fs, target = _resolve(os.fspath(dst), storage_options)
+        if target_fs is None:
+            if source_fs is None and os.path.exists(target) and os.path.samefile(source, target):
+                raise ValueError(f"dst {target!r} is src; pass in_place=True to replace src")
+            if os.path.isdir(target):  # found now, not by the rename after all the work
+                raise IsADirectoryError(errno.EISDIR, "dst is a directory, not a file path", target)
+        elif _same_object(source_fs, source_path, target_fs, target):
+            raise ValueError(f"dst {os.fspath(dst)!r} is src; pass in_place=True to replace src")
     sizing = _check_options(columns, remove, fpp, ndv, num_bytes, flavor)
-    report = RewriteReport(source, source if in_place else target)
+    report = RewriteReport(source, source if in_place else os.fspath(dst or source))
     # In place: the new file takes the mode and owner of the one it replaces.
-    replaced = os.stat(source) if in_place else None
-    with ByteSource(source) as file:
+    replaced = os.stat(source) if in_place and source_fs is None else None
+    etag = None
+    if source_fs is None:
+        opened = ByteSource(source_path)
+    else:
+        # One request for the size and the ETag: the version the rewrite reads, on which an
+        # in-place rewrite and the store's copies are conditional.
+        info = source_fs.info(source_path)
+        if info.get("type") == "directory":
+            raise IsADirectoryError(errno.EISDIR, "src is a directory, not a file", source)
+        etag = info.get("ETag")
+        opened = ByteSource(source_path, filesystem=source_fs, size=int(info["size"]))
+    with opened as file:
         report.bytes_before = file.size
         try:
             footer = read_footer(file)
@@ -243,8 +272,17 @@ def rewrite_bloom_filters(
         report.filters_removed = len(old_filters.keys() - building - kept.keys())
         # The body is copied (IO) on a thread while others build the filters (CPU); each
         # filter is written out as soon as it and those before it are done.
+        output = open_sink(
+            target_fs,
+            target,
+            like=replaced,
+            source_filesystem=source_fs,
+            source_path=source_path,
+            source_etag=etag,
+            if_match=etag if in_place and is_s3(target_fs) else None,
+        )
         with (
-            FileSink(target, replaced) as sink,
+            output as sink,
             BodyCopy(sink, file, moves, footer_start) as body,
             FilterBuilds(file, targets, leaf_list, md, sizing) as builds,
         ):
@@ -254,7 +292,30 @@ def rewrite_bloom_filters(
             plan.relocate_footer(md, moves, footer_start, placements)
             filters_end = at + sum(length for _, length in placements.values())
             report.bytes_after = filters_end + write_footer(sink, md)
+        report.bytes_downloaded = file.bytes_read
+        report.bytes_uploaded = output.bytes_uploaded
+        report.bytes_copied = output.bytes_copied
     return report
+
+
+def _resolve(name: str, storage_options: Mapping[str, Any] | None) -> tuple[Any | None, str]:
+    """``(filesystem, path)`` of a src or dst: ``(None, path)`` for a local file."""
+    return location.resolve(
+        name, storage_options=storage_options if location.is_url(name) else None
+    )
+
+
+def _same_object(fs1: Any | None, path1: str, fs2: Any | None, path2: str) -> bool:
+    """Whether two resolved names are one file (local: by path) or object."""
+    if fs1 is None or fs2 is None:
+        both_local = fs1 is None and fs2 is None
+        return both_local and os.path.abspath(path1) == os.path.abspath(path2)
+    strip1 = fs1._strip_protocol(path1)
+    return bool(
+        type(fs1) is type(fs2)
+        and fs1.storage_options == fs2.storage_options
+        and strip1 == fs2._strip_protocol(path2)
+    )
 
 
 def _fetch(source: ByteSource, ranges: Sequence[ByteRange]) -> ReadBuffer:
@@ -277,6 +338,7 @@ def rewrite_files(
     remove: Sequence[str] | Literal["all"] = (),
     in_place: bool = False,
     force: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
     progress: Callable[[RewriteReport], None] | None = None,
     on_error: Callable[[str, Exception], None] | None = None,
 ) -> list[RewriteReport]:
@@ -305,6 +367,7 @@ def rewrite_files(
                 remove=remove,
                 in_place=in_place,
                 force=force,
+                storage_options=storage_options,
             )
         except (BloomFilterError, OSError, ValueError) as err:
             if on_error is None:

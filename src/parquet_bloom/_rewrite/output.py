@@ -5,22 +5,31 @@ cut out, moved offset indexes re-encoded), copied through the sink on a thread o
 the filters are built (:class:`BodyCopy`: the copy waits on the disk, the builds on the CPU);
 then every filter, kept or new, together in (row group, column) order, so that a reader fetches
 them all in one read (:func:`write_filters`); then the relocated footer (:func:`write_footer`).
+
+Where it goes (:func:`open_sink`): a local file through :class:`~parquet_bloom._io.sink.FileSink`;
+an S3 object through :class:`~parquet_bloom._io.object_sink.S3Sink`, whose unchanged ranges the
+store copies itself when the source is an object on the same endpoint; an object on any other
+fsspec filesystem through :class:`~parquet_bloom._io.object_sink.StreamSink`.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 from parquet_bloom import _format as fmt
+from parquet_bloom._io.object_sink import ObjectSink, S3Sink, StreamSink
 from parquet_bloom._io.sink import FileSink
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._rewrite.build import FilterBuilds
 from parquet_bloom._rewrite.plan import OldFilter, Relocation
 
-__all__ = ["BodyCopy", "Placements", "write_filters", "write_footer"]
+__all__ = ["BodyCopy", "Placements", "Sink", "is_s3", "open_sink", "write_filters", "write_footer"]
 
+# Where the new file goes: a local file, or an object.
+Sink = FileSink | ObjectSink
 # (row group, column index) -> (offset, length) of the chunk's filter in the new file.
 Placements = dict[tuple[int, int], tuple[int, int]]
 
@@ -33,9 +42,7 @@ class BodyCopy:
     on an exception stops the copy after its current block and waits for it.
     """
 
-    def __init__(
-        self, sink: FileSink, source: ByteSource, relocation: Relocation, end: int
-    ) -> None:
+    def __init__(self, sink: Sink, source: ByteSource, relocation: Relocation, end: int) -> None:
         self._sink = sink
         self._source = source
         self._relocation = relocation
@@ -77,8 +84,57 @@ class BodyCopy:
         self._thread.join()
 
 
+def _protocols(filesystem: Any) -> tuple[str, ...]:
+    protocol = getattr(filesystem, "protocol", ())
+    return (protocol,) if isinstance(protocol, str) else tuple(protocol)
+
+
+def is_s3(filesystem: Any) -> bool:
+    """Whether ``filesystem`` is s3fs's (an S3 endpoint, AWS's or another's)."""
+    return (
+        filesystem is not None and "s3" in _protocols(filesystem) and hasattr(filesystem, "call_s3")
+    )
+
+
+def open_sink(
+    filesystem: Any | None,
+    path: str,
+    *,
+    like: os.stat_result | None = None,
+    source_filesystem: Any | None = None,
+    source_path: str | None = None,
+    source_etag: str | None = None,
+    if_match: str | None = None,
+) -> Sink:
+    """The sink for ``path`` on ``filesystem`` (None: a local file, which takes the mode and
+    owner of ``like``). On S3, the source's unchanged ranges are copied by the store when the
+    source is an object on the same endpoint with the same credentials (``source_filesystem``
+    configured alike), conditional on ``source_etag``; ``if_match``: the ETag the replaced
+    object must still have."""
+    if filesystem is None:
+        return FileSink(path, like)
+    if is_s3(filesystem):
+        copy_source = None
+        if (
+            source_filesystem is not None
+            and is_s3(source_filesystem)
+            and source_path is not None
+            and source_filesystem.storage_options == filesystem.storage_options
+        ):
+            bucket, key, _ = source_filesystem.split_path(source_path)
+            copy_source = {"Bucket": bucket, "Key": key}
+        return S3Sink(
+            filesystem,
+            path,
+            copy_source=copy_source,
+            source_etag=source_etag if copy_source is not None else None,
+            if_match=if_match,
+        )
+    return StreamSink(filesystem, path)
+
+
 def write_filters(
-    sink: FileSink,
+    sink: Sink,
     source: ByteSource,
     chunks: Sequence[fmt.ColumnChunkInfo],
     builds: FilterBuilds,
@@ -112,7 +168,7 @@ def write_filters(
     return placements, written
 
 
-def write_footer(sink: FileSink, md: Any) -> int:
+def write_footer(sink: Sink, md: Any) -> int:
     """Write ``md`` and the trailer; returns how many bytes that took."""
     footer = fmt.encode_file_metadata(md)
     sink.write(footer)
