@@ -14,7 +14,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
+from parquet_bloom.errors import (
+    BloomFilterError,
+    CorruptFileError,
+    FileReadError,
+    UnsupportedFileError,
+)
 
 if TYPE_CHECKING:
     from parquet_bloom._audit import (
@@ -75,6 +80,7 @@ __all__ = [
     "BloomFilterWarning",
     "CheckReport",
     "CorruptFileError",
+    "FileReadError",
     "FileReport",
     "PruneReport",
     "PruneResult",

@@ -8,7 +8,7 @@ wrong argument type, an unknown column name) stays a plain ``TypeError``/``Value
 
 from __future__ import annotations
 
-__all__ = ["BloomFilterError", "CorruptFileError", "UnsupportedFileError"]
+__all__ = ["BloomFilterError", "CorruptFileError", "FileReadError", "UnsupportedFileError"]
 
 
 class BloomFilterError(ValueError):
@@ -67,3 +67,10 @@ class CorruptFileError(BloomFilterError):
 class UnsupportedFileError(BloomFilterError):
     """A well-formed file using something this library does not read (encryption, an
     unknown Bloom filter algorithm, hash or compression)."""
+
+
+class FileReadError(BloomFilterError):
+    """The bytes of a file could not be fetched: a connection refused or reset, a timeout, a
+    server error its filesystem gave up retrying. Nothing is known about the file's contents,
+    and the same call may succeed later. (A file that is not there, or not ours to read, stays
+    FileNotFoundError or PermissionError.)"""

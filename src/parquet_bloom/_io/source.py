@@ -17,14 +17,15 @@ import errno
 import io
 import os
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from stat import S_ISDIR
 from typing import IO, Any, NamedTuple
 
 from parquet_bloom import _format as fmt
 from parquet_bloom._io import location
 from parquet_bloom._io.ranges import MAX_GAP, ByteRange
-from parquet_bloom.errors import CorruptFileError
+from parquet_bloom.errors import BloomFilterError, CorruptFileError, FileReadError
 
 __all__ = [
     "FOOTER_READ_SIZE",
@@ -112,8 +113,9 @@ class ByteSource:
                 self.name = text if location.is_url(text) and "::" not in text else path
         if filesystem is not None:
             if hasattr(filesystem, "open_input_file"):  # pyarrow.fs.FileSystem
-                self._arrow = filesystem.open_input_file(path)
-                self.size = int(self._arrow.size()) if size is None else size
+                with _fetching(path, None):
+                    self._arrow = filesystem.open_input_file(path)
+                    self.size = int(self._arrow.size()) if size is None else size
             else:
                 self._fs = filesystem
                 self.size = size  # None: looked up, or learnt from a suffix read, when needed
@@ -148,7 +150,8 @@ class ByteSource:
         if self._size is None:
             if self._fs is None:
                 raise ValueError(f"the size of {self.name} is not known")
-            size = _fsspec_size(self._fs, self.name)
+            with _fetching(self.name, None):
+                size = _fsspec_size(self._fs, self.name)
             with self._lock:
                 self.size_lookups += 1
             self._size = size
@@ -183,7 +186,8 @@ class ByteSource:
         the size is not known, one suffix-range read gives both where the backend allows it
         (s3fs, fsspec's HTTP); elsewhere the size is looked up first."""
         if self._size is None and self._fs is not None:
-            got = _suffix_read(self._fs, self.name, length)
+            with _fetching(self.name, None):
+                got = _suffix_read(self._fs, self.name, length)
             if got is not None:
                 data, size = got
                 with self._lock:
@@ -206,14 +210,14 @@ class ByteSource:
         if not ranges:
             return []
         if self._fs is not None:
-            datas = [
-                bytes(d)
-                for d in self._fs.cat_ranges(
+            with _fetching(self.name, ranges[0].offset):
+                fetched = self._fs.cat_ranges(
                     [self.name] * len(ranges),
                     [r.offset for r in ranges],
                     [r.end for r in ranges],
+                    on_error="raise",
                 )
-            ]
+            datas = [bytes(d) for d in fetched]
         else:
             datas = [self._read_one(r) for r in ranges]
         for r, data in zip(ranges, datas, strict=True):
@@ -252,7 +256,8 @@ class ByteSource:
                 at += len(part)
             return b"".join(parts) if len(parts) != 1 else parts[0]
         if self._arrow is not None:
-            return bytes(self._arrow.read_at(r.length, r.offset))
+            with _fetching(self.name, r.offset):
+                return bytes(self._arrow.read_at(r.length, r.offset))
         assert self._file is not None
         with self._lock:
             self._file.seek(r.offset)
@@ -271,6 +276,31 @@ class ByteSource:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# What a filesystem raises that says exactly what is wrong with the file, not with fetching it.
+_PRECISE = (
+    BloomFilterError,
+    FileNotFoundError,
+    PermissionError,
+    IsADirectoryError,
+    NotADirectoryError,
+    TypeError,
+)
+
+
+@contextmanager
+def _fetching(name: str, offset: int | None) -> Iterator[None]:
+    """A filesystem's failure to fetch bytes (botocore's connection errors, a 5xx it gave up
+    retrying, aiohttp's payload errors, a timeout) as a located :class:`FileReadError`."""
+    try:
+        yield
+    except _PRECISE:
+        raise
+    except Exception as err:
+        raise FileReadError(
+            f"cannot read: {type(err).__name__}: {err}", source=name, offset=offset
+        ) from err
 
 
 class SourceFile(io.RawIOBase):
