@@ -105,3 +105,20 @@ def test_without_the_options_the_error_is_one_located_line(capsys: Capture, tabl
     assert err.startswith("parquet-bloom: error: ") and "part-0.parquet" in err, err
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert "internal error" not in err and "cannot read" in err, err
+
+
+def test_add_resize_and_remove_by_url(capsys: Capture, s3: Any, table_url: str) -> None:
+    src, dst = f"{table_url}part-0.parquet", f"{table_url}bloom/part-0.parquet"
+    options = _options(s3)
+    status, out, err = run(capsys, "add", *options, src, dst, "--column", "s", "--stats")
+    assert status == 0, err
+    assert "wrote 3 filters" in out
+    status, out, err = run(capsys, "resize", *options, "--in-place", dst, "--fpp", "0.001")
+    assert status == 0, err
+    status, out, err = run(capsys, "remove", *options, "--in-place", dst, "--column", "id")
+    assert status == 0, err
+    status, out, err = run(capsys, "inspect", "--json", *options, dst)
+    assert status == 0, err
+    (entry,) = json.loads(out)["files"]
+    filtered = {c["column"] for c in entry["chunks"] if c["present"]}
+    assert filtered == {"s"}
