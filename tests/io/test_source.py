@@ -15,6 +15,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 
+from parquet_bloom._io import source as source_module
 from parquet_bloom._io.ranges import ByteRange
 from parquet_bloom._io.source import FOOTER_READ_SIZE, ByteSource, SourceFile, read_footer
 from parquet_bloom.errors import CorruptFileError
@@ -135,3 +136,17 @@ def test_the_footer_costs_one_tail_read_or_two_for_a_long_one(
 def test_a_broken_trailer_is_corrupt(data: bytes, message: str) -> None:
     with pytest.raises(CorruptFileError, match=message):
         read_footer(ByteSource(io.BytesIO(data)))
+
+
+def test_without_positioned_reads_a_local_file_is_read_through_a_locked_file_object(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As on Windows, where os has no pread: the same bytes, counted, from several threads.
+    monkeypatch.setattr(source_module, "_pread", None)
+    offsets = np.random.default_rng(1).integers(0, len(DATA) - 4096, 200).tolist()
+    with ByteSource(path) as source, ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(source.read_exact, offsets, [4096] * len(offsets)))
+        assert got == [DATA[at : at + 4096] for at in offsets]
+        assert source.reads == len(offsets) and source.local_path == str(path)
+    with pytest.raises(IsADirectoryError):
+        ByteSource(path.parent)

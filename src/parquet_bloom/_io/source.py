@@ -52,6 +52,12 @@ REMOTE_TAIL_SIZE = 1024 * 1024
 REMOTE_MAX_GAP = 1024 * 1024
 
 
+# Positioned reads of a descriptor, where the platform has them (POSIX); elsewhere a local file
+# is read through a file object under the source's lock.
+_pread: Callable[[int, int, int], bytes] | None = getattr(os, "pread", None)
+_O_BINARY: int = getattr(os, "O_BINARY", 0)
+
+
 def _fsspec_size(filesystem: Any, path: str) -> int:
     """The size of a file on an fsspec filesystem: one ``info`` (a HEAD on object stores). A
     directory (a prefix on object storage) is IsADirectoryError, which callers that take
@@ -94,6 +100,7 @@ class ByteSource:
         self._lock = threading.Lock()
         self._fd: int | None = None  # a local file we opened: read with pread
         self._file: IO[bytes] | None = None  # a caller's file object: seek and read, locked
+        self._owned: IO[bytes] | None = None  # a file object we opened ourselves
         self._fs: Any | None = None  # an fsspec filesystem: cat_ranges
         self._arrow: Any | None = None  # a pyarrow RandomAccessFile: read_at
         self.local_path: str | None = None  # the path of a local file, for OS-level copies
@@ -121,11 +128,18 @@ class ByteSource:
                 self.size = size  # None: looked up, or learnt from a suffix read, when needed
         elif isinstance(source, str | os.PathLike):
             self.name = self.local_path = os.fspath(source)
-            self._fd = os.open(self.name, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-            stat = os.fstat(self._fd)
-            if S_ISDIR(stat.st_mode):
+            if _pread is None:  # no positioned reads here (Windows): a file object, locked
+                self._file = self._owned = open(self.name, "rb")  # noqa: SIM115  # close()
+                descriptor = self._file.fileno()
+            else:
+                self._fd = descriptor = os.open(self.name, os.O_RDONLY | _O_BINARY)
+            try:
+                stat = os.fstat(descriptor)
+                if S_ISDIR(stat.st_mode):
+                    raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.name)
+            except BaseException:
                 self.close()
-                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.name)
+                raise
             self.size = stat.st_size if size is None else size
         elif hasattr(source, "read") and hasattr(source, "seek"):
             self._file = source
@@ -246,10 +260,10 @@ class ByteSource:
         return SourceFile(self)
 
     def _read_one(self, r: ByteRange) -> bytes:
-        if self._fd is not None:
+        if self._fd is not None and _pread is not None:
             parts, at = [], r.offset
             while at < r.end:  # pread may return less than asked (a signal, a pipe)
-                part = os.pread(self._fd, r.end - at, at)
+                part = _pread(self._fd, r.end - at, at)
                 if not part:
                     break
                 parts.append(part)
@@ -264,6 +278,9 @@ class ByteSource:
             return self._file.read(r.length)
 
     def close(self) -> None:
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
