@@ -244,6 +244,78 @@ def _drain(environ: WSGIEnviron) -> None:
         remaining -= len(chunk)
 
 
+class Meter:
+    """WSGI middleware that counts the requests and response-body bytes an app served and
+    paces every response body at ``bandwidth`` bytes a second (None: unpaced), each request on
+    its own (a store's per-connection throughput: concurrent requests do not share it).
+
+    Requests to ``/moto-api/`` and ``/meter-api/`` are neither counted nor paced;
+    ``GET /meter-api/counters`` answers ``{"requests": n, "bytes": b}`` and
+    ``POST /meter-api/reset`` zeroes both, so that a process other than the server's reads them.
+    """
+
+    CHUNK = 64 << 10  # bytes written between two pauses
+
+    def __init__(self, app: WSGIApp, bandwidth: float | None = None) -> None:
+        if bandwidth is not None and bandwidth <= 0:
+            raise ValueError(f"bandwidth is a positive number of bytes a second, got {bandwidth}")
+        self._app = app
+        self.bandwidth = bandwidth
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.bytes = 0
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests = 0
+            self.bytes = 0
+
+    def counters(self) -> dict[str, int]:
+        with self._lock:
+            return {"requests": self.requests, "bytes": self.bytes}
+
+    def _sent(self, n: int) -> None:
+        with self._lock:
+            self.bytes += n
+
+    def __call__(self, environ: WSGIEnviron, start_response: StartResponse) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path.startswith("/meter-api/"):
+            if path == "/meter-api/reset" and environ["REQUEST_METHOD"] == "POST":
+                self.reset()
+            body = json.dumps(self.counters()).encode()
+            start_response(
+                "200 OK",
+                [("Content-Type", "application/json"), ("Content-Length", str(len(body)))],
+            )
+            return [body]
+        if path.startswith("/moto-api/"):
+            return self._app(environ, start_response)
+        with self._lock:
+            self.requests += 1
+        return self._paced(self._app(environ, start_response))
+
+    def _paced(self, body: Iterable[bytes]) -> Iterator[bytes]:
+        start = time.monotonic()
+        sent = 0
+        try:
+            for data in body:
+                for i in range(0, len(data), self.CHUNK):
+                    piece = data[i : i + self.CHUNK]
+                    yield piece
+                    sent += len(piece)
+                    self._sent(len(piece))
+                    if self.bandwidth is not None:
+                        # Paced against the clock: a piece's write time counts towards its own.
+                        wait = start + sent / self.bandwidth - time.monotonic()
+                        if wait > 0:
+                            time.sleep(wait)
+        finally:
+            close = getattr(body, "close", None)
+            if close is not None:
+                close()
+
+
 # moto's recorder appends to a file whose location it reads once, when moto.moto_api is first
 # imported: one file per test process, outside the working tree, removed at exit.
 RECORDING = Path(tempfile.gettempdir()) / f"parquet-bloom-moto-recording-{os.getpid()}.jsonl"
@@ -297,27 +369,12 @@ class _Running:
 _R = TypeVar("_R", bound=_Running)
 
 
-class S3Server(_Running):
-    """A running moto server: ``endpoint_url``, ``faults``, the recorder, ``stop()``."""
+class _MotoApi:
+    """moto's ``/moto-api/`` endpoints (the recorder, the reset) on ``endpoint_url``, over
+    HTTP: the same whether moto serves in this process or in a child."""
 
-    def __init__(self, delay: float = 0.0) -> None:
-        dispatcher, handler, create_backend_app = _import_moto()
-        from werkzeug.serving import WSGIRequestHandler, make_server
-
-        class QuietHandler(handler):  # type: ignore[misc, valid-type]
-            def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-                pass
-
-        assert issubclass(QuietHandler, WSGIRequestHandler)
-        self.faults = S3Faults(dispatcher(create_backend_app))
-        self.faults.delay = delay
-        self._server = make_server(
-            HOST, 0, self.faults, threaded=True, request_handler=QuietHandler
-        )
-        self.port: int = self._server.server_port
-        self.endpoint_url = f"http://{HOST}:{self.port}"
-        self.recording = False
-        self._run(self._server, "moto-s3")
+    endpoint_url: str
+    recording: bool
 
     # the recorder: moto's /moto-api/recorder/ endpoints
     def _recorder(self, action: str) -> bytes:
@@ -356,6 +413,33 @@ class S3Server(_Running):
         ):
             pass
 
+
+class S3Server(_Running, _MotoApi):
+    """A running moto server: ``endpoint_url``, ``faults``, the recorder, ``stop()``."""
+
+    def __init__(
+        self, delay: float = 0.0, *, meter: bool = False, bandwidth: float | None = None
+    ) -> None:
+        dispatcher, handler, create_backend_app = _import_moto()
+        from werkzeug.serving import WSGIRequestHandler, make_server
+
+        class QuietHandler(handler):  # type: ignore[misc, valid-type]
+            def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+                pass
+
+        assert issubclass(QuietHandler, WSGIRequestHandler)
+        self.faults = S3Faults(dispatcher(create_backend_app))
+        self.faults.delay = delay
+        # With meter=True (or a bandwidth): requests and bytes counted, bodies paced.
+        self.meter = Meter(self.faults, bandwidth) if meter or bandwidth is not None else None
+        self._server = make_server(
+            HOST, 0, self.meter or self.faults, threaded=True, request_handler=QuietHandler
+        )
+        self.port: int = self._server.server_port
+        self.endpoint_url = f"http://{HOST}:{self.port}"
+        self.recording = False
+        self._run(self._server, "moto-s3")
+
     def stop(self) -> None:
         if self.recording:
             self.stop_recording()
@@ -363,7 +447,7 @@ class S3Server(_Running):
 
 
 class _Paused:
-    def __init__(self, server: S3Server) -> None:
+    def __init__(self, server: _MotoApi) -> None:
         self._server = server
         self._was = False
 
@@ -383,6 +467,110 @@ def start_s3_server(delay: float = 0.0) -> S3Server:
     Credentials: ``ACCESS_KEY``/``SECRET_KEY`` in ``REGION``; ``s3_storage_options`` gives
     them to s3fs."""
     return S3Server(delay)
+
+
+class S3ServerProcess(_MotoApi):
+    """moto's S3 server in a child process (``python -m tests.remote.servers``), so that its
+    request handling (milliseconds of Python a request) does not compete for this process's
+    GIL: ``endpoint_url``, ``port``, the recorder (over HTTP), ``counters()`` and
+    ``reset_counters()`` (its ``Meter``), ``stop()``. Its ``faults`` live in the child: None
+    here. The child serves on 127.0.0.1 until stopped, its stdin closed, or ``max_seconds``."""
+
+    faults = None
+
+    def __init__(
+        self,
+        delay: float = 0.0,
+        bandwidth: float | None = None,
+        max_seconds: float = 1800.0,
+        start_timeout: float = 60.0,
+    ) -> None:
+        import subprocess
+
+        command = [sys.executable, "-m", "tests.remote.servers", "--delay", str(delay)]
+        command += ["--max-seconds", str(max_seconds)]
+        if bandwidth is not None:
+            command += ["--bandwidth", str(bandwidth)]
+        self._process = subprocess.Popen(
+            command,
+            cwd=Path(__file__).resolve().parents[2],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert self._process.stdout is not None
+        started: list[bytes] = []
+        reader = threading.Thread(
+            target=lambda: started.append(self._process.stdout.readline()),  # type: ignore[union-attr]
+            daemon=True,
+        )
+        reader.start()
+        reader.join(start_timeout)
+        if not started or not started[0]:
+            self._end()
+            raise RuntimeError(f"the S3 server process did not start in {start_timeout} s")
+        self.port: int = json.loads(started[0])["port"]
+        self.endpoint_url = f"http://{HOST}:{self.port}"
+        self.recording = False
+
+    def _meter(self, action: str) -> dict[str, int]:
+        method = "POST" if action == "reset" else "GET"
+        url = f"{self.endpoint_url}/meter-api/{action}"
+        with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=30) as r:
+            counters: dict[str, int] = json.loads(r.read())
+            return counters
+
+    def counters(self) -> dict[str, int]:
+        """``{"requests": n, "bytes": b}``: requests served and response-body bytes sent since
+        the last ``reset_counters()`` (``/moto-api/`` and ``/meter-api/`` ones left out)."""
+        return self._meter("counters")
+
+    def reset_counters(self) -> None:
+        self._meter("reset")
+
+    def cpu_seconds(self) -> float:
+        """The CPU time (user + system) the server process has used so far (Linux's /proc)."""
+        fields = Path(f"/proc/{self._process.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def _end(self) -> None:
+        import subprocess
+
+        if self._process.stdin is not None:
+            self._process.stdin.close()  # the child stops when its stdin closes
+        try:
+            self._process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait(timeout=30)
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+
+    def stop(self) -> None:
+        self._end()
+
+    def __enter__(self) -> S3ServerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _serve(argv: list[str] | None = None) -> int:
+    """The child of ``S3ServerProcess``: serve until stdin closes or ``--max-seconds``."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="moto's S3 server on 127.0.0.1, metered")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds added to a request")
+    parser.add_argument("--bandwidth", type=float, default=None, help="body bytes a second")
+    parser.add_argument("--max-seconds", type=float, default=1800.0)
+    args = parser.parse_args(argv)
+    server = S3Server(args.delay, meter=True, bandwidth=args.bandwidth)
+    print(json.dumps({"port": server.port}), flush=True)
+    done = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), done.set()), daemon=True).start()
+    done.wait(args.max_seconds)
+    server.stop()
+    return 0
 
 
 def s3_storage_options(endpoint_url: str) -> dict[str, Any]:
@@ -686,3 +874,7 @@ def start_http_server(root: Path, mode: str = "ok", stall: float = 20.0) -> Http
     body half of its Content-Length, then the connection closes); ``"stall"`` (every request
     read, then nothing for ``stall`` seconds, then the connection closes)."""
     return HttpServer(root, mode, stall)
+
+
+if __name__ == "__main__":
+    raise SystemExit(_serve())
