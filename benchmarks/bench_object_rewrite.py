@@ -100,7 +100,9 @@ def main() -> int:
             write_file(local, args.size_mb, args.row_groups)
             size = local.stat().st_size
             bucket = s3.bucket()
+            began = time.perf_counter()
             src = s3.upload(local, f"{bucket}/big.parquet")
+            print(f"uploaded the source in {time.perf_counter() - began:.1f} s", flush=True)
             dst = f"s3://{bucket}/big-filtered.parquet"
             requests.reset()
             start = time.perf_counter()
