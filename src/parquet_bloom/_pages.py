@@ -73,6 +73,9 @@ _WIDTHS = {"INT32": 4, "INT64": 8, "INT96": 12, "FLOAT": 4, "DOUBLE": 8}
 # (and the whole of a small page); a longer header is read again at four times the size, up
 # to format.MAX_PAGE_HEADER_SIZE. Arrow C++ starts at 16 KiB too.
 PAGE_HEADER_GUESS = 16 * 1024
+# Bytes of a chunk read at a time from object storage, where each read is a request: pages are
+# typically 1 MiB, so one window serves several, and a page header costs no request of its own.
+REMOTE_READ_WINDOW = 8 * 1024 * 1024
 # A page may claim to decompress to at most this many bytes: the output is allocated before
 # decompressing, so a corrupt size must not ask for gigabytes. Pages are ~1 MiB (the writers'
 # default); one huge value can make one larger, and pyarrow is left to read those.
@@ -174,6 +177,8 @@ class _ChunkScan:
         if not supported(meta, leaf):
             raise NeedsArrow("the footer lists an encoding, codec or type not read here")
         self.source = source
+        self.window = REMOTE_READ_WINDOW if source.remote else 0
+        self._window: tuple[int, bytes] = (0, b"")
         self.max_def = int(leaf.max_definition_level or 0)
         self.max_rep = int(leaf.max_repetition_level or 0)
         # Bytes a value; None for BYTE_ARRAY, whose values carry their own lengths.
@@ -231,10 +236,22 @@ class _ChunkScan:
             )
         return self.hashes.hashes()
 
+    def _read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset``: from the last window read when it holds them, else
+        in one read of at least ``self.window`` bytes (up to the chunk's end), kept as the
+        window. Locally the window is 0 (each read exact); on object storage, where each read
+        is a round trip, a window serves many pages."""
+        start, data = self._window
+        if start <= offset and offset + length <= start + len(data):
+            return data[offset - start : offset - start + length]
+        data = self.source.read_exact(offset, max(length, min(self.window, self.end - offset)))
+        self._window = (offset, data)
+        return data[:length] if len(data) > length else data
+
     def _read_header(self, pos: int) -> tuple[Any, int, bytes]:
         size = PAGE_HEADER_GUESS
         while True:
-            head = self.source.read_exact(pos, min(size, self.end - pos))
+            head = self._read(pos, min(size, self.end - pos))
             try:
                 header, header_size = fmt.parse_page_header(head)
             except CorruptFileError as err:
@@ -248,7 +265,7 @@ class _ChunkScan:
     def _body(self, head: bytes, header_size: int, body_start: int, size: int) -> bytes:
         if header_size + size <= len(head):
             return head[header_size : header_size + size]
-        return self.source.read_exact(body_start, size)
+        return self._read(body_start, size)
 
     def _page(self, header: Any, head: bytes, header_size: int, body_start: int) -> None:
         kind = header.type
