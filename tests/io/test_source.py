@@ -142,7 +142,7 @@ def test_without_positioned_reads_a_local_file_is_read_through_a_locked_file_obj
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # As on Windows, where os has no pread: the same bytes, counted, from several threads.
-    monkeypatch.setattr(source_module, "_pread", None)
+    monkeypatch.setattr(source_module, "pread", None)
     offsets = np.random.default_rng(1).integers(0, len(DATA) - 4096, 200).tolist()
     with ByteSource(path) as source, ThreadPoolExecutor(4) as pool:
         got = list(pool.map(source.read_exact, offsets, [4096] * len(offsets)))

@@ -32,6 +32,7 @@ import os
 import secrets
 import stat
 import threading
+from collections.abc import Callable
 from contextlib import suppress
 from typing import IO
 
@@ -272,6 +273,22 @@ def _copy_local(
         _copy_through_buffer(fd, out, position, end, source, cancel)
 
 
+# Positioned reads into a buffer (POSIX); where the platform has none (Windows), a seek and a
+# read under one lock, since the sink's copies may share a descriptor between threads.
+preadv: Callable[[int, list[memoryview], int], int] | None = getattr(os, "preadv", None)
+_seek_lock = threading.Lock()
+
+
+def _read_into(fd: int, buffer: memoryview, position: int) -> int:
+    if preadv is not None:
+        return preadv(fd, [buffer], position)
+    with _seek_lock:
+        os.lseek(fd, position, os.SEEK_SET)
+        data = os.read(fd, len(buffer))
+    buffer[: len(data)] = data
+    return len(data)
+
+
 def _copy_through_buffer(
     fd: int,
     out: IO[bytes],
@@ -284,7 +301,7 @@ def _copy_through_buffer(
     position = start
     while position < end:
         check_cancel(cancel)
-        n = os.preadv(fd, [buffer[: min(len(buffer), end - position)]], position)
+        n = _read_into(fd, buffer[: min(len(buffer), end - position)], position)
         if not n:
             raise CorruptFileError(
                 f"short read: the file ended {end - position} bytes early",

@@ -54,7 +54,7 @@ REMOTE_MAX_GAP = 1024 * 1024
 
 # Positioned reads of a descriptor, where the platform has them (POSIX); elsewhere a local file
 # is read through a file object under the source's lock.
-_pread: Callable[[int, int, int], bytes] | None = getattr(os, "pread", None)
+pread: Callable[[int, int, int], bytes] | None = getattr(os, "pread", None)
 _O_BINARY: int = getattr(os, "O_BINARY", 0)
 
 
@@ -128,7 +128,7 @@ class ByteSource:
                 self.size = size  # None: looked up, or learnt from a suffix read, when needed
         elif isinstance(source, str | os.PathLike):
             self.name = self.local_path = os.fspath(source)
-            if _pread is None:  # no positioned reads here (Windows): a file object, locked
+            if pread is None:  # no positioned reads here (Windows): a file object, locked
                 self._file = self._owned = open(self.name, "rb")  # noqa: SIM115  # close()
                 descriptor = self._file.fileno()
             else:
@@ -260,10 +260,10 @@ class ByteSource:
         return SourceFile(self)
 
     def _read_one(self, r: ByteRange) -> bytes:
-        if self._fd is not None and _pread is not None:
+        if self._fd is not None and pread is not None:
             parts, at = [], r.offset
             while at < r.end:  # pread may return less than asked (a signal, a pipe)
-                part = _pread(self._fd, r.end - at, at)
+                part = pread(self._fd, r.end - at, at)
                 if not part:
                     break
                 parts.append(part)
