@@ -316,19 +316,25 @@ def inspect_file(
     filesystem: Any | None = None,
     storage_options: Mapping[str, Any] | None = None,
     size: int | None = None,
+    tail_size: int | None = None,
 ) -> FileReport:
     """Describe every column chunk's filter in ``path`` (reads the footer and the filters).
 
     ``path`` is a local path, a URL (``s3://``, ``gs://``, ``abfs://``, ``https://``, any
     fsspec protocol, configured by ``storage_options``) or a path on ``filesystem``; ``size``,
-    when known, saves the size lookup.
+    when known, saves the size lookup; ``tail_size`` is the first read's size
+    (:class:`~parquet_bloom.BloomFilterReader`).
 
     Raises :class:`~parquet_bloom.errors.BloomFilterError` when the footer itself is unusable;
     a filter that cannot be read is reported in its chunk's ``error``.
     """
     name = os.fspath(path) if filesystem is None else str(path)
     with BloomFilterReader(
-        name, filesystem=filesystem, storage_options=storage_options, size=size
+        name,
+        filesystem=filesystem,
+        storage_options=storage_options,
+        size=size,
+        tail_size=tail_size,
     ) as reader:
         chunks = reader.column_chunks
         filtered = [c for c in chunks if c.bloom_filter_offset is not None]
@@ -511,6 +517,7 @@ def check_file(
     filesystem: Any | None = None,
     storage_options: Mapping[str, Any] | None = None,
     size: int | None = None,
+    tail_size: int | None = None,
 ) -> CheckReport:
     """Check every filter of ``path`` (or those of ``columns``) as a writer author needs to.
 
@@ -520,7 +527,7 @@ def check_file(
     actual NDV, rate, whether the filter is exactly the one its values give, and which writers'
     sizing rules reproduce its size (for the chunk's NDV, at each writer's default rate and at
     ``max_fpp``). ``progress(done, total)`` is called after each chunk. ``path``, ``filesystem``,
-    ``storage_options`` and ``size`` name the file as :func:`inspect_file` takes them.
+    ``storage_options``, ``size`` and ``tail_size`` are as :func:`inspect_file` takes them.
 
     Raises :class:`~parquet_bloom.errors.BloomFilterError` when the footer itself is unusable,
     ValueError/TypeError for an unknown column or a bad ``max_fpp``.
@@ -539,7 +546,11 @@ def check_file(
             name, filesystem=filesystem, storage_options=storage_options, size=size
         ) as source,
         BloomFilterReader(
-            name, filesystem=filesystem, storage_options=storage_options, size=source.size
+            name,
+            filesystem=filesystem,
+            storage_options=storage_options,
+            size=source.size,
+            tail_size=tail_size,
         ) as reader,
         ChunkReader(source) as values,
     ):

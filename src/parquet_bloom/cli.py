@@ -193,7 +193,11 @@ def _each_file(
         name = entry.name
         progress.show(index, os.path.basename(name.rstrip("/")))
         options = _options_for(name, args)
-        kwargs: dict[str, Any] = {"storage_options": options, "size": entry.size}
+        kwargs: dict[str, Any] = {
+            "storage_options": options,
+            "size": entry.size,
+            "tail_size": getattr(args, "tail_size", None),
+        }
         try:
             requests, bytes_read = work(name, kwargs, index, progress)
         except BrokenPipeError:
@@ -731,6 +735,13 @@ def _count(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    value = _count(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be > 0, got 0")
+    return value
+
+
 def _version() -> str:
     """The version, and whether the compiled kernels do the hashing and inserting (what to ask
     first about a slow build, e.g. on a Spark executor that got the package zipped)."""
@@ -782,6 +793,13 @@ def _parser() -> argparse.ArgumentParser:
         )
         p.add_argument(
             "--progress", action="store_true", help="show progress on stderr even if not a TTY"
+        )
+        p.add_argument(
+            "--tail-size",
+            type=_positive,
+            metavar="BYTES",
+            help="how much of each file's end the first read takes (default: 1 MiB from a URL, "
+            "64 KiB from a local file): footer and, for most writers, filters in one request",
         )
 
     p = command("inspect", "Describe every column chunk's Bloom filter.", _cmd_inspect)

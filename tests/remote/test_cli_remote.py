@@ -122,3 +122,20 @@ def test_add_resize_and_remove_by_url(capsys: Capture, s3: Any, table_url: str) 
     (entry,) = json.loads(out)["files"]
     filtered = {c["column"] for c in entry["chunks"] if c["present"]}
     assert filtered == {"s"}
+
+
+def test_tail_size_sets_the_first_read(
+    capsys: Capture, s3: Any, s3_requests: Any, table_url: str
+) -> None:
+    # pyarrow's filters lie just before the footer: in one 1 MiB tail read, not in a 1 KiB one.
+    one = f"{table_url}part-0.parquet"
+    counts = []
+    for tail in ([], ["--tail-size", "1024"]):
+        s3_requests.reset()
+        status, out, err = run(capsys, "inspect", "--json", "--stats", *tail, *_options(s3), one)
+        assert status == 0, err
+        (entry,) = json.loads(out)["files"]
+        counts.append(entry["requests"])
+    assert counts[0] < counts[1]
+    status, _, err = run(capsys, "inspect", "--tail-size", "0", one)
+    assert status == 2 and "must be > 0" in err
