@@ -193,11 +193,8 @@ def _each_file(
         name = entry.name
         progress.show(index, os.path.basename(name.rstrip("/")))
         options = _options_for(name, args)
-        kwargs: dict[str, Any] = {
-            "storage_options": options,
-            "size": entry.size,
-            "tail_size": getattr(args, "tail_size", None),
-        }
+        kwargs: dict[str, Any] = {"storage_options": options, "size": entry.size}
+        kwargs["tail_size"] = getattr(args, "tail_size", None)
         try:
             requests, bytes_read = work(name, kwargs, index, progress)
         except BrokenPipeError:
@@ -736,8 +733,7 @@ def _count(text: str) -> int:
 
 
 def _positive(text: str) -> int:
-    value = _count(text)
-    if value == 0:
+    if (value := _count(text)) == 0:
         raise argparse.ArgumentTypeError("must be > 0, got 0")
     return value
 
@@ -774,12 +770,9 @@ def _parser() -> argparse.ArgumentParser:
             "e.g. endpoint_url=http://localhost:9000 or anon=true: true/false and integers "
             "are converted, anything else stays a string",
         )
-        p.add_argument(
-            "--stats",
-            action="store_true",
-            help="also print what each file cost: requests and bytes read (a rewrite: bytes "
-            "downloaded, uploaded and copied by the store)",
-        )
+        stats = "also print what each file cost: requests and bytes read (a rewrite: bytes "
+        stats += "downloaded, uploaded and copied by the store)"
+        p.add_argument("--stats", action="store_true", help=stats)
         p.set_defaults(run=run)
         return p
 
@@ -794,13 +787,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--progress", action="store_true", help="show progress on stderr even if not a TTY"
         )
-        p.add_argument(
-            "--tail-size",
-            type=_positive,
-            metavar="BYTES",
-            help="how much of each file's end the first read takes (default: 1 MiB from a URL, "
-            "64 KiB from a local file): footer and, for most writers, filters in one request",
-        )
+        tail = "the first read's size, from each file's end (default 1 MiB from a URL, 64 KiB)"
+        p.add_argument("--tail-size", type=_positive, metavar="BYTES", help=tail)
 
     p = command("inspect", "Describe every column chunk's Bloom filter.", _cmd_inspect)
     reading(p)
