@@ -539,19 +539,19 @@ def check_file(
             raise ValueError(f"max_fpp must be strictly between 0 and 1, got {max_fpp!r}")
         max_fpp = float(max_fpp)
     name = os.fspath(path) if filesystem is None else str(path)
-    # The values are read with pyarrow, opened on first use, inside _check_chunk's try. The
-    # reader reads filters through a source of its own, given the size the first one found.
+    # The values are read with pyarrow, opened on first use, inside _check_chunk's try, through
+    # a source of their own given the size the reader learnt (no second size lookup).
     with (
-        ByteSource(
-            name, filesystem=filesystem, storage_options=storage_options, size=size
-        ) as source,
         BloomFilterReader(
             name,
             filesystem=filesystem,
             storage_options=storage_options,
-            size=source.size,
+            size=size,
             tail_size=tail_size,
         ) as reader,
+        ByteSource(
+            name, filesystem=filesystem, storage_options=storage_options, size=reader.size
+        ) as source,
         ChunkReader(source) as values,
     ):
         leaves = reader.schema_leaves

@@ -225,6 +225,11 @@ class BloomFilterReader:
         return self._source.bytes_read
 
     @property
+    def size(self) -> int:
+        """The file's size in bytes (known once the footer is read)."""
+        return self._source.size
+
+    @property
     def requests(self) -> int:
         """Requests made so far: reads, and a size lookup when one was needed."""
         return self._source.requests

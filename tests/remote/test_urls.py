@@ -121,3 +121,15 @@ def test_https_through_the_http_server(http_server: Any, local_files: list[Path]
         assert http_server.requests.count("GET") == reader.reads
     report = audit.inspect_file(url)
     assert report.path == url and len(report.filters) == 2 * report.num_row_groups
+
+
+def test_check_by_url_makes_no_size_lookup(
+    s3: Any, s3_requests: Any, local_files: list[Path]
+) -> None:
+    # The reader learns the size from its suffix read; the values' source is given it.
+    url = s3.upload(local_files[FILES], f"s3://{s3.bucket()}/duck.parquet")
+    s3_requests.reset()
+    checked = pb.check_file(url)
+    assert checked.ok
+    assert s3_requests.count("HEAD") == 0
+    assert checked.requests == s3_requests.count()
