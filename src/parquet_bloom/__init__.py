@@ -18,6 +18,7 @@ from parquet_bloom.errors import (
     BloomFilterError,
     CorruptFileError,
     FileReadError,
+    TableFileError,
     UnsupportedFileError,
 )
 
@@ -86,6 +87,7 @@ __all__ = [
     "PruneResult",
     "RewriteReport",
     "SplitBlockBloomFilter",
+    "TableFileError",
     "UnsupportedFileError",
     "Violation",
     "check_file",

@@ -666,6 +666,7 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
         in_place=args.in_place,
         force=args.force,
         storage_options=options,
+        ignore_table=args.ignore_table,
         progress=done,
         on_error=failure,
         **kwargs,
@@ -835,6 +836,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--force", action="store_true", help="rewrite even if the footer does not round-trip"
         )
+        p.add_argument("--ignore-table", action="store_true", help="replace a table's data file")
         p.add_argument(
             "--progress", action="store_true", help="show progress on stderr even if not a TTY"
         )

@@ -8,7 +8,13 @@ wrong argument type, an unknown column name) stays a plain ``TypeError``/``Value
 
 from __future__ import annotations
 
-__all__ = ["BloomFilterError", "CorruptFileError", "FileReadError", "UnsupportedFileError"]
+__all__ = [
+    "BloomFilterError",
+    "CorruptFileError",
+    "FileReadError",
+    "TableFileError",
+    "UnsupportedFileError",
+]
 
 
 class BloomFilterError(ValueError):
@@ -74,3 +80,16 @@ class FileReadError(BloomFilterError):
     server error its filesystem gave up retrying. Nothing is known about the file's contents,
     and the same call may succeed later. (A file that is not there, or not ours to read, stays
     FileNotFoundError or PermissionError.)"""
+
+
+class TableFileError(ValueError):
+    """A file that belongs to a table (Delta Lake, Iceberg, Hudi, Paimon) was to be replaced in
+    place: the table records the file's size, so the table would break. The message names the
+    table (``table_root``, ``table_format``) and the table-aware call to use instead. Not a
+    :class:`BloomFilterError`: nothing is wrong with the file."""
+
+    def __init__(self, message: str, *, path: str, table_format: str, table_root: str) -> None:
+        self.path = path
+        self.table_format = table_format
+        self.table_root = table_root
+        super().__init__(message)

@@ -23,9 +23,15 @@ from parquet_bloom._io.source import ByteSource, read_footer
 from parquet_bloom._rewrite import plan
 from parquet_bloom._rewrite.build import FilterBuilds, Ndv, Sizing, check_sizing
 from parquet_bloom._rewrite.output import BodyCopy, is_s3, open_sink, write_filters, write_footer
-from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
+from parquet_bloom._tables import markers
+from parquet_bloom.errors import (
+    BloomFilterError,
+    CorruptFileError,
+    TableFileError,
+    UnsupportedFileError,
+)
 
-__all__ = ["RewriteReport", "rewrite_bloom_filters", "rewrite_files"]
+__all__ = ["RewriteReport", "check_options", "rewrite_bloom_filters", "rewrite_files"]
 
 # Writers disagree on BOOLEAN filters (docs/format-notes.md, BOOLEAN columns: parquet-java
 # writes an empty one, Arrow C++ refuses, arrow-rs hashes one byte), so no reader can rely on
@@ -58,7 +64,7 @@ class RewriteReport:
     through the process."""
 
 
-def _check_options(
+def check_options(
     columns: object, remove: object, fpp: float, ndv: Ndv, num_bytes: int | None, flavor: str | None
 ) -> Sizing:
     """Raise for options that no file could take; the sizing they ask for."""
@@ -174,6 +180,7 @@ def rewrite_bloom_filters(
     in_place: bool = False,
     force: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    ignore_table: bool = False,
 ) -> RewriteReport:
     """Write ``src`` to ``dst`` with Bloom filters added, re-sized or removed; the pages are
     copied byte for byte, only the filters and the footer change.
@@ -194,6 +201,14 @@ def rewrite_bloom_filters(
     allowed, its owner; other hard links to it keep the old file. The footer must re-encode to
     its exact bytes, else :class:`~parquet_bloom.errors.UnsupportedFileError` unless
     ``force=True``. Encrypted files and files whose chunks live in other files are refused.
+
+    A file of a table (a Delta ``_delta_log/``, an Iceberg ``metadata/``, a Hudi ``.hoodie/``
+    or a Paimon ``snapshot/`` in an ancestor directory) is never replaced, in place or as an
+    existing local ``dst``: the table records its size, and would break
+    (:class:`~parquet_bloom.errors.TableFileError`, naming the table-aware call:
+    :func:`parquet_bloom.delta.rewrite_bloom_filters`,
+    :func:`parquet_bloom.iceberg.rewrite_bloom_filters`). ``force`` does not change that;
+    ``ignore_table=True`` does.
     """
     source = os.fspath(src)
     source_fs, source_path = _resolve(source, storage_options)
@@ -216,7 +231,9 @@ def rewrite_bloom_filters(
                 raise IsADirectoryError(errno.EISDIR, "dst is a directory, not a file path", target)
         elif _same_object(source_fs, source_path, target_fs, target):
             raise ValueError(f"dst {os.fspath(dst)!r} is src; pass in_place=True to replace src")
-    sizing = _check_options(columns, remove, fpp, ndv, num_bytes, flavor)
+    sizing = check_options(columns, remove, fpp, ndv, num_bytes, flavor)
+    if not ignore_table:
+        _refuse_table_file(target_fs, target, replacing=in_place)
     report = RewriteReport(source, source if in_place else os.fspath(dst or source))
     # In place: the new file takes the mode and owner of the one it replaces.
     replaced = os.stat(source) if in_place and source_fs is None else None
@@ -298,6 +315,20 @@ def rewrite_bloom_filters(
     return report
 
 
+def _refuse_table_file(filesystem: Any | None, path: str, *, replacing: bool) -> None:
+    """Raise TableFileError if writing ``path`` would replace a data file of a table: ``path``
+    is the file rewritten in place (``replacing``), or an existing local ``dst``, in a table.
+    (An object-store ``dst`` is not looked up: that would cost every rewrite requests.)"""
+    if not replacing and (filesystem is not None or not os.path.lexists(path)):
+        return
+    table = markers.find_table(path, filesystem)
+    if table is not None:
+        name = path if filesystem is None else location.Entry(path, None, filesystem).name
+        raise TableFileError(
+            table.refusal(name), path=name, table_format=table.format, table_root=table.root
+        )
+
+
 def _resolve(name: str, storage_options: Mapping[str, Any] | None) -> tuple[Any | None, str]:
     """``(filesystem, path)`` of a src or dst: ``(None, path)`` for a local file."""
     return location.resolve(
@@ -339,6 +370,7 @@ def rewrite_files(
     in_place: bool = False,
     force: bool = False,
     storage_options: Mapping[str, Any] | None = None,
+    ignore_table: bool = False,
     progress: Callable[[RewriteReport], None] | None = None,
     on_error: Callable[[str, Exception], None] | None = None,
 ) -> list[RewriteReport]:
@@ -352,7 +384,7 @@ def rewrite_files(
     is its src) is passed to ``on_error(src, error)`` and the others go on. Returns the reports
     of the files rewritten.
     """
-    _check_options(columns, remove, fpp, ndv, num_bytes, flavor)
+    check_options(columns, remove, fpp, ndv, num_bytes, flavor)
     reports: list[RewriteReport] = []
     for src, dst in jobs:
         try:
@@ -368,6 +400,7 @@ def rewrite_files(
                 in_place=in_place,
                 force=force,
                 storage_options=storage_options,
+                ignore_table=ignore_table,
             )
         except (BloomFilterError, OSError, ValueError) as err:
             if on_error is None:

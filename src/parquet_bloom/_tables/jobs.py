@@ -1,0 +1,234 @@
+"""A table rewrite's three stages, shared by Delta and Iceberg and by the Spark runner.
+
+1. *Plan* (the table module, on the driver): which data files to rewrite, each a
+   :class:`RewriteJob` naming the file the table has and the new file that will replace it,
+   in the same directory under a new name (:func:`new_file_path`); files the commit could not
+   carry are refused then, with the reason.
+2. *Run* (:func:`run_job`, anywhere: threads here, Spark executors in
+   :mod:`parquet_bloom.spark`): each job is :func:`parquet_bloom.rewrite_bloom_filters` from the
+   old file to the new one; the old file is only read. A job and its :class:`JobOutcome` are
+   small, picklable values.
+3. *Commit* (the table module): one commit swaps every old file for its new one; on failure,
+   or for jobs left out of the commit, the new files are deleted (:func:`delete_files`).
+
+The table's old files stay until its own vacuum or snapshot expiry removes them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from parquet_bloom._io import location
+from parquet_bloom._rewrite.api import RewriteReport, check_options, rewrite_bloom_filters
+from parquet_bloom._rewrite.build import Ndv
+from parquet_bloom.errors import BloomFilterError
+
+__all__ = [
+    "DEFAULT_MAX_WORKERS",
+    "FilterOptions",
+    "JobOutcome",
+    "RewriteJob",
+    "TableRewriteReport",
+    "delete_files",
+    "new_file_path",
+    "run_job",
+    "run_jobs",
+]
+
+# Files rewritten at once by the local runner: each rewrite already overlaps its copy (IO) with
+# its filter builds (two threads), so a few files at once keep two cores busy on local disk and
+# hide a store's latency on object storage.
+DEFAULT_MAX_WORKERS = 4
+
+# The tag a rewritten file's name carries: ".bloom-" and 12 hex digits of a random UUID,
+# replaced (not stacked) when a file is rewritten again.
+_TAG = re.compile(r"\.bloom-[0-9a-f]{12}$")
+_PARQUET = ".parquet"
+
+
+@dataclass(frozen=True)
+class FilterOptions:
+    """What to do to each file's filters: the options of
+    :func:`parquet_bloom.rewrite_bloom_filters`, checked once for the whole table."""
+
+    columns: Sequence[str] | Literal["existing"] | None = None
+    fpp: float = 0.01
+    ndv: Ndv = "exact"
+    num_bytes: int | None = None
+    flavor: str | None = None
+    remove: Sequence[str] | Literal["all"] = ()
+
+    def __post_init__(self) -> None:
+        # Lists become tuples: the options are hashed, compared and pickled with the jobs.
+        for name in ("columns", "remove"):
+            value = getattr(self, name)
+            if not isinstance(value, str | None) and isinstance(value, Iterable):
+                object.__setattr__(self, name, tuple(value))
+        check_options(self.columns, self.remove, self.fpp, self.ndv, self.num_bytes, self.flavor)
+        if self.columns is None and not self.remove:
+            raise ValueError("nothing to do: pass columns= to build filters, or remove=")
+
+
+@dataclass(frozen=True)
+class RewriteJob:
+    """One data file to rewrite: ``source`` and ``target`` as the rewrite opens them (local
+    paths or URLs), ``key`` and ``new_key`` as the table's metadata names them (Delta: a path
+    relative to the table root, as the log writes it; Iceberg: the file's full URI)."""
+
+    key: str
+    new_key: str
+    source: str
+    target: str
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """What became of one :class:`RewriteJob`: the new file's ``size`` and the rewrite's
+    ``report``, or the ``error`` that stopped it (no new file is left then)."""
+
+    job: RewriteJob
+    size: int | None = None
+    report: RewriteReport | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class TableRewriteReport:
+    """What a table rewrite did.
+
+    ``rewritten``: the jobs committed (old file -> new file, with each file's report).
+    ``refused``: ``(key, reason)`` of files the commit could not carry, never rewritten
+    (deletion vectors, delete files, an old partition spec...). ``failed``: ``(key, error)``
+    of files whose rewrite failed; their new files were deleted. ``to_retry``: keys of files
+    rewritten but not committed because a concurrent commit changed them or the table; their
+    new files were deleted, and a later call may retry them. ``version``: the table version
+    (Delta) or snapshot id (Iceberg) committed, None when nothing was. ``attempts``: commits
+    tried. ``leftovers``: new files that could not be deleted after a failure (to remove by
+    hand or by the table's vacuum).
+    """
+
+    table: str
+    format: str
+    rewritten: list[JobOutcome] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    to_retry: list[str] = field(default_factory=list)
+    version: int | None = None
+    attempts: int = 0
+    leftovers: list[str] = field(default_factory=list)
+
+    @property
+    def bytes_before(self) -> int:
+        return sum(o.report.bytes_before for o in self.rewritten if o.report is not None)
+
+    @property
+    def bytes_after(self) -> int:
+        return sum(o.size or 0 for o in self.rewritten)
+
+    @property
+    def filters_written(self) -> int:
+        return sum(len(o.report.filters_written) for o in self.rewritten if o.report is not None)
+
+    def __str__(self) -> str:
+        committed = (
+            f"committed {'version' if self.format == 'delta' else 'snapshot'} {self.version}"
+            if self.version is not None
+            else "nothing committed"
+        )
+        parts = [
+            f"{self.table}: {committed}; {len(self.rewritten)} files rewritten "
+            f"({self.filters_written} filters written, {self.bytes_before:,} -> "
+            f"{self.bytes_after:,} bytes)"
+        ]
+        for label, items in (("refused", self.refused), ("failed", self.failed)):
+            if items:
+                parts.append(f"{len(items)} {label}")
+        if self.to_retry:
+            parts.append(f"{len(self.to_retry)} to retry after a concurrent commit")
+        if self.leftovers:
+            parts.append(f"{len(self.leftovers)} new files left to delete")
+        return ", ".join(parts)
+
+
+def new_file_path(path: str) -> str:
+    """A new name, in the same directory, for the file at ``path`` (a path or URL): its name
+    with ``.bloom-`` and 12 random hex digits before ``.parquet`` (an earlier tag replaced)."""
+    head, sep, name = path.rpartition("/")
+    stem = name[: -len(_PARQUET)] if name.endswith(_PARQUET) else name
+    stem = _TAG.sub("", stem)
+    return f"{head}{sep}{stem}.bloom-{uuid.uuid4().hex[:12]}{_PARQUET}"
+
+
+def run_job(
+    job: RewriteJob, options: FilterOptions, storage_options: Mapping[str, Any] | None = None
+) -> JobOutcome:
+    """Rewrite one file into its new name; a failure is returned, not raised (the rewrite
+    leaves no partial file behind)."""
+    try:
+        report = rewrite_bloom_filters(
+            job.source,
+            job.target,
+            columns=options.columns,
+            fpp=options.fpp,
+            ndv=options.ndv,
+            num_bytes=options.num_bytes,
+            flavor=options.flavor,
+            remove=options.remove,
+            storage_options=storage_options,
+        )
+    except (BloomFilterError, OSError, ValueError) as err:
+        return JobOutcome(job, error=f"{type(err).__name__}: {err}")
+    return JobOutcome(job, size=report.bytes_after, report=report)
+
+
+def run_jobs(
+    jobs: Sequence[RewriteJob],
+    options: FilterOptions,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    max_workers: int = DEFAULT_MAX_WORKERS,
+    progress: Callable[[JobOutcome], None] | None = None,
+) -> list[JobOutcome]:
+    """:func:`run_job` over ``jobs``, ``max_workers`` at once; outcomes in the jobs' order.
+    ``progress(outcome)`` is called, on the calling thread, as each file finishes."""
+    if not isinstance(max_workers, int) or max_workers < 1:
+        raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
+    outcomes: list[JobOutcome] = []
+    with ThreadPoolExecutor(max_workers, thread_name_prefix="table-rewrite") as pool:
+        for outcome in pool.map(lambda job: run_job(job, options, storage_options), jobs):
+            outcomes.append(outcome)
+            if progress is not None:
+                progress(outcome)
+    return outcomes
+
+
+def delete_files(
+    paths: Iterable[str], storage_options: Mapping[str, Any] | None = None
+) -> list[str]:
+    """Delete the new files of a failed or partial commit; the paths that could not be deleted
+    (already missing counts as deleted)."""
+    left = []
+    for path in paths:
+        filesystem, resolved = location.resolve(
+            path, storage_options=storage_options if location.is_url(path) else None
+        )
+        try:
+            if filesystem is None:
+                os.remove(resolved)
+            else:
+                filesystem.rm_file(resolved)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            left.append(path)
+    return left
