@@ -27,6 +27,9 @@ import pytest
 from parquet_bloom import kernels
 from tests import skips
 
+# The object-store servers' fixtures (s3, s3_requests, s3_faults, http_*), for every directory.
+pytest_plugins = ["tests.remote.fixtures"]
+
 # Spark 4 runs on Java 17 or newer.
 MIN_JAVA_VERSION = 17
 
