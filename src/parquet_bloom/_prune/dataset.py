@@ -627,3 +627,67 @@ def _value_type(arrow_type: pa.DataType) -> pa.DataType:
     if pa.types.is_dictionary(arrow_type):
         arrow_type = arrow_type.value_type
     return _SAME_VALUES.get(arrow_type, arrow_type)
+
+
+# -- one open file, for the table formats (parquet_bloom._tables) ----------------------------
+
+
+def file_schema(reader: BloomFilterReader) -> pa.Schema:
+    """The Arrow schema of ``reader``'s file as pyarrow reads it, from the footer it holds
+    (no read): what a table library needs to build its per-file filter before probing."""
+    return _physical_schema(reader)
+
+
+@dataclass(frozen=True)
+class FilePruned:
+    """One file's row groups pruned: ``kept`` (their indices, in file order), the ``report``
+    (one file, with the reader's requests and bytes) and a warning to give, if any."""
+
+    kept: list[int]
+    report: PruneReport
+    problem: str | None
+
+
+def prune_reader(
+    reader: BloomFilterReader, tree: Node, path: str, schema: pa.Schema | None = None
+) -> FilePruned:
+    """The row groups of the file ``reader`` has open (named ``path`` in the report) whose
+    filters might hold a match of ``tree``, compared as a scan in ``schema`` (default: the
+    file's own Arrow schema) compares them. A filter that cannot be read keeps its row group,
+    and the problem says so. This is :func:`prune` for one file whose reader the caller
+    opened (the table formats know each file's size and build each file's filter)."""
+    report = PruneReport(files=1, row_groups=reader.num_row_groups)
+    requests_before = reader.requests
+    everything = list(range(reader.num_row_groups))
+    try:
+        sizes = [sum(c.total_compressed_size for c in reader.row_group(rg)) for rg in everything]
+        report = replace(report, compressed_bytes=sum(sizes))
+        physical_schema = _physical_schema(reader)
+        pruning = _FilePruning(
+            reader, physical_schema if schema is None else schema, physical_schema, everything
+        )
+        keep = pruning.might_match(tree)
+    except BloomFilterError as err:
+        return FilePruned(
+            everything, _costs(report, path, reader), f"{err}; keeping all row groups of the file"
+        )
+    kept = [rg for rg in everything if keep[rg]]
+    report = _costs(
+        replace(
+            report,
+            files_skipped=int(not kept),
+            row_groups_skipped=len(everything) - len(kept),
+            compressed_bytes_skipped=sum(sizes) - sum(sizes[rg] for rg in kept),
+            filter_reads=reader.requests - requests_before,
+            filters_unreadable=len(pruning.unreadable),
+        ),
+        path,
+        reader,
+    )
+    problem = None
+    if pruning.unreadable:
+        problem = (
+            f"{len(pruning.unreadable)} Bloom filter(s) of {path} could not be read, so their "
+            f"row groups were kept; first: {pruning.unreadable[0]}"
+        )
+    return FilePruned(kept, report, problem)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from parquet_bloom._io import location
+from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._rewrite.api import RewriteReport, check_options, rewrite_bloom_filters
 from parquet_bloom._rewrite.build import Ndv
 from parquet_bloom.errors import BloomFilterError
@@ -63,15 +64,24 @@ class FilterOptions:
     num_bytes: int | None = None
     flavor: str | None = None
     remove: Sequence[str] | Literal["all"] = ()
+    # Columns named by Parquet field id (Iceberg's field ids), resolved in each file by its
+    # schema's field_id, so that a renamed column is found under its old name in old files:
+    # their leaf columns are added to ``columns`` and ``remove`` file by file.
+    column_ids: Sequence[int] = ()
+    remove_ids: Sequence[int] = ()
 
     def __post_init__(self) -> None:
         # Lists become tuples: the options are hashed, compared and pickled with the jobs.
-        for name in ("columns", "remove"):
+        for name in ("columns", "remove", "column_ids", "remove_ids"):
             value = getattr(self, name)
             if not isinstance(value, str | None) and isinstance(value, Iterable):
                 object.__setattr__(self, name, tuple(value))
         check_options(self.columns, self.remove, self.fpp, self.ndv, self.num_bytes, self.flavor)
-        if self.columns is None and not self.remove:
+        if self.column_ids and self.columns == "existing":
+            raise ValueError('column_ids= adds columns to a list, not to columns="existing"')
+        if self.remove_ids and self.remove == "all":
+            raise ValueError('remove_ids= adds columns to a list, not to remove="all"')
+        if self.columns is None and not (self.remove or self.column_ids or self.remove_ids):
             raise ValueError("nothing to do: pass columns= to build filters, or remove=")
 
 
@@ -173,22 +183,47 @@ def run_job(
     job: RewriteJob, options: FilterOptions, storage_options: Mapping[str, Any] | None = None
 ) -> JobOutcome:
     """Rewrite one file into its new name; a failure is returned, not raised (the rewrite
-    leaves no partial file behind)."""
+    leaves no partial file behind). Options naming columns by field id cost one more footer
+    read, to find their paths in this file."""
     try:
+        columns, remove = _file_columns(job, options, storage_options)
         report = rewrite_bloom_filters(
             job.source,
             job.target,
-            columns=options.columns,
+            columns=columns,
             fpp=options.fpp,
             ndv=options.ndv,
             num_bytes=options.num_bytes,
             flavor=options.flavor,
-            remove=options.remove,
+            remove=remove,
             storage_options=storage_options,
         )
     except (BloomFilterError, OSError, ValueError) as err:
         return JobOutcome(job, error=f"{type(err).__name__}: {err}")
     return JobOutcome(job, size=report.bytes_after, report=report)
+
+
+def _file_columns(
+    job: RewriteJob, options: FilterOptions, storage_options: Mapping[str, Any] | None
+) -> tuple[Sequence[str] | Literal["existing"] | None, Sequence[str] | Literal["all"]]:
+    """``columns`` and ``remove`` for this file: the options' paths, and the paths its schema
+    gives the options' field ids (ids it lacks are left out: a column added after the file was
+    written). A file where nothing is left to do is an error, not a copy."""
+    if not (options.column_ids or options.remove_ids):
+        return options.columns, options.remove
+    url = location.is_url(job.source)
+    with BloomFilterReader(job.source, storage_options=storage_options if url else None) as r:
+        paths: dict[int, list[str]] = {}
+        for leaf in r.schema_leaves:
+            if leaf.field_id is not None:
+                paths.setdefault(leaf.field_id, []).append(leaf.path)
+    assert options.columns != "existing" and options.remove != "all"  # __post_init__ refused
+    columns = [*(options.columns or ()), *(p for i in options.column_ids for p in paths.get(i, ()))]
+    remove = [*options.remove, *(p for i in options.remove_ids for p in paths.get(i, ()))]
+    if not columns and not remove:
+        ids = sorted({*options.column_ids, *options.remove_ids})
+        raise ValueError(f"{job.source} has no column with field id {', '.join(map(str, ids))}")
+    return (columns or None), remove
 
 
 def run_jobs(
