@@ -115,10 +115,14 @@ def test_caps_and_floors() -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 50_000_000), st.floats(1e-6, 0.5))
 def test_every_flavor_is_a_power_of_two_near_the_formula(ndv: int, fpp: float) -> None:
-    bits = -8 * ndv / math.log(1 - fpp ** (1 / 8))
+    formula_bits = -8 * ndv / math.log(1 - fpp ** (1 / 8))
     for flavor in sizing.FLAVORS:
         n = expected_num_bytes(ndv, fpp, flavor, max_bytes=128 * MIB)
         assert n & (n - 1) == 0 and 32 <= n <= 128 * MIB, (flavor, n)
+        bits = formula_bits
+        if flavor == "clickhouse" and fpp == sizing.DEFAULT_FPP["clickhouse"]:
+            # ClickHouse's default is 10.5 bits a value, not the formula's 9.68 at 1 %.
+            bits = ndv * sizing.CLICKHOUSE_DEFAULT_BITS_PER_VALUE
         if 32 * 8 * 2 < bits < 64 * MIB * 8:
             # Rounding differs, but never by more than a factor of two either way (beyond
             # parquet-java's rounding up to a block, 255 bits, before its power of two).
@@ -252,9 +256,13 @@ def test_written_num_bytes_is_the_fold_of_each_initial_size(n: int, fpp: float) 
 
 def test_matching_flavors_by_rule() -> None:
     # arrow-rs sizes 27 values at 32 bytes, but folding from a larger filter stops at 64.
-    assert matching_flavors(64, 27, 0.01) == ["spec", "parquet-java", "arrow-cpp", "arrow-rs"]
+    # ClickHouse asks for 27 * 10.5 / 256 = 1.1 blocks (64 bytes) and 100 * 10.5 / 256 = 4.1
+    # blocks (256 bytes).
+    assert matching_flavors(64, 27, 0.01) == [
+        "spec", "parquet-java", "arrow-cpp", "arrow-rs", "clickhouse",
+    ]  # fmt: skip
     assert matching_flavors(32, 27, 0.01) == ["arrow-rs", "duckdb"]
-    assert matching_flavors(256, 100, 0.01) == ["parquet-java"]
+    assert matching_flavors(256, 100, 0.01) == ["parquet-java", "clickhouse"]
     assert matching_flavors(1 << 20, 100, 0.01) == []
 
 
@@ -270,6 +278,105 @@ def test_matching_flavors_folded() -> None:
     assert {"arrow-cpp", "arrow-rs"} <= set(matching_flavors(folded, 500, 0.01))
     # A size bigger than folding leaves is no folding writer's, nor anyone's.
     assert matching_flavors(4 * folded, 500, 0.01, hashes=hashes) == []
+
+
+# -- ClickHouse ----------------------------------------------------------------------------------
+
+
+def clickhouse_as_written(ndv: int, bits_per_value: float) -> int | None:
+    """ClickHouse's makeBloomFilter (Write.cpp), statement for statement: no filter without
+    values; double blocks from one while below the request; give up past 4 Mi blocks."""
+    if ndv == 0:
+        return None
+    requested = float(ndv) * bits_per_value / 256
+    num_blocks = 1
+    while num_blocks < requested:
+        if num_blocks >= 4 * 1024 * 1024:
+            return None
+        num_blocks *= 2
+    return num_blocks * 32
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.integers(0, 2_000_000_000),
+        # Right at a boundary: n * bits / 256 a power of two, or one value either side.
+        st.tuples(st.integers(0, 26), st.integers(-1, 1)).map(
+            lambda t: max(2 ** t[0] * 32 + t[1], 0)
+        ),
+    ),
+    st.one_of(st.sampled_from([6.0, 8.0, 10.5, 16.9, 26.4, 41.0]), st.floats(0.0, 200.0)),
+)
+def test_clickhouse_rule_is_its_loop(ndv: int, bits: float) -> None:
+    assert sizing.clickhouse_num_bytes(ndv, bits) == clickhouse_as_written(ndv, bits)
+
+
+def test_clickhouse_boundaries_and_cap() -> None:
+    # At 10.5 bits a value, 24 values ask for 0.98 of a block and 25 for 1.03.
+    for k in range(23):
+        n = math.floor(256 * 2**k / 10.5)
+        assert n * 10.5 / 256 <= 2**k < (n + 1) * 10.5 / 256
+        assert sizing.clickhouse_num_bytes(n) == 32 * 2**k
+        expected_next = 32 * 2 ** (k + 1) if k < 22 else None  # past 128 MiB: no filter
+        assert sizing.clickhouse_num_bytes(n + 1) == expected_next
+    assert sizing.clickhouse_num_bytes(0) is None  # a chunk without values gets no filter
+    assert sizing.clickhouse_num_bytes(1, 0.0) == 32
+
+
+def test_clickhouse_flavor() -> None:
+    for ndv in (1, 24, 25, 1000, 1561, 123_456, 10_000_000):
+        # Its default, 10.5 bits, at the rate ClickHouse documents for it.
+        assert expected_num_bytes(ndv, 0.01, "clickhouse") == sizing.clickhouse_num_bytes(ndv)
+        # A configured setting, whatever rate is named.
+        for fpp in (0.01, 0.3):
+            got = expected_num_bytes(ndv, fpp, "clickhouse", bits_per_value=16.9)
+            assert got == sizing.clickhouse_num_bytes(ndv, 16.9)
+        # Another rate without a setting: the spec formula's bits per value for it.
+        bits = -8 / math.log1p(-(0.001 ** (1 / 8)))
+        assert expected_num_bytes(ndv, 0.001, "clickhouse") == sizing.clickhouse_num_bytes(
+            ndv, bits
+        )
+    # ClickHouse's 10.5 bits exceed the formula's 9.68 at 1 %: 1561 values get twice the bytes.
+    assert [expected_num_bytes(1561, 0.01, f) for f in sizing.FLAVORS] == [
+        2048, 2048, 2048, 2048, 2048, 4096,
+    ]  # fmt: skip
+    # Where ClickHouse writes no filter the flavour gives the size it would have needed.
+    huge = 200_000_000
+    assert sizing.clickhouse_num_bytes(huge) is None
+    assert expected_num_bytes(huge, 0.01, "clickhouse") == 256 * MIB
+    assert expected_num_bytes(huge, 0.01, "clickhouse", max_bytes=MIB) == MIB
+
+
+def test_matching_flavors_names_clickhouse_only_for_its_sizes() -> None:
+    only_clickhouse = 0
+    for ndv in range(1, 20_000, 37):
+        size = sizing.clickhouse_num_bytes(ndv)
+        assert size is not None
+        matches = matching_flavors(size, ndv, 0.01)
+        assert "clickhouse" in matches
+        only_clickhouse += matches == ["clickhouse"]
+        for other in (size // 2, size * 2):
+            if other >= 32:
+                assert "clickhouse" not in matching_flavors(other, ndv, 0.01)
+    # Sizes no other writer's rule gives at 1 %: the reason for the flavour.
+    assert only_clickhouse > 0
+
+
+def test_clickhouse_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="bits_per_value"):
+        expected_num_bytes(10, 0.01, "arrow-cpp", bits_per_value=10.5)
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="bits_per_value"):
+            sizing.clickhouse_num_bytes(10, bad)
+        with pytest.raises(ValueError, match="bits_per_value"):
+            expected_num_bytes(10, 0.01, "clickhouse", bits_per_value=bad)
+    with pytest.raises(TypeError, match="bits_per_value"):
+        sizing.clickhouse_num_bytes(10, True)
+    with pytest.raises(TypeError, match="ndv"):
+        sizing.clickhouse_num_bytes(10.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="overflows"):
+        sizing.clickhouse_num_bytes(2**62, 1e300)
 
 
 # -- real writers --------------------------------------------------------------------------------

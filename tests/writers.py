@@ -275,3 +275,77 @@ def chunk_hashes(path: Path, row_group: int, column: str) -> np.ndarray:
     with BloomFilterReader(path) as reader:
         leaf = {x.path: x for x in fmt.schema_leaves(reader.metadata)}[column]
     return np.unique(logical.column_hashes(leaf_values(path, row_group, column), leaf))
+
+
+# -- ClickHouse (chDB) ---------------------------------------------------------------------------
+
+# One column per ClickHouse type its Parquet writer maps, with repeats, nulls and nested leaves:
+# (name, expression over `number`). Every value is a function of the row number, so a file is the
+# same whatever the run.
+CHDB_COLUMNS = [
+    ("int8", "toInt8(number % 200 - 100)"),
+    ("int16", "toInt16(toInt32(intHash32(number) % 3000) - 1500)"),
+    ("int32", "toInt32(toInt64(intHash32(number) % 100000) - 50000)"),
+    ("int64", "toInt64(intHash64(number))"),
+    ("uint8", "toUInt8(number % 250)"),
+    ("uint16", "toUInt16(intHash32(number) % 60000)"),
+    ("uint32", "toUInt32(intHash32(number))"),
+    ("uint64", "intHash64(number) % 1000000 * 18446744073709"),
+    ("float32", "toFloat32(intHash32(number) % 7000 / 7)"),
+    ("float64", "toFloat64(intHash32(number)) / 3"),
+    ("bool", "toBool(intHash32(number) % 3 = 0)"),
+    ("string", "concat('k', toString(intHash32(number) % 5000))"),
+    ("fixed_string", "toFixedString(hex(intHash32(number) % 40000), 8)"),
+    ("date", "toDate('2020-01-01') + intHash32(number) % 2000"),
+    ("date32", "toDate32('1950-01-01') + intHash32(number) % 30000"),
+    ("datetime", "toDateTime('2024-01-01 00:00:00', 'UTC') + intHash32(number) % 86400"),
+    ("datetime64_ms", "toDateTime64(1700000000, 3, 'UTC') + toIntervalMillisecond(number * 37)"),
+    ("datetime64_us", "toDateTime64(1700000000, 6, 'UTC') + toIntervalMicrosecond(number * 7)"),
+    ("decimal32", "toDecimal32(intHash32(number) % 99999, 2)"),
+    ("decimal64", "toDecimal64(intHash32(number) % 999999, 4) - toDecimal64(50, 4)"),
+    ("decimal128", "toDecimal128(intHash32(number) % 77777, 6)"),
+    ("decimal256", "toDecimal256(intHash32(number) % 555, 10)"),
+    ("uuid", "generateUUIDv4(number)"),
+    ("int128", "toInt128(intHash32(number) % 4444) - 2000"),
+    ("uint256", "toUInt256(intHash64(number) % 3333)"),
+    ("ipv4", "toIPv4(intHash32(number) % 100000)"),
+    ("low_cardinality", "toLowCardinality(concat('lc', toString(number % 50)))"),
+    ("enum8", "CAST(number % 3 AS Enum8('a' = 0, 'b' = 1, 'c' = 2))"),
+    ("nullable_int64", "if(number % 17 = 0, NULL, toInt64(intHash32(number) % 9000))"),
+    ("nullable_string", "if(number % 13 = 0, NULL, concat('user-', toString(number % 20000)))"),
+    ("nullable_float64", "if(number % 11 = 0, NULL, toFloat64(number % 700) / 8)"),
+    ("nullable_date", "if(number % 7 = 0, NULL, toDate('2001-01-01') + number % 900)"),
+    ("all_null", "CAST(NULL AS Nullable(Int32))"),
+    ("array", "[toInt32(number % 100), toInt32(intHash32(number) % 37)]"),
+    ("array_nullable", "[if(number % 5 = 0, NULL, toString(number % 61)), 'x']"),
+    ("tuple", "tuple(toInt64(number % 500), toString(number % 40))::Tuple(a Int64, b String)"),
+    ("map", "map(concat('m', toString(number % 9)), toInt32(intHash32(number) % 21))"),
+]
+
+
+def write_chdb(
+    path: Path,
+    rows: int = ROWS,
+    row_group_size: int = ROW_GROUP_SIZE,
+    columns: list[tuple[str, str]] | None = None,
+    settings: dict[str, object] | None = None,
+) -> Path:
+    """CHDB_COLUMNS (or ``columns``) written by ClickHouse's own Parquet writer, in chDB, with its
+    Bloom filters on and row groups of exactly ``row_group_size`` rows (one thread, blocks of a
+    row group each). ``settings`` are more ClickHouse settings, e.g.
+    ``output_format_parquet_bloom_filter_bits_per_value``."""
+    import chdb
+
+    selects = ", ".join(f"{expr} AS {name}" for name, expr in columns or CHDB_COLUMNS)
+    options = {
+        "output_format_parquet_write_bloom_filter": 1,
+        "output_format_parquet_row_group_size": row_group_size,
+        "max_block_size": row_group_size,
+        "max_threads": 1,
+        **(settings or {}),
+    }
+    chdb.query(
+        f"INSERT INTO FUNCTION file('{path}', Parquet) SELECT {selects} FROM numbers({rows}) "
+        f"SETTINGS {', '.join(f'{k} = {v}' for k, v in options.items())}"
+    )
+    return path

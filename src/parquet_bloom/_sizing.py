@@ -14,6 +14,9 @@ reproduces a size found in a file, so each flavour below is a transcription of t
 - ``arrow-rs``: ``num_of_bits_from_ndv_fpp`` and ``optimal_num_of_bytes``
   (``parquet/src/bloom_filter/mod.rs``).
 - ``duckdb``: the ``ParquetBloomFilter(num_entries, fpp)`` constructor (``parquet_reader.cpp``).
+- ``clickhouse``: ``makeBloomFilter`` in ClickHouse's native Parquet writer
+  (``src/Processors/Formats/Impl/Parquet/Write.cpp``), which sizes from a number of bits per
+  distinct value rather than a rate (:func:`clickhouse_num_bytes`).
 - ``spec``: this library's own rule, :func:`parquet_bloom._sbbf.optimal_num_bytes`.
 
 Arrow C++ (2026) and arrow-rs (58.2 and later) then *fold* the filter after all values are in: they
@@ -39,14 +42,20 @@ from parquet_bloom._sbbf import (
     SplitBlockBloomFilter,
     optimal_num_bytes,
 )
+from parquet_bloom._sbbf import (
+    bits_per_value as spec_bits_per_value,
+)
 
 __all__ = [
+    "CLICKHOUSE_DEFAULT_BITS_PER_VALUE",
+    "CLICKHOUSE_MAX_BLOCKS",
     "DEFAULT_FPP",
     "DEFAULT_NDV",
     "FLAVORS",
     "FOLDING_FLAVORS",
     "PARQUET_JAVA_DEFAULT_MAX_BYTES",
     "bits_set_by_size",
+    "clickhouse_num_bytes",
     "expected_num_bytes",
     "fold_to_fpp",
     "matching_flavors",
@@ -54,7 +63,7 @@ __all__ = [
     "written_num_bytes",
 ]
 
-FLAVORS = ("spec", "parquet-java", "arrow-cpp", "arrow-rs", "duckdb")
+FLAVORS = ("spec", "parquet-java", "arrow-cpp", "arrow-rs", "duckdb", "clickhouse")
 # The writers that fold their filters after inserting (Arrow C++ BlockSplitBloomFilter::
 # FoldToTargetFpp, on by default in BloomFilterOptions::fold; arrow-rs Sbbf::fold_to_target_fpp,
 # called by every column encoder's flush_bloom_filter).
@@ -69,6 +78,9 @@ DEFAULT_FPP = {
     "arrow-cpp": 0.05,
     "arrow-rs": 0.05,
     "duckdb": 0.01,
+    # ClickHouse is configured in bits per value, not a rate: its default, 10.5 bits
+    # (CLICKHOUSE_DEFAULT_BITS_PER_VALUE), is the one its setting's documentation puts at 1 %.
+    "clickhouse": 0.01,
 }
 # The NDV the folding writers size for when none is configured: Arrow C++ resolves an unset
 # BloomFilterOptions::ndv to max_row_group_length (DEFAULT_MAX_ROW_GROUP_LENGTH, 1024 * 1024
@@ -76,6 +88,11 @@ DEFAULT_FPP = {
 # parquet-java without an NDV writes max-bytes filters; DuckDB always sizes for the chunk's
 # dictionary, i.e. its actual NDV.
 DEFAULT_NDV = {"arrow-cpp": 1024 * 1024, "arrow-rs": 1024 * 1024}
+
+# ClickHouse's output_format_parquet_bloom_filter_bits_per_value default (Settings), and the most
+# blocks its writer gives a filter (4 Mi blocks, 128 MiB): a chunk that would need more gets none.
+CLICKHOUSE_DEFAULT_BITS_PER_VALUE = 10.5
+CLICKHOUSE_MAX_BLOCKS = MAX_NUM_BYTES // BYTES_PER_BLOCK
 
 # parquet-java ParquetProperties.DEFAULT_MAX_BLOOM_FILTER_BYTES ("parquet.bloom.filter.max.bytes"):
 # the cap on every filter, and the size of every filter written without an expected NDV.
@@ -160,8 +177,47 @@ def _duckdb(ndv: int, fpp: float) -> int:
     return BYTES_PER_BLOCK * num_blocks
 
 
+def clickhouse_num_bytes(
+    ndv: int, bits_per_value: float = CLICKHOUSE_DEFAULT_BITS_PER_VALUE
+) -> int | None:
+    """The bitset size ClickHouse's Parquet writer gives a chunk of ``ndv`` distinct values, or
+    None where it writes no filter.
+
+    ``makeBloomFilter`` (``Write.cpp``) counts the chunk's distinct XXH64 hashes (nulls are not
+    hashed), asks for ``ndv * bits_per_value / 256`` blocks (in double precision) and takes the
+    smallest power of two of blocks that is not less than that, from one block (32 bytes) up.
+    Past 4 Mi blocks (128 MiB) it gives up: no filter. A chunk without a value (all null, or
+    empty) gets no filter either. ``bits_per_value`` is the setting
+    ``output_format_parquet_bloom_filter_bits_per_value`` (default 10.5).
+    """
+    _check_ndv(ndv)
+    _check_bits_per_value(bits_per_value)
+    if ndv == 0:
+        return None
+    num_blocks = _clickhouse_blocks(int(ndv), float(bits_per_value))
+    return None if num_blocks > CLICKHOUSE_MAX_BLOCKS else num_blocks * BYTES_PER_BLOCK
+
+
+def _clickhouse_blocks(ndv: int, bits_per_value: float) -> int:
+    # `double requested = double(hashes.size()) * bits_per_value / 256`, then doubling a block
+    # count from 1 while it is below the request: the smallest power of two >= requested, which
+    # frexp gives exactly (requested = m * 2**e with 0.5 <= m < 1) without the loop.
+    requested = float(ndv) * bits_per_value / 256.0
+    if not math.isfinite(requested):
+        raise ValueError(f"ndv * bits_per_value overflows: {ndv} * {bits_per_value}")
+    if requested <= 1.0:
+        return 1
+    mantissa, exponent = math.frexp(requested)
+    return 1 << (exponent - 1 if mantissa == 0.5 else exponent)
+
+
 def expected_num_bytes(
-    ndv: int, fpp: float, flavor: str = "spec", *, max_bytes: int | None = None
+    ndv: int,
+    fpp: float,
+    flavor: str = "spec",
+    *,
+    max_bytes: int | None = None,
+    bits_per_value: float | None = None,
 ) -> int:
     """The bitset size, in bytes, that ``flavor``'s writer gives ``ndv`` distinct values at
     false-positive rate ``fpp``, before any folding.
@@ -174,11 +230,21 @@ def expected_num_bytes(
     For the folding writers (``arrow-cpp``, ``arrow-rs``) this is the size the filter is built at;
     :func:`fold_to_fpp` gives the size it is written at. DuckDB has no upper bound, so its result
     can exceed the 128 MiB that readers accept.
+
+    ``clickhouse`` sizes by bits per distinct value (:func:`clickhouse_num_bytes`), not by a
+    rate: ``bits_per_value`` if given (only this flavour takes it), else ClickHouse's default of
+    10.5 bits when ``fpp`` is 0.01, the rate ClickHouse documents for that default, else the
+    spec formula's bits per value for ``fpp`` (a user's setting; ClickHouse has no rule of its
+    own for other rates). Where ClickHouse would write no filter (more than 4 Mi blocks) the
+    result is the power of two it would have needed, above 128 MiB, as for DuckDB; ``ndv`` 0
+    gives one block, though ClickHouse writes no filter for a chunk without values.
     """
     _check_ndv(ndv)
     _check_fpp(fpp)
     if flavor not in FLAVORS:
         raise ValueError(f"unknown flavor {flavor!r}; expected one of {', '.join(FLAVORS)}")
+    if bits_per_value is not None and flavor != "clickhouse":
+        raise ValueError(f"bits_per_value is ClickHouse's setting; flavor {flavor!r} takes fpp")
     ndv = int(ndv)
     if flavor == "parquet-java":
         if max_bytes is None:
@@ -191,8 +257,17 @@ def expected_num_bytes(
         num_bytes = _arrow_cpp(ndv, fpp)
     elif flavor == "arrow-rs":
         num_bytes = _arrow_rs(ndv, fpp)
-    else:
+    elif flavor == "duckdb":
         num_bytes = _duckdb(ndv, fpp)
+    else:
+        if bits_per_value is None:
+            bits_per_value = (
+                CLICKHOUSE_DEFAULT_BITS_PER_VALUE
+                if fpp == DEFAULT_FPP["clickhouse"]
+                else spec_bits_per_value(fpp)
+            )
+        _check_bits_per_value(bits_per_value)
+        num_bytes = _clickhouse_blocks(ndv, float(bits_per_value)) * BYTES_PER_BLOCK
     if max_bytes is not None:
         _check_int("max_bytes", max_bytes)
         if not (MIN_NUM_BYTES <= max_bytes <= MAX_NUM_BYTES and max_bytes & (max_bytes - 1) == 0):
@@ -412,6 +487,13 @@ def _check_fpp(fpp: object) -> None:
         raise TypeError(f"fpp must be a float, not {type(fpp).__name__}")
     if not 0.0 < fpp < 1.0:
         raise ValueError(f"fpp must be strictly between 0 and 1, got {fpp}")
+
+
+def _check_bits_per_value(value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, float | int | np.floating | np.integer):
+        raise TypeError(f"bits_per_value must be a float, not {type(value).__name__}")
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"bits_per_value must be finite and >= 0, got {value}")
 
 
 def _check_filter(filter: object) -> None:
