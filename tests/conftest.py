@@ -23,9 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from parquet_bloom import kernels
 from tests import skips
+
+# Hypothesis's per-example deadline is a timing: on a loaded CI machine it fails correct code.
+settings.register_profile("parquet-bloom", deadline=None)
+settings.load_profile("parquet-bloom")
 
 # The object-store servers' fixtures (s3, s3_requests, s3_faults, http_*), for every directory.
 pytest_plugins = ["tests.remote.fixtures"]

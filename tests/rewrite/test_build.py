@@ -142,7 +142,7 @@ def _last_ndv_at_most(num_bytes: int, size_of: Callable[[int], int]) -> int:
 
 
 # Flavors whose chunks are sized from an estimate of the NDV, and one (parquet-java) counted.
-EXACT_SIZING_FLAVORS = [None, "arrow-cpp", "duckdb", "parquet-java"]
+EXACT_SIZING_FLAVORS = [None, "arrow-cpp", "duckdb", "parquet-java", "clickhouse"]
 
 
 @given(

@@ -75,7 +75,7 @@ _ESTIMATE_MIN_VALUES = 16 * 1024
 # Flavors whose size never decreases as the NDV grows, so that two NDVs of the same size
 # bracket only NDVs of that size. parquet-java's rounding (`& ~BITS_PER_BLOCK`, see
 # sizing._parquet_java) is not monotone: its chunks are always counted exactly.
-_MONOTONE_FLAVORS = frozenset({None, "spec", "arrow-cpp", "arrow-rs", "duckdb"})
+_MONOTONE_FLAVORS = frozenset({None, "spec", "arrow-cpp", "arrow-rs", "duckdb", "clickhouse"})
 
 
 Ndv = int | Literal["exact"]
