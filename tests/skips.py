@@ -16,6 +16,7 @@ import sys
 import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from parquet_bloom import kernels
 
@@ -23,6 +24,11 @@ KERNELS_TURNED_OFF = f"the compiled kernels are turned off by {kernels.PURE_PYTH
 KERNELS_NOT_BUILT = "the compiled kernels are not built"
 KERNELS_BIG_ENDIAN = "the compiled kernels are off on a big-endian machine"
 NO_C_COMPILER = "no C compiler here: the package runs on numpy alone"
+# tests/hudi: real tables in the checkout's sibling ../shared (never copied into the repository),
+# and the Hadoop oracle compiled with the local JDK.
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED_ABSENT = "../shared is absent"
+NO_JAVAC = "no javac here: the Hadoop oracle is compiled with the local JDK"
 
 
 def c_compiler() -> str | None:
@@ -67,6 +73,8 @@ EXPECTED_SKIPS = (
     # tests/io/test_sink.py: the kernel's copies, where the platform has them.
     ExpectedSkip("no O_DIRECT on this platform", lambda: not hasattr(os, "O_DIRECT")),
     ExpectedSkip("no copy_file_range on this platform", lambda: not hasattr(os, "copy_file_range")),
+    ExpectedSkip(SHARED_ABSENT, lambda: not SHARED.is_dir()),
+    ExpectedSkip(NO_JAVAC, lambda: shutil.which("javac") is None),
 )
 
 

@@ -17,6 +17,7 @@ PUBLIC = {
     "parquet_bloom.cli",
     "parquet_bloom.__main__",
     "parquet_bloom.spark",
+    "parquet_bloom.hudi",
 }
 MAX_LINES = 900
 

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from parquet_bloom import _audit as audit
+from parquet_bloom import _cli_hudi
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
 from parquet_bloom._io import location
@@ -859,6 +860,7 @@ def _parser() -> argparse.ArgumentParser:
     p = command("remove", "Remove the filters of columns.", _cmd_remove)
     rewriting(p)
     p.add_argument("--column", action="append", required=True, help="column (repeatable)")
+    _cli_hudi.extend(sub)
     return parser
 
 
