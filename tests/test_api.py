@@ -84,13 +84,13 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         "parquet_bloom.testing",
         "parquet_bloom.spark",
         "parquet_bloom.kernels",
+        "parquet_bloom.iceberg",
     ],
 )
 def test_docs_api_names_every_export(module: str) -> None:
     api = (Path(__file__).parents[1] / "docs" / "api.md").read_text()
     exported = importlib.import_module(module).__all__
     assert [name for name in exported if f"`{name}" not in api] == []
-
 
 
 def test_a_pickled_filter_names_the_public_class_only() -> None:

@@ -18,6 +18,7 @@ PUBLIC = {
     "parquet_bloom.__main__",
     "parquet_bloom.spark",
     "parquet_bloom.hudi",
+    "parquet_bloom.iceberg",
 }
 MAX_LINES = 900
 
