@@ -39,6 +39,7 @@ from pyiceberg.table import Table
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update.snapshot import _FastAppendFiles
 from pyiceberg.transforms import IdentityTransform
+from pyiceberg.typedef import Record
 from pyiceberg.types import (
     BinaryType,
     DateType,
@@ -237,6 +238,47 @@ def add_position_deletes(table: Table, data_file: DataFile, positions: Sequence[
         producer.append_data_file(delete_file)
         producer.commit()
     return path
+
+
+def add_equality_deletes(table: Table, column: str, deleted: Sequence[Any]) -> str:
+    """Commit an equality delete file deleting the rows whose ``column`` is one of
+    ``deleted`` (in an unpartitioned table: it applies table-wide); its path."""
+    field = table.schema().find_field(column)
+    arrow_type = schema_to_pyarrow(table.schema(), include_field_ids=True).field(column)
+    rows = pa.table({column: pa.array(deleted, arrow_type.type)}, schema=pa.schema([arrow_type]))
+    path = f"{table.location().rstrip('/')}/data/eq-deletes-{uuid.uuid4().hex[:8]}.parquet"
+    buffer = io.BytesIO()
+    pq.write_table(rows, buffer)
+    with table.io.new_output(path).create(overwrite=False) as out:
+        out.write(buffer.getvalue())
+    delete_file = DataFile.from_args(
+        content=DataFileContent.EQUALITY_DELETES,
+        file_path=path,
+        file_format=FileFormat.PARQUET,
+        partition=Record(),
+        record_count=len(deleted),
+        file_size_in_bytes=len(buffer.getvalue()),
+        equality_ids=[field.field_id],
+    )
+    delete_file.spec_id = table.spec().spec_id
+    with table.transaction() as tx:
+        producer = _AddDeleteFiles(Operation.DELETE, tx, table.io)
+        producer.append_data_file(delete_file)
+        producer.commit()
+    return path
+
+
+def live_data_files(table: Table) -> list[str]:
+    """The paths of the current snapshot's data files, read from its manifests (pyiceberg
+    0.12 refuses to plan a scan of a table with equality deletes)."""
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    return [
+        entry.data_file.file_path
+        for manifest in snapshot.manifests(table.io)
+        if manifest.content == ManifestContent.DATA
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True)
+    ]
 
 
 def catalog_table(table: Table) -> Table:

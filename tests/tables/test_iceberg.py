@@ -219,15 +219,19 @@ def test_a_uuid_filter_prunes(lookup: Table) -> None:
 def test_position_deletes_stay_applied_when_row_groups_are_skipped(tmp_path: Path) -> None:
     table = it.catalog(tmp_path).create_table("db.t", it.SCHEMA)
     path = it.add_data_file(table, it.values(range(20)), "a.parquet", row_group_size=5)
-    it.add_position_deletes(table, it.data_files(table)[path], [2, 7, 12, 16])
-    # Row groups 1 and 2 kept, 0 and 3 skipped: positions 7 and 12 must move to 2 and 7.
+    it.add_position_deletes(table, it.data_files(table)[path], [2, 8, 12, 16])
+    # Row groups 1 and 2 kept, 0 and 3 skipped: positions 8 and 12 must move to 3 and 7 (left
+    # where they are, they would delete the rows of ids 7 and 13 instead).
     result = _assert_same_as_scan(table, "id in (7, 8, 12, 13)")
     assert result.row_groups == {path: [1, 2]}
-    assert sorted(result.to_arrow()["id"].to_pylist()) == [8, 13]
+    assert sorted(result.to_arrow()["id"].to_pylist()) == [7, 13]
     assert len(result.tasks[0].delete_files) == 1
     assert result.report.files_left_to_table == 0
+    # The summary counts the delete file's bytes: the data files are counted from manifests.
+    size = Path(path.removeprefix("file://")).stat().st_size
+    assert (result.report.table_files, result.report.table_bytes) == (1, size)
     # Only deleted rows match: pyiceberg's scan and ours are both empty.
-    assert _assert_same_as_scan(table, "id in (7, 12)").to_arrow().num_rows == 0
+    assert _assert_same_as_scan(table, "id in (8, 12)").to_arrow().num_rows == 0
 
 
 # -- rewriting a table ------------------------------------------------------------------------
@@ -384,6 +388,22 @@ def test_files_with_deletes_and_files_of_an_older_spec_are_refused(tmp_path: Pat
     assert {old_spec, with_deletes} <= set(it.data_files(table))  # still the same files
     assert it.sorted_rows(table.scan().to_arrow()) == rows  # the deleted row stays deleted
     assert "2 refused" in str(report)
+
+
+def test_files_that_equality_deletes_apply_to_are_refused(tmp_path: Path) -> None:
+    table = it.catalog(tmp_path).create_table("db.t", it.SCHEMA)
+    table.append(it.values(range(10)))
+    (before,) = it.live_data_files(table)
+    it.add_equality_deletes(table, "id", [3])  # applies to files of an earlier sequence number
+    table.append(it.values(range(10, 20)))
+    (after,) = set(it.live_data_files(table)) - {before}
+
+    plan = pbi.plan_rewrite(table, columns=["id"])
+
+    (reason,) = dict(plan.refused).values()
+    assert list(dict(plan.refused)) == [before]
+    assert "delete files apply to it (" in reason and "eq-deletes-" in reason
+    assert [job.key for job in plan.jobs] == [after]
 
 
 def _ids(path: str) -> set[int]:
