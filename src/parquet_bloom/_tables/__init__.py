@@ -3,5 +3,6 @@
 (:mod:`~parquet_bloom._tables.jobs`) and the report of a table scan's pruning
 (:mod:`~parquet_bloom._tables.scan`), none of which imports a table library; and each format's
 own modules, named after it (``delta_*.py``, ``iceberg_*.py``), which import theirs and are
-imported only by :mod:`parquet_bloom.delta` and :mod:`parquet_bloom.iceberg`.
+imported by :mod:`parquet_bloom.delta`, :mod:`parquet_bloom.iceberg` and the Spark runner only
+when a table of that format is at hand.
 """
