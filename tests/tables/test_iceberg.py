@@ -621,9 +621,15 @@ def test_an_iceberg_data_file_is_not_rewritten_in_place(appended: Table) -> None
 
 
 def test_an_iceberg_data_file_on_s3_is_not_rewritten_in_place(s3_table: Table) -> None:
-    path = next(iter(it.data_files(s3_table)))
+    path, data_file = next(iter(it.data_files(s3_table).items()))
     options = pbi.storage_options_for(s3_table)
     _assert_refused(path, "iceberg", s3_table.location(), storage_options=options)
+    with pytest.raises(TableFileError, match=r"parquet_bloom\.iceberg\.rewrite_bloom_filters"):
+        pb.rewrite_bloom_filters(path, in_place=True, columns=["id"], storage_options=options)
+    report = pb.rewrite_bloom_filters(
+        path, in_place=True, remove="all", storage_options=options, ignore_table=True
+    )
+    assert report.bytes_after != data_file.file_size_in_bytes == report.bytes_before
 
 
 def test_a_hudi_base_file_is_not_rewritten_in_place(tmp_path: Path) -> None:
