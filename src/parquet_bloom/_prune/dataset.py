@@ -10,9 +10,11 @@ and a filter that cannot be read (with a :class:`BloomFilterWarning`) all keep i
 probed as the scan compares them, casts and all (see :func:`_compared_values`).
 
 IO. Files are pruned concurrently in threads (the work is waiting on reads). For each file the
-footer is read once by us (for the filter offsets) and once by pyarrow (which keeps it for the
-scan), and all filters the filter needs from that file are loaded in one coalesced
-``BloomFilterReader.filters`` call.
+footer is read once by us (for the filter offsets and the row groups' sizes), and all filters
+the filter needs from that file are loaded in one coalesced ``BloomFilterReader.filters``
+call; pyarrow reads a footer again only when the pruned dataset is scanned, for the files
+left. A dataset made from a listing reads its files exactly as pyarrow's scan asks
+(:class:`_ListedFiles`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import pyarrow.parquet as pq
 
 from parquet_bloom import _format as fmt
 from parquet_bloom._io import location
+from parquet_bloom._io.source import ByteSource
 from parquet_bloom._logical import literal_probe
 from parquet_bloom._prune.expression import (
     And,
@@ -209,10 +212,29 @@ def _listed_dataset(
     if len(filesystems) > 1:
         raise ValueError("the paths of one dataset must all be on one filesystem")
     (fs,) = filesystems.values()
+    sizes = {e.path: e.size for e in entries if e.size is not None}
     if fs is not None and not isinstance(fs, pafs.FileSystem):
-        fs = pafs.PyFileSystem(pafs.FSSpecHandler(fs))
+        fs = pafs.PyFileSystem(_ListedFiles(fs, sizes))
     dataset = ds.dataset([e.path for e in entries], format="parquet", filesystem=fs)
-    return dataset, {e.path: e.size for e in entries if e.size is not None}
+    return dataset, sizes
+
+
+class _ListedFiles(pafs.FSSpecHandler):  # type: ignore[misc]
+    """An fsspec filesystem as pyarrow sees it, its files opened as the listing found them:
+    each read of a file is one request for exactly the bytes pyarrow asks for (its scan
+    coalesces a row group's column chunks into one read itself), through a
+    :class:`~parquet_bloom._io.source.ByteSource` given the listed size, so opening a file
+    costs no size lookup. fsspec's own file objects read ahead (s3fs: up to 50 MiB past each
+    read, so reading one row group of a pruned file read the rest of the file) and look the
+    file up first where no listing cache holds it."""
+
+    def __init__(self, fs: Any, sizes: Mapping[str, int]) -> None:
+        super().__init__(fs)
+        self.sizes = dict(sizes)
+
+    def open_input_file(self, path: str) -> pa.PythonFile:
+        source = ByteSource(path, filesystem=self.fs, size=self.sizes.get(path))
+        return pa.PythonFile(source.arrow_file(), mode="r")
 
 
 @dataclass(frozen=True)
