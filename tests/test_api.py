@@ -85,6 +85,7 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         "parquet_bloom.spark",
         "parquet_bloom.kernels",
         "parquet_bloom.iceberg",
+        "parquet_bloom.delta",
     ],
 )
 def test_docs_api_names_every_export(module: str) -> None:

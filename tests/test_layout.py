@@ -19,6 +19,7 @@ PUBLIC = {
     "parquet_bloom.spark",
     "parquet_bloom.hudi",
     "parquet_bloom.iceberg",
+    "parquet_bloom.delta",
 }
 MAX_LINES = 900
 

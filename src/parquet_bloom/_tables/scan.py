@@ -16,7 +16,10 @@ class TablePruneReport:
     sizes; ``files_after_table``, ``bytes_after_table``: what the table's own pruning left;
     ``bloom``: what the Bloom filters then skipped of those, and the requests that cost
     (:class:`parquet_bloom.PruneReport`); ``files_left_to_table``: files whose rows the table
-    library reads itself (deletion vectors, delete files), never pruned by filters here."""
+    library reads itself (deletion vectors, delete files), never pruned by filters here;
+    ``files_with_deletes``: files left whose deletes were applied here (Delta deletion
+    vectors: the file's row groups left were read at prune time, its deleted rows dropped, and
+    the rest held in memory)."""
 
     table_files: int
     table_bytes: int
@@ -24,6 +27,7 @@ class TablePruneReport:
     bytes_after_table: int
     bloom: PruneReport
     files_left_to_table: int = 0
+    files_with_deletes: int = 0
 
     @property
     def files_read(self) -> int:
@@ -38,6 +42,11 @@ class TablePruneReport:
             + (
                 f"; {self.files_left_to_table} files left to the table library"
                 if self.files_left_to_table
+                else ""
+            )
+            + (
+                f"; {self.files_with_deletes} files read with their deletes applied"
+                if self.files_with_deletes
                 else ""
             )
         )

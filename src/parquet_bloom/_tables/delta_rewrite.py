@@ -1,0 +1,474 @@
+"""A Delta table's data files rewritten with new Bloom filters, in one commit: plan (the files,
+their new names, the files refused), run (:func:`parquet_bloom._tables.jobs.run_job`, here or
+on Spark executors), commit (one ``remove`` + ``add`` pair a file, every action
+``dataChange=false``, through ``DeltaTable.create_write_transaction``).
+
+The commit is made on the snapshot the plan read, so that deltalake's conflict checks see
+every commit since: a concurrent append is rebased by deltalake itself; a concurrent remove
+(a delete, an update, an overwrite, a compaction) fails the commit with ``CommitFailedError``.
+Then the latest snapshot is read, the jobs whose old file is still in it, unchanged (same
+size, no deletion vector), are committed on it, and the new files of the others deleted
+(``to_retry``); after ``max_attempts`` commits every new file is deleted. The old files stay
+until the table's vacuum removes them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import quote, unquote
+
+from deltalake import DeltaTable
+from deltalake.exceptions import CommitFailedError
+from deltalake.fs import DeltaStorageHandler
+from deltalake.transaction import AddAction, CommitProperties, RemoveAction
+
+from parquet_bloom._rewrite.build import Ndv
+from parquet_bloom._tables.delta_snapshot import (
+    DeltaFile,
+    deletion_vectors,
+    file_location,
+    load_table,
+    relative_path,
+    snapshot_files,
+    table_root,
+    writer_feature_refusals,
+)
+from parquet_bloom._tables.delta_snapshot import file_storage_options as derived_options
+from parquet_bloom._tables.jobs import (
+    DEFAULT_MAX_WORKERS,
+    FilterOptions,
+    JobOutcome,
+    RewriteJob,
+    TableRewriteReport,
+    delete_files,
+    new_file_path,
+    run_jobs,
+)
+from parquet_bloom.errors import UnsupportedFileError
+
+__all__ = [
+    "COMMIT_TAG",
+    "DEFAULT_MAX_ATTEMPTS",
+    "DeltaRewritePlan",
+    "commit_rewrite",
+    "plan_rewrite",
+    "rewrite_bloom_filters",
+]
+
+# Commits tried before giving up: the first, and a retry on the latest snapshot after each
+# conflict. A conflict means another writer removed files; two in a row on one table is rare.
+DEFAULT_MAX_ATTEMPTS = 3
+
+# The key of the commit's custom metadata (commitInfo), which says what parquet-bloom did and
+# lets the commit be found in the table's history.
+COMMIT_TAG = "parquet-bloom"
+
+_REASON_DELETION_VECTOR = (
+    "it has a deletion vector, which the new file's add action could not carry: the deleted "
+    "rows would come back (rewrite it after an OPTIMIZE or REORG ... APPLY (PURGE) removes it)"
+)
+_REASON_ABSOLUTE = (
+    "the log names it by an absolute path (a shallow clone's file, outside the table): its "
+    "new file would be written outside the table"
+)
+_REASON_PARTITION = (
+    "its partition values could not be written back exactly as the log has them (a type "
+    "deltalake serializes otherwise)"
+)
+
+
+@dataclass(frozen=True)
+class DeltaRewritePlan:
+    """What :func:`plan_rewrite` chose: picklable, for the jobs to run anywhere.
+
+    ``table``: the table's root (a local path or a URL); ``table_uri``: deltalake's URI of it;
+    ``version``: the version read, which the commit is made on; ``options``: the filter
+    options for every job; ``jobs``: one :class:`RewriteJob` per file to rewrite (``key``, the
+    log's path; ``new_key``, the new file's; ``source`` and ``target``, where they are);
+    ``files``: each job's old file as the log has it (size, partition values, statistics: what
+    the commit carries to the new file); ``refused``: ``(key, reason)`` of the files chosen
+    but never to be rewritten."""
+
+    table: str
+    table_uri: str
+    version: int
+    options: FilterOptions
+    jobs: tuple[RewriteJob, ...]
+    files: Mapping[str, DeltaFile] = field(default_factory=dict)
+    refused: tuple[tuple[str, str], ...] = ()
+
+
+def plan_rewrite(
+    uri: DeltaTable | str | os.PathLike[str],
+    *,
+    columns: Sequence[str] | Literal["existing"] | None = None,
+    fpp: float = 0.01,
+    ndv: Ndv = "exact",
+    num_bytes: int | None = None,
+    flavor: str | None = None,
+    remove: Sequence[str] | Literal["all"] = (),
+    files: Iterable[str] | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> DeltaRewritePlan:
+    """Plan the rewrite of the latest snapshot's data files (``files``: only these, named as
+    the log names them, by their path under the root, or by their full path or URI; a name
+    that is not a data file of the snapshot raises ValueError naming it).
+
+    Raises :class:`~parquet_bloom.errors.UnsupportedFileError`, before anything is written,
+    for a table whose writer features the commit cannot carry (docs/tables.md#delta-lake).
+    Refuses, one by one, files with deletion vectors, files outside the table, and files whose
+    partition values could not be written back exactly."""
+    options = FilterOptions(columns, fpp, ndv, num_bytes, flavor, remove)
+    table = load_table(uri, None, storage_options)
+    root = table_root(table)
+    refusals = writer_feature_refusals(table)
+    if refusals:
+        raise UnsupportedFileError(
+            f"the Delta table at {root} has writer features a Bloom filter rewrite's commit "
+            f"cannot carry, so nothing was written: {'; '.join(refusals)}"
+        )
+    entries = snapshot_files(table)
+    chosen = entries if files is None else _chosen(files, entries, root, table.table_uri)
+    masks = deletion_vectors(table)
+    jobs, refused, kept = [], [], {}
+    for entry in chosen:
+        path = relative_path(entry.key)
+        if path is None:
+            refused.append((entry.key, _REASON_ABSOLUTE))
+        elif entry.path in masks:
+            refused.append((entry.key, _REASON_DELETION_VECTOR))
+        elif entry.partition_values is None:
+            refused.append((entry.key, _REASON_PARTITION))
+        else:
+            new_path = new_file_path(path)
+            head, _, _ = entry.key.rpartition("/")
+            name = quote(new_path.rpartition("/")[2])
+            jobs.append(
+                RewriteJob(
+                    key=entry.key,
+                    new_key=f"{head}/{name}" if head else name,
+                    source=file_location(root, path),
+                    target=file_location(root, new_path),
+                )
+            )
+            kept[entry.key] = entry
+    return DeltaRewritePlan(
+        table=root,
+        table_uri=table.table_uri,
+        version=table.version(),
+        options=options,
+        jobs=tuple(jobs),
+        files=kept,
+        refused=tuple(refused),
+    )
+
+
+def _chosen(
+    names: Iterable[str], entries: Sequence[DeltaFile], root: str, table_uri: str
+) -> list[DeltaFile]:
+    """The entries ``names`` name (each once, in the log's order)."""
+    if isinstance(names, str):
+        raise TypeError("files must be a list of names, not one string")
+    by_key = {e.key: e for e in entries}
+    by_path = {e.path: e for e in entries}
+    prefixes = [f"{root.rstrip('/')}/", table_uri.rstrip("/") + "/"]
+    if "://" not in root:
+        prefixes.append(root.rstrip(os.sep) + os.sep)
+    wanted, unknown = set(), []
+    for name in names:
+        text = os.fspath(name)
+        found = by_key.get(text) or by_path.get(text)
+        for prefix in prefixes:
+            if found is None and text.startswith(prefix):
+                below = text[len(prefix) :].replace(os.sep, "/")
+                found = by_path.get(below) or by_path.get(unquote(below)) or by_key.get(below)
+        if found is None:
+            unknown.append(text)
+        else:
+            wanted.add(found.key)
+    if unknown:
+        raise ValueError(
+            f"not data files of the Delta table at {root}'s latest snapshot: "
+            + ", ".join(map(repr, unknown))
+        )
+    return [e for e in entries if e.key in wanted]
+
+
+def commit_rewrite(
+    plan: DeltaRewritePlan,
+    outcomes: Iterable[JobOutcome],
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    file_storage_options: Mapping[str, Any] | None = None,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+) -> TableRewriteReport:
+    """Commit the files the jobs wrote: one commit that removes each old file and adds its new
+    one (``dataChange=false``, the old file's partition values and statistics, the new file's
+    size and modification time), made on the snapshot the plan read.
+
+    Each new file is first checked to exist with the size its outcome reports; failed jobs,
+    jobs with no outcome and files that do not check out are reported in ``failed`` and their
+    new files deleted. On a conflicting concurrent commit, the jobs whose old file is still
+    in the latest snapshot, unchanged, are committed on it, and the new files of the others
+    deleted (``to_retry``), up to ``max_attempts`` commits in all; then every new file is
+    deleted. ``storage_options`` are deltalake's, for the log; ``file_storage_options``
+    fsspec's, for deleting new files (default: :func:`file_storage_options` of
+    ``storage_options``). The old files stay, for the table's vacuum to remove."""
+    if not isinstance(max_attempts, int) or max_attempts < 1:
+        raise ValueError(f"max_attempts must be a positive integer, not {max_attempts!r}")
+    report = TableRewriteReport(table=plan.table, format="delta", refused=list(plan.refused))
+    options = dict(storage_options) if storage_options is not None else None
+    if file_storage_options is None:
+        file_storage_options = derived_options(plan.table_uri, storage_options)
+    results = _results(plan, outcomes)
+    doomed = []  # jobs whose new files go
+    for job in plan.jobs:
+        outcome = results.get(job.key)
+        if outcome is None:
+            report.failed.append((job.key, "no outcome: the job was not run"))
+            doomed.append(job)
+        elif not outcome.ok:
+            report.failed.append((job.key, outcome.error or "failed"))
+            doomed.append(job)
+    written = [results[j.key] for j in plan.jobs if j.key in results and results[j.key].ok]
+    store = DeltaStorageHandler(plan.table_uri, options)
+    infos = _file_infos(store, [_path(o.job.new_key) for o in written])
+    pending = []
+    for outcome in written:
+        size, mtime = infos.get(_path(outcome.job.new_key), (None, None))
+        if size is None or size != outcome.size:
+            found = "missing" if size is None else f"{size} bytes"
+            report.failed.append(
+                (outcome.job.key, f"new file {outcome.job.new_key}: {found}, not {outcome.size}")
+            )
+            doomed.append(outcome.job)
+        else:
+            pending.append((outcome, mtime if mtime is not None else int(time.time() * 1000)))
+    report.leftovers += _delete(doomed, file_storage_options)
+    token = uuid.uuid4().hex
+    table: DeltaTable | None = None
+    if pending:
+        try:
+            table = DeltaTable(plan.table_uri, plan.version, options)
+        except Exception:  # the plan's version is gone: the latest, below
+            table = None
+    entries: Mapping[str, DeltaFile] = plan.files
+    try:
+        while pending:
+            if table is None:
+                table, entries, pending, dropped = _latest(plan, options, pending)
+                report.to_retry += [o.job.key for o, _ in dropped]
+                report.leftovers += _delete([o.job for o, _ in dropped], file_storage_options)
+                continue
+            report.attempts += 1
+            try:
+                _commit(table, entries, pending, token)
+            except CommitFailedError:
+                if report.attempts >= max_attempts:
+                    report.to_retry += [o.job.key for o, _ in pending]
+                    break
+                table = None  # a conflict: the latest snapshot, the jobs it still allows
+                continue
+            except Exception:
+                # Not a conflict: the commit may still have been written (a lost response).
+                try:
+                    version = _find_commit(plan, options, token)
+                except Exception:
+                    # Not known either way: keep the new files. A file the log does not
+                    # name is harmless (the table's vacuum removes it); one it names that
+                    # is gone breaks the table.
+                    pending = []
+                    raise
+                if version is None:
+                    raise
+            else:
+                version = _find_commit(plan, options, token)
+            report.version = version
+            report.rewritten = [o for o, _ in pending]
+            pending = []
+    finally:
+        # Whatever was not committed (given up, or an error raised) leaves no new file.
+        report.leftovers += _delete([o.job for o, _ in pending], file_storage_options)
+    return report
+
+
+def _results(plan: DeltaRewritePlan, outcomes: Iterable[JobOutcome]) -> dict[str, JobOutcome]:
+    jobs = {j.key: j for j in plan.jobs}
+    results = {}
+    for outcome in outcomes:
+        if jobs.get(outcome.job.key) != outcome.job:
+            raise ValueError(f"an outcome of a job not in the plan: {outcome.job}")
+        results[outcome.job.key] = outcome
+    return results
+
+
+def _path(key: str) -> str:
+    return unquote(key)
+
+
+def _file_infos(store: DeltaStorageHandler, paths: list[str]) -> dict[str, tuple[int, int | None]]:
+    """Size and modification time (ms, None if not known) of each path that exists."""
+    import pyarrow.fs as pafs
+
+    found: dict[str, tuple[int, int | None]] = {}
+    for path, info in zip(paths, store.get_file_info(paths) if paths else [], strict=True):
+        if info.type == pafs.FileType.File:
+            mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else None
+            found[path] = (int(info.size), mtime)
+    return found
+
+
+def _delete(jobs: Iterable[RewriteJob], file_options: Mapping[str, Any] | None) -> list[str]:
+    """Delete the new files of ``jobs`` (through fsspec: deltalake 1.6.6's storage handler holds
+    the GIL while it deletes); those that could not be (missing counts as deleted)."""
+    return delete_files([job.target for job in jobs], file_options or None)
+
+
+def _latest(
+    plan: DeltaRewritePlan,
+    options: dict[str, str] | None,
+    pending: list[tuple[JobOutcome, int]],
+) -> tuple[
+    DeltaTable, dict[str, DeltaFile], list[tuple[JobOutcome, int]], list[tuple[JobOutcome, int]]
+]:
+    """The latest snapshot, its files, and the pending jobs whose old file is still in it
+    unchanged (same size, no deletion vector, the same partition values), and the others."""
+    table = DeltaTable(plan.table_uri, storage_options=options)
+    refusals = writer_feature_refusals(table)
+    entries = {e.key: e for e in snapshot_files(table)}
+    masks = deletion_vectors(table)
+    kept: list[tuple[JobOutcome, int]] = []
+    dropped: list[tuple[JobOutcome, int]] = []
+    for outcome, mtime in pending:
+        old, now = plan.files[outcome.job.key], entries.get(outcome.job.key)
+        unchanged = (
+            not refusals
+            and now is not None
+            and now.size == old.size
+            and now.path not in masks
+            and now.partition_values == old.partition_values
+        )
+        (kept if unchanged else dropped).append((outcome, mtime))
+    return table, entries, kept, dropped
+
+
+def _commit(
+    table: DeltaTable,
+    entries: Mapping[str, DeltaFile],
+    pending: list[tuple[JobOutcome, int]],
+    token: str,
+) -> None:
+    now = int(time.time() * 1000)
+    actions: list[AddAction | RemoveAction] = []
+    for outcome, mtime in pending:
+        old = entries[outcome.job.key]
+        values = dict(old.partition_values or {})
+        actions.append(RemoveAction(old.path, False, now, old.size, values))
+        actions.append(
+            AddAction(
+                path=_path(outcome.job.new_key),
+                size=int(outcome.size or 0),
+                partition_values=values,
+                modification_time=mtime,
+                data_change=False,
+                stats=old.stats,  # type: ignore[arg-type]  # None: the old file had none
+            )
+        )
+    table.create_write_transaction(
+        actions,
+        mode="append",
+        schema=table.schema(),
+        partition_by=table.metadata().partition_columns or None,
+        commit_properties=CommitProperties(
+            custom_metadata={
+                COMMIT_TAG: {
+                    "operation": "rewrite_bloom_filters",
+                    "files": len(pending),
+                    "token": token,
+                }
+            }
+        ),
+    )
+
+
+def _find_commit(plan: DeltaRewritePlan, options: dict[str, str] | None, token: str) -> int | None:
+    """The version of the commit tagged ``token``, or None if the table has none: the commits
+    since the plan's version, read from the log. (Not ``DeltaTable.history``, which reads up to
+    its limit of commits; and each commit's size is looked up first, because deltalake 1.6.6
+    holds the GIL while its storage handler looks a size up itself, or lists the log for
+    ``history``: a store served from this process, as in the tests, would never answer.)"""
+    latest = DeltaTable(plan.table_uri, storage_options=options).version()
+    paths = [f"_delta_log/{v:020d}.json" for v in range(latest, plan.version, -1)]
+    if not paths:
+        return None
+    store = DeltaStorageHandler(plan.table_uri, options)
+    sizes = {p: int(i.size) for p, i in zip(paths, store.get_file_info(paths), strict=True)}
+    store = DeltaStorageHandler(plan.table_uri, options, sizes)
+    for version, path in zip(range(latest, plan.version, -1), paths, strict=True):
+        data = store.open_input_file(path).read(sizes[path])
+        for line in bytes(data).decode().splitlines():
+            info = json.loads(line).get("commitInfo") if line.strip() else None
+            if info is not None:
+                tag = info.get(COMMIT_TAG)
+                if isinstance(tag, Mapping) and tag.get("token") == token:
+                    return version
+                break
+    return None
+
+
+def rewrite_bloom_filters(
+    uri: DeltaTable | str | os.PathLike[str],
+    *,
+    columns: Sequence[str] | Literal["existing"] | None = None,
+    fpp: float = 0.01,
+    ndv: Ndv = "exact",
+    num_bytes: int | None = None,
+    flavor: str | None = None,
+    remove: Sequence[str] | Literal["all"] = (),
+    files: Iterable[str] | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    file_storage_options: Mapping[str, Any] | None = None,
+    max_workers: int = DEFAULT_MAX_WORKERS,
+    progress: Callable[[JobOutcome], None] | None = None,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+) -> TableRewriteReport:
+    """:func:`plan_rewrite`, the jobs run here ``max_workers`` at once
+    (:func:`parquet_bloom._tables.jobs.run_jobs`, ``progress(outcome)`` after each file), then
+    :func:`commit_rewrite`. ``storage_options`` are deltalake's, for the log;
+    ``file_storage_options`` fsspec's, for the data files (default: derived from
+    ``storage_options`` by :func:`parquet_bloom._tables.delta_snapshot.file_storage_options`)."""
+    plan = plan_rewrite(
+        uri,
+        columns=columns,
+        fpp=fpp,
+        ndv=ndv,
+        num_bytes=num_bytes,
+        flavor=flavor,
+        remove=remove,
+        files=files,
+        storage_options=storage_options,
+    )
+    if isinstance(uri, DeltaTable) and storage_options is None:
+        storage_options = getattr(uri, "_storage_options", None)  # what it was loaded with
+    if file_storage_options is None:
+        file_storage_options = derived_options(plan.table_uri, storage_options)
+    outcomes = run_jobs(
+        plan.jobs,
+        plan.options,
+        file_storage_options or None,
+        max_workers=max_workers,
+        progress=progress,
+    )
+    return commit_rewrite(
+        plan,
+        outcomes,
+        storage_options=storage_options,
+        file_storage_options=file_storage_options,
+        max_attempts=max_attempts,
+    )
