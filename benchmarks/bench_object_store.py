@@ -5,11 +5,23 @@ tests/remote/servers.py), so that its request handling does not compete for this
 GIL. It models a store: every request waits ``--delay-ms`` (20 ms) before it is answered, and
 every response body is sent at ``--bandwidth-mbps`` (800 Mbit/s = 100 MB/s) per request, the
 order of S3's single-request throughput (docs/performance.md). Both sides pay the same model.
-200 files written by pyarrow, 10 row groups each, Bloom filters on two columns; the lookup
-matches one row. Measured in one run, on one server, best of 3, the candidates in turns:
 
-- pyarrow's scan alone: ``ds.dataset(prefix, filesystem=fs).to_table(filter=expr)``, with
-  ``pyarrow.fs.S3FileSystem`` and with s3fs through fsspec; the faster is pyarrow's figure;
+The files, by default shaped as a lake's (docs/performance.md, "Object storage"): 200 files
+written by pyarrow, 10 row groups of 100,000 rows, about 31 MiB each. Bloom filters on ``id``
+(int64) and ``s`` (its text), each key in 4 rows of one row group, so 25,000 keys a row group:
+the writer sizes the filters for that NDV (32 KiB each at 1 %), and footer and filters fit the
+1 MiB tail read. The keys are spread over every file, as user ids or hashes are: each row
+group's min/max statistics span nearly all keys, so a scan cannot skip row groups by them.
+The other columns (``v``, ``ts``, and two text columns, ``url`` and ``agent``) hold most of
+the bytes, as payload columns do. ``--toy`` is the earlier shape: 2,000 rows a row group, one
+row a key, ``id``, ``s`` and two doubles, 0.73 MiB a file (smaller than the tail read).
+
+The lookup matches the rows of one key. Measured in one run, on one server, best of
+``--repeat``, the candidates in turns:
+
+- pyarrow's scan alone: ``ds.dataset(prefix, filesystem=fs).to_table(filter=expr)`` with
+  ``pyarrow.fs.S3FileSystem`` (``--s3fs-scan``: with s3fs through fsspec too, slower in every
+  run so far); the fastest is pyarrow's figure;
 - ours: ``pb.prune("s3://bucket/t/", expr)`` then the pruned dataset's ``to_table``;
 - requests and response bytes of each (the server's meter), requests per file while pruning,
   target <= 1.2;
@@ -17,7 +29,8 @@ matches one row. Measured in one run, on one server, best of 3, the candidates i
 
 ``--sweeps`` adds prune's ``max_workers`` and the tail read's size, on the same server.
 
-Run: ``.venv/bin/python benchmarks/bench_object_store.py`` (about two minutes).
+Run: ``.venv/bin/python benchmarks/bench_object_store.py`` (about five minutes, most of it
+writing and uploading 6 GiB; ``--toy`` about one).
 """
 
 from __future__ import annotations
@@ -25,9 +38,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -46,17 +59,80 @@ from tests.remote.servers import S3ServerProcess, S3Session
 TARGET_REQUESTS_PER_FILE = 1.2
 TARGET_SPEEDUP = 10.0
 FILTERED = ("id", "s")
-TAIL_256K = " (tail_size=256 KiB)"
+FPP = 0.01
+# What a user agent column holds: a few hundred long strings, repeated.
+AGENTS = [
+    f"Mozilla/5.0 (platform {i % 7}; build {i * 7919 % 10007}) AppleWebKit/537.36 "
+    f"(KHTML, like Gecko) Browser/{i % 40}.0.{i}"
+    for i in range(500)
+]
 
 
-def write_file(path: Path, ids: np.ndarray, rows_per_group: int) -> None:
-    rng = np.random.default_rng(int(ids[0]))
-    n = len(ids)
-    table = pa.table(
-        {"id": ids, "s": [f"key-{i}" for i in ids], "v": rng.random(n), "w": rng.random(n)}
-    )
-    options = {c: {"ndv": rows_per_group, "fpp": 0.01} for c in FILTERED}
-    pq.write_table(table, path, row_group_size=rows_per_group, bloom_filter_options=options)
+class Shape:
+    """The files: ``files`` of ``row_groups`` x ``rows_per_group`` rows, each key in
+    ``rows_per_key`` rows of one row group; ``toy``: the earlier columns (id, s, v, w)."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.files: int = args.files
+        self.row_groups: int = args.row_groups
+        self.rows_per_group: int = args.rows_per_group
+        self.rows_per_key: int = args.rows_per_key
+        self.toy: bool = args.toy
+        if self.rows_per_group % self.rows_per_key:
+            raise SystemExit("--rows-per-key must divide --rows-per-group")
+        self.keys_per_group = self.rows_per_group // self.rows_per_key
+        rng = np.random.default_rng(0)
+        # Every key once, spread at random over the files' row groups.
+        self.keys = rng.permutation(self.files * self.row_groups * self.keys_per_group).astype(
+            np.int64
+        )
+        self.payload = self._payload(rng)
+
+    @property
+    def rows_per_file(self) -> int:
+        return self.row_groups * self.rows_per_group
+
+    def group_keys(self, file: int, group: int) -> np.ndarray:
+        start = (file * self.row_groups + group) * self.keys_per_group
+        return self.keys[start : start + self.keys_per_group]
+
+    def _payload(self, rng: np.random.Generator) -> dict[str, pa.Array]:
+        """The columns no filter is on, one file's worth (every file holds the same ones: the
+        scan reads and decodes them all the same)."""
+        n = self.rows_per_file
+        if self.toy:
+            return {"v": pa.array(rng.random(n)), "w": pa.array(rng.random(n))}
+        numbers = pc.cast(pa.array(rng.integers(0, 1 << 30, n)), pa.string())
+        return {
+            "v": pa.array(rng.random(n, dtype=np.float32)),
+            "ts": pa.array(
+                np.int64(1_700_000_000_000_000) + np.cumsum(rng.integers(0, 20_000, n)),
+                pa.timestamp("us"),
+            ),
+            "url": pc.binary_join_element_wise("https://shop.example.com/item/", numbers, ""),
+            "agent": pa.array(AGENTS).take(pa.array(rng.integers(0, len(AGENTS), n))),
+        }
+
+    def table(self, file: int) -> pa.Table:
+        rng = np.random.default_rng(file)
+        groups = [
+            rng.permutation(np.repeat(self.group_keys(file, g), self.rows_per_key))
+            for g in range(self.row_groups)
+        ]
+        ids = pa.array(np.concatenate(groups))
+        text = pc.binary_join_element_wise("key-", pc.cast(ids, pa.string()), "")
+        return pa.table({"id": ids, "s": text, **self.payload})
+
+    def write(self, file: int) -> bytes:
+        options = {c: {"ndv": self.keys_per_group, "fpp": FPP} for c in FILTERED}
+        sink = pa.BufferOutputStream()
+        pq.write_table(
+            self.table(file),
+            sink,
+            row_group_size=self.rows_per_group,
+            bloom_filter_options=options,
+        )
+        return bytes(sink.getvalue())
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -65,66 +141,91 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, result
 
 
+def _mib(n: float) -> str:
+    return f"{n / 2**20:8.2f} MiB"
+
+
+def upload(s3: S3Session, bucket: str, shape: Shape) -> list[tuple[str, int]]:
+    """Write every file and put it on the server, two at a time; their URLs and sizes."""
+    client = s3.client()
+
+    def one(i: int) -> tuple[str, int]:
+        data = shape.write(i)
+        key = f"t/part-{i:03d}.parquet"
+        client.put_object(Bucket=bucket, Key=key, Body=data)
+        return f"s3://{bucket}/{key}", len(data)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(one, range(shape.files)))
+
+
+def describe(shape: Shape, files: list[tuple[str, int]], s3: S3Session, args: Any) -> None:
+    sizes = [size for _, size in files]
+    url, size = files[0]
+    with pb.BloomFilterReader(url, storage_options=s3.storage_options, size=size) as reader:
+        starts = [c.bloom_filter_offset for c in reader.column_chunks if c.bloom_filter_offset]
+        lengths = [c.bloom_filter_length or 0 for c in reader.column_chunks]
+    total = sum(sizes)
+    print(
+        f"{shape.files} files of {shape.row_groups} row groups x {shape.rows_per_group:,} rows, "
+        f"{shape.keys_per_group:,} keys a row group ({shape.rows_per_key} row(s) a key); "
+        f"{statistics.mean(sizes) / 2**20:.2f} MiB a file ({min(sizes) / 2**20:.2f}-"
+        f"{max(sizes) / 2**20:.2f}), "
+        + (f"{total / 2**30:.2f} GiB" if total >= 2**30 else f"{total / 2**20:.0f} MiB")
+        + f" in all; filters {sum(lengths) / 2**10:.0f} KiB a file, filters and footer its "
+        f"last {(size - min(starts)) / 2**10:.0f} KiB",
+        flush=True,
+    )
+    print(
+        f"S3 server in its own process, every request delayed {args.delay_ms:g} ms, every "
+        f"body sent at {args.bandwidth_mbps:g} Mbit/s ({args.bandwidth_mbps / 8:g} MB/s) per "
+        "request",
+        flush=True,
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=200)
     parser.add_argument("--row-groups", type=int, default=10)
-    parser.add_argument("--rows-per-group", type=int, default=2_000)
+    parser.add_argument("--rows-per-group", type=int, default=None, help="default 100,000")
+    parser.add_argument("--rows-per-key", type=int, default=None, help="default 4")
+    parser.add_argument(
+        "--toy",
+        action="store_true",
+        help="the earlier shape: 2,000 rows a row group, a row a key, columns id, s, v, w",
+    )
     parser.add_argument("--delay-ms", type=float, default=20.0, help="added to every request")
     parser.add_argument(
         "--bandwidth-mbps", type=float, default=800.0, help="Mbit/s a response body, each"
     )
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--s3fs-scan", action="store_true", help="pyarrow's scan on s3fs too")
     parser.add_argument("--sweeps", action="store_true", help="max_workers and tail sizes too")
     args = parser.parse_args()
+    if args.rows_per_group is None:
+        args.rows_per_group = 2_000 if args.toy else 100_000
+    if args.rows_per_key is None:
+        args.rows_per_key = 1 if args.toy else 4
 
+    shape = Shape(args)
     bandwidth = args.bandwidth_mbps * 1e6 / 8  # bytes a second
-    server = S3ServerProcess(delay=args.delay_ms / 1e3, bandwidth=bandwidth, max_seconds=1800)
+    server = S3ServerProcess(delay=args.delay_ms / 1e3, bandwidth=bandwidth, max_seconds=3600)
     s3 = S3Session(server)
-    ok = True
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            bucket = s3.bucket()
-            # Keys spread over every file, as user ids or hashes are: each row group's min/max
-            # statistics span nearly all keys, so a scan cannot skip row groups by them (only
-            # a Bloom filter tells that a row group lacks a key).
-            per_file = args.row_groups * args.rows_per_group
-            keys = np.random.default_rng(0).permutation(args.files * per_file).astype(np.int64)
-            total = 0
-            small = []
-            for i in range(args.files):
-                path = Path(tmp) / f"part-{i:03d}.parquet"
-                write_file(path, keys[i * per_file : (i + 1) * per_file], args.rows_per_group)
-                total += path.stat().st_size
-                url = s3.upload(path, f"s3://{bucket}/t/{path.name}")
-                if i < 3:
-                    small.append((url, path))
-            print(
-                f"{args.files} files of {args.row_groups} row groups x {args.rows_per_group:,} "
-                f"rows, {total / 2**20:.0f} MiB in all; S3 server in its own process, every "
-                f"request delayed {args.delay_ms:g} ms, every body sent at "
-                f"{args.bandwidth_mbps:g} Mbit/s ({bandwidth / 1e6:g} MB/s) per request",
-                flush=True,
-            )
-            needle = int(keys[(args.files // 2) * per_file + 4321])
-            expr = pc.field("id") == needle
-            ok &= lookup(s3, server, bucket, expr, args.files, args.repeat)
-            if args.sweeps:
-                big = []
-                for i in range(3):
-                    path = Path(tmp) / f"big-{i}.parquet"
-                    write_file(path, np.arange(i * 10**6, (i + 1) * 10**6), 100_000)
-                    big.append((s3.upload(path, f"s3://{bucket}/big/{path.name}"), path))
-                workers(s3, bucket, expr)
-                tails(s3, server, "small filters", small)
-                tails(s3, server, "large filters", big)
+        bucket = s3.bucket()
+        seconds, files = timed(lambda: upload(s3, bucket, shape))
+        print(f"(written and uploaded in {seconds:.0f} s)")
+        describe(shape, files, s3, args)
+        group = shape.group_keys(shape.files // 2, shape.row_groups // 2)
+        expr = pc.field("id") == int(group[len(group) // 3])
+        ok = lookup(s3, server, bucket, expr, shape, args)
+        if args.sweeps:
+            workers(s3, bucket, expr)
+            tails(s3, server, files[:3])
     finally:
         server.stop()
     return 0 if ok else 1
-
-
-def _mib(n: int) -> str:
-    return f"{n / 2**20:8.2f} MiB"
 
 
 def lookup(
@@ -132,16 +233,15 @@ def lookup(
     server: S3ServerProcess,
     bucket: str,
     expr: pc.Expression,
-    n: int,
-    repeat: int,
+    shape: Shape,
+    args: Any,
 ) -> bool:
     prefix = f"s3://{bucket}/t/"
     times: dict[str, list[float]] = {}
     counts: dict[str, dict[str, int]] = {}
+    cpu: dict[str, float] = {}
     tables: dict[str, pa.Table] = {}
     reports: list[Any] = []
-
-    cpu: dict[str, float] = {}
 
     def metered(name: str, fn: Callable[[], Any]) -> tuple[float, Any]:
         server.reset_counters()
@@ -161,49 +261,45 @@ def lookup(
             ),
         )
 
-    def ours(suffix: str = "", **options: Any) -> None:
+    def ours() -> None:
         prune_time, result = metered(
-            "prune" + suffix,
-            lambda: pb.prune(prefix, expr, storage_options=s3.storage_options, **options),
+            "prune", lambda: pb.prune(prefix, expr, storage_options=s3.storage_options)
         )
-        scan_time, table = metered(
-            "pruned scan" + suffix, lambda: result.dataset.to_table(filter=expr)
-        )
-        times.setdefault("ours" + suffix, []).append(prune_time + scan_time)
-        tables["ours" + suffix] = table
+        scan_time, table = metered("pruned scan", lambda: result.dataset.to_table(filter=expr))
+        times.setdefault("ours", []).append(prune_time + scan_time)
+        tables["ours"] = table
         reports.append(result.report)
 
-    arrow_name = "pyarrow scan, pyarrow.fs.S3FileSystem"
-    fsspec_name = "pyarrow scan, s3fs through fsspec"
-    for _ in range(repeat):
-        scan(arrow_name, s3.arrow_fs)
-        scan(fsspec_name, s3.fs)
+    scans = {"pyarrow scan, pyarrow.fs.S3FileSystem": s3.arrow_fs}
+    if args.s3fs_scan:
+        scans["pyarrow scan, s3fs through fsspec"] = s3.fs
+    for _ in range(args.repeat):
+        for name, make_fs in scans.items():
+            scan(name, make_fs)
         ours()
-        ours(TAIL_256K, tail_size=256 << 10)  # information: a tail smaller than these files
-    expected = tables[arrow_name]
-    assert expected.num_rows == 1, "the lookup should match one row"
+    expected = tables[next(iter(scans))]
+    assert expected.num_rows == shape.rows_per_key, "the lookup should match one key's rows"
     for name, table in tables.items():
         assert table.equals(expected), f"{name} differs"
 
     best = {name: min(ts) for name, ts in times.items()}
     print(f"  {'':<40} {'best':>11} {'requests':>11} {'bytes':>12} {'server CPU':>11}   runs")
-    for name in (arrow_name, fsspec_name, "prune", "pruned scan"):
+    for name in (*scans, "prune", "pruned scan"):
         c = counts[name]
         print(
             f"  {name:<40} {best[name] * 1e3:8.0f} ms {c['requests']:6} req. {_mib(c['bytes'])}"
             f" {cpu[name] * 1e3:8.0f} ms   {', '.join(f'{t * 1e3:.0f}' for t in times[name])} ms"
         )
-    for suffix in ("", TAIL_256K):
-        both = [counts["prune" + suffix], counts["pruned scan" + suffix]]
-        print(
-            f"  {'prune + pruned scan' + suffix:<40} {best['ours' + suffix] * 1e3:8.0f} ms "
-            f"{sum(c['requests'] for c in both):6} req. {_mib(sum(c['bytes'] for c in both))}"
-        )
-    print(f"  default tail: {reports[-2]}")
-    print(f"  {TAIL_256K.strip()}: {reports[-1]}")
-    pyarrow_name = min((arrow_name, fsspec_name), key=lambda k: best[k])
+    both = [counts["prune"], counts["pruned scan"]]
+    print(
+        f"  {'prune + pruned scan':<40} {best['ours'] * 1e3:8.0f} ms "
+        f"{sum(c['requests'] for c in both):6} req. {_mib(sum(c['bytes'] for c in both))}   "
+        f"runs {', '.join(f'{t * 1e3:.0f}' for t in times['ours'])} ms"
+    )
+    print(f"  prune's report: {reports[-1]}")
+    pyarrow_name = min(scans, key=lambda k: best[k])
     print(f"  pyarrow's best: {pyarrow_name}")
-    per_file = counts["prune"]["requests"] / n
+    per_file = counts["prune"]["requests"] / shape.files
     ok = report(
         "requests per file while pruning (lower is better)",
         per_file,
@@ -211,10 +307,6 @@ def lookup(
         per_file <= TARGET_REQUESTS_PER_FILE,
     )
     ratio = best[pyarrow_name] / best["ours"]
-    report(
-        f"(information) the same, prune{TAIL_256K}",
-        best[pyarrow_name] / best["ours" + TAIL_256K],
-    )
     return (
         report(
             "wall time: pyarrow's best scan / (prune + pruned scan)",
@@ -237,14 +329,13 @@ def workers(s3: S3Session, bucket: str, expr: pc.Expression) -> None:
         print(f"    {n:3}: {seconds * 1e3:6.0f} ms")
 
 
-def tails(s3: S3Session, server: S3ServerProcess, what: str, files: list[tuple[str, Path]]) -> None:
-    sizes = [p.stat().st_size for _, p in files]
+def tails(s3: S3Session, server: S3ServerProcess, files: list[tuple[str, int]]) -> None:
     fs = s3.fs()  # one filesystem, as prune uses: its client is made once
-    print(f"  tail size, {what} (files of {statistics.mean(sizes) / 2**20:.1f} MiB):")
+    print("  tail size (3 files, 3 times: the median):")
     for tail in (64 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20):
         times, counts = [], []
         for _ in range(3):
-            for (url, _path), size in zip(files, sizes, strict=True):
+            for url, size in files:
                 server.reset_counters()
 
                 def read(url: str = url, size: int = size, tail: int = tail) -> None:
