@@ -644,3 +644,72 @@ def test_storage_options_for_the_data_files() -> None:
     }
     assert pbd.file_storage_options("/local/t", options) == {}
     assert pbd.file_storage_options("gs://b/t", options) == {}
+
+
+def test_statistics_and_partition_values_of_many_types_are_carried(tmp_path: Path) -> None:
+    import datetime as dt
+    import decimal
+
+    utc = dt.timezone.utc
+    n = 40
+    data = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "small": pa.array([i % 100 for i in range(n)], pa.int8()),
+            "ratio": pa.array([float("nan") if i == 3 else i / 3 for i in range(n)]),
+            "price": pa.array([decimal.Decimal(i) / 100 for i in range(n)], pa.decimal128(9, 2)),
+            "huge": pa.array([decimal.Decimal(10**20 + i) for i in range(n)], pa.decimal128(25, 0)),
+            "at": pa.array(
+                [dt.datetime(2024, 1, 1, 0, 0, i, 1000 * i, tzinfo=utc) for i in range(n)],
+                pa.timestamp("us", "UTC"),
+            ),
+            "local": pa.array(
+                [dt.datetime(2024, 1, 1, 12, i) for i in range(n)], pa.timestamp("us")
+            ),
+            "day": pa.array([dt.date(2024, 1, 1) + dt.timedelta(days=i) for i in range(n)]),
+            "blob": pa.array([bytes([i]) for i in range(n)]),
+            "nested": pa.array([{"a": i, "b": f"x{i}"} for i in range(n)]),
+            "text": pa.array([None if i % 7 == 0 else f"t{i}" for i in range(n)]),
+            # Partition columns of several types, a null and characters a path escapes.
+            "p_int": pa.array([i % 2 for i in range(n)], pa.int32()),
+            "p_day": pa.array([dt.date(2024, 5, 1 + i % 2) for i in range(n)]),
+            "p_at": pa.array(
+                [
+                    dt.datetime(2024, 5, 1, 10, 30, 0, 123456 * (i % 2), tzinfo=utc)
+                    for i in range(n)
+                ],
+                pa.timestamp("us", "UTC"),
+            ),
+            "p_text": pa.array(
+                [None if i % 4 == 0 else ["a b/c%", "x=y"][i % 2] for i in range(n)]
+            ),
+        }
+    )
+    root = tmp_path / "types"
+    partitions = ["p_int", "p_day", "p_at", "p_text"]
+    write_deltalake(str(root), data, partition_by=partitions)
+    write_deltalake(str(root), data.slice(0, 10), partition_by=partitions, mode="append")
+    before_rows = _sorted(DeltaTable(str(root)).to_pyarrow_table())
+    before = _add_actions(root)
+    report = pbd.rewrite_bloom_filters(str(root), columns=["id", "text"])
+    assert not report.refused and not report.failed
+    assert len(report.rewritten) == len(before) == 6  # 3 partitions, 2 appends
+    after = _add_actions(root)
+    for outcome in report.rewritten:
+        old, new = before[outcome.job.key], after[outcome.job.new_key]
+        assert new["partition"] == old["partition"]
+        assert (new["num_records"], new["null_count"]) == (old["num_records"], old["null_count"])
+        for bound in ("min", "max"):
+            kept = {k: v for k, v in old[bound].items() if k != "huge"}
+            assert {k: new[bound][k] for k in kept} == kept, bound
+            # A 25-digit decimal cannot be written exactly as a JSON double: left out.
+            assert old[bound]["huge"] is not None and new[bound]["huge"] is None
+    after_rows = _sorted(DeltaTable(str(root)).to_pyarrow_table())
+    assert after_rows.drop_columns(["ratio"]).equals(before_rows.drop_columns(["ratio"]))
+    assert [str(v) for v in after_rows["ratio"].to_pylist()] == [
+        str(v) for v in before_rows["ratio"].to_pylist()
+    ]
+    # Partition pruning reads the carried values as the old ones.
+    expr = (pc.field("p_text") == "a b/c%") & (pc.field("id") == 6)
+    result = pbd.prune(str(root), expr)
+    assert result.dataset.to_table(filter=expr)["id"].to_pylist() == [6, 6]
