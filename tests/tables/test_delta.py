@@ -713,3 +713,24 @@ def test_statistics_and_partition_values_of_many_types_are_carried(tmp_path: Pat
     expr = (pc.field("p_text") == "a b/c%") & (pc.field("id") == 6)
     result = pbd.prune(str(root), expr)
     assert result.dataset.to_table(filter=expr)["id"].to_pylist() == [6, 6]
+
+
+def test_prune_applies_deletion_vectors_on_s3(
+    s3: Any,
+    with_deletion_vector: tuple[Path, str, list[int]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root, key, deleted = with_deletion_vector
+    uri = f"s3://{s3.bucket()}/lake/dv"
+    for path in root.rglob("*"):
+        if path.is_file():
+            s3.upload(path, f"{uri}/{path.relative_to(root).as_posix()}")
+    clear_filesystem_caches()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", CLOSED_PORT)
+    options = _delta_options(s3)
+    expr = pc.field("id").isin([*deleted, 2, 4, 1001])
+    result = pbd.prune(uri, expr, storage_options=options)
+    got = _sorted(result.dataset.to_table(filter=expr))
+    assert got.equals(_sorted(_engine_rows(root).filter(expr)))
+    assert got["id"].to_pylist() == [2, 4, 1001]
+    assert result.report.files_with_deletes == 1 and key in result.files
