@@ -30,6 +30,7 @@ from parquet_bloom.spark._files import (
     files_might_contain,
 )
 from parquet_bloom.spark._probe import might_contain, semi_join_prefilter
+from parquet_bloom.spark._tables import rewrite_files, rewrite_table
 
 __all__ = [
     "INDEX_SCHEMA",
@@ -39,5 +40,7 @@ __all__ = [
     "build_filters",
     "files_might_contain",
     "might_contain",
+    "rewrite_files",
+    "rewrite_table",
     "semi_join_prefilter",
 ]
