@@ -42,7 +42,8 @@ bench: $(STAMP)
 # write outside a buffer fails the run. They are built into a copy of the package in a temporary
 # directory, first on the path, so the environment's own build is left as it is.
 ASAN_TESTS := tests/test_kernels.py tests/test_plain.py tests/test_pages.py tests/test_sbbf.py \
-	tests/test_logical.py tests/rewrite tests/io
+	tests/test_logical.py tests/rewrite tests/io \
+	tests/hudi/test_murmur.py tests/hudi/test_filter.py tests/hudi/test_codec.py
 asan: $(STAMP)
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	cp -r src/parquet_bloom "$$tmp/"; rm -f "$$tmp"/parquet_bloom/_kernels*.so; \

@@ -271,6 +271,159 @@ static PyObject *insert(PyObject *module, PyObject *args) {
     return result;
 }
 
+/* Hudi's record-key filters (docs/hudi.md#the-hash): Hadoop's MurmurHash2 (m = 0x5bd1e995,
+ * r = 24, h = seed ^ length, little-endian body words, the tail bytes read as Java bytes, so
+ * SIGN-EXTENDED before they are shifted in), chained: a key's hash i is murmur(key, seed = hash
+ * i - 1), from seed 0. A body word's mixed value and the tail's xor do not depend on the seed,
+ * so they are computed once per key, and each hash of the chain only folds them into h. The
+ * chain is sequential, so HUDI_LANES keys of one length (record keys often share one) are
+ * chained side by side for the processor to overlap their multiplications. */
+#define HUDI_M 0x5bd1e995U
+#define HUDI_MIXED_WORDS 64 /* keys up to 256 bytes keep their mixed words; longer mix again */
+#define HUDI_LANES 4
+
+static inline uint32_t hudi_mix(uint32_t k) {
+    k *= HUDI_M;
+    k ^= k >> 24;
+    return k * HUDI_M;
+}
+
+/* The xor of a key's 1 to 3 tail bytes as MurmurHash.java folds them in: (int) byte << 16, << 8
+ * and << 0, each byte sign-extended. */
+static inline uint32_t hudi_tail(const uint8_t *tail, int left) {
+    uint32_t x = 0;
+    for (int i = 0; i < left; i++)
+        x ^= (uint32_t)(int32_t)(int8_t)tail[i] << (8 * (left - 1 - i));
+    return x;
+}
+
+static inline uint32_t hudi_finish(uint32_t h, int left, uint32_t tail) {
+    if (left) {
+        h ^= tail;
+        h *= HUDI_M;
+    }
+    h ^= h >> 13;
+    h *= HUDI_M;
+    return h ^ (h >> 15);
+}
+
+/* One key's num_hashes chained hashes into dst (int32, any alignment). */
+static void hudi_chain(const uint8_t *key, uint32_t length, Py_ssize_t num_hashes, uint8_t *dst) {
+    uint32_t blocks = length >> 2, mixed[HUDI_MIXED_WORDS];
+    int left = (int)(length & 3), stored = blocks <= HUDI_MIXED_WORDS;
+    if (stored)
+        for (uint32_t j = 0; j < blocks; j++)
+            mixed[j] = hudi_mix(load32(key + 4 * j));
+    uint32_t tail = hudi_tail(key + 4 * blocks, left), h = 0; /* the first seed */
+    for (Py_ssize_t n = 0; n < num_hashes; n++) {
+        h ^= length;
+        if (stored)
+            for (uint32_t j = 0; j < blocks; j++)
+                h = (h * HUDI_M) ^ mixed[j];
+        else
+            for (uint32_t j = 0; j < blocks; j++)
+                h = (h * HUDI_M) ^ hudi_mix(load32(key + 4 * j));
+        h = hudi_finish(h, left, tail);
+        memcpy(dst + 4 * n, &h, 4);
+    }
+}
+
+/* HUDI_LANES keys of one length, at most HUDI_MIXED_WORDS words, chained side by side. */
+static void hudi_chain_lanes(const uint8_t *const *keys, uint32_t length, Py_ssize_t num_hashes,
+                             uint8_t *dst) {
+    uint32_t blocks = length >> 2, mixed[HUDI_LANES][HUDI_MIXED_WORDS], tail[HUDI_LANES];
+    uint32_t h[HUDI_LANES] = {0};
+    int left = (int)(length & 3);
+    for (int l = 0; l < HUDI_LANES; l++) {
+        for (uint32_t j = 0; j < blocks; j++)
+            mixed[l][j] = hudi_mix(load32(keys[l] + 4 * j));
+        tail[l] = hudi_tail(keys[l] + 4 * blocks, left);
+    }
+    for (Py_ssize_t n = 0; n < num_hashes; n++) {
+        for (int l = 0; l < HUDI_LANES; l++)
+            h[l] ^= length;
+        for (uint32_t j = 0; j < blocks; j++)
+            for (int l = 0; l < HUDI_LANES; l++)
+                h[l] = (h[l] * HUDI_M) ^ mixed[l][j];
+        for (int l = 0; l < HUDI_LANES; l++) {
+            h[l] = hudi_finish(h[l], left, tail[l]);
+            memcpy(dst + 4 * (l * num_hashes + n), &h[l], 4);
+        }
+    }
+}
+
+/* hudi_hashes(data, offsets, num_hashes, out): for key i = data[offsets[i]:offsets[i + 1]]
+ * (offsets: n + 1 int64), out[i * num_hashes + j] = the key's hash j as a Java int (out: n *
+ * num_hashes int32). Raises ValueError before writing anything when an offset lies outside
+ * data, offsets decrease, or out is not n * num_hashes int32. */
+static PyObject *hudi_hashes(PyObject *module, PyObject *args) {
+    Py_buffer data, offsets, out;
+    Py_ssize_t num_hashes;
+    if (!PyArg_ParseTuple(args, "y*y*nw*:hudi_hashes", &data, &offsets, &num_hashes, &out))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t count = offsets.len / 8 - 1;
+    if (offsets.len % 8 || offsets.len < 8) {
+        PyErr_SetString(PyExc_ValueError,
+                        "hudi_hashes: offsets must be an int64 buffer of at least one offset");
+    } else if (num_hashes < 0 || (count > 0 && num_hashes > out.len / 4 / count) ||
+               out.len != 4 * count * num_hashes) {
+        PyErr_Format(PyExc_ValueError,
+                     "hudi_hashes: %zd hashes of %zd keys do not fill an output of %zd bytes",
+                     num_hashes, count, out.len);
+    } else {
+        const uint8_t *bytes = (const uint8_t *)data.buf, *o = (const uint8_t *)offsets.buf;
+        uint8_t *hashes = (uint8_t *)out.buf; /* any alignment: memcpy */
+        int64_t size = (int64_t)data.len, start = 0, stop = 0;
+        Py_ssize_t bad = -1, row = 4 * num_hashes;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < count; i++) {
+            memcpy(&start, o + 8 * i, 8);
+            memcpy(&stop, o + 8 * (i + 1), 8);
+            if (start < 0 || stop < start || stop > size || stop - start > INT32_MAX) {
+                bad = i;
+                break;
+            }
+        }
+        for (Py_ssize_t i = 0; bad < 0 && i < count;) {
+            /* Offsets i to i + HUDI_LANES are read only when the keys exist (count + 1
+             * offsets); the next HUDI_LANES keys share the lanes if they share one length. */
+            int64_t at[HUDI_LANES + 1];
+            memcpy(&at[0], o + 8 * i, 8);
+            memcpy(&at[1], o + 8 * (i + 1), 8);
+            int64_t length = at[1] - at[0];
+            int same = i + HUDI_LANES <= count && (length >> 2) <= HUDI_MIXED_WORDS;
+            for (int l = 2; same && l <= HUDI_LANES; l++) {
+                memcpy(&at[l], o + 8 * (i + l), 8);
+                same = at[l] - at[l - 1] == length;
+            }
+            if (same) {
+                const uint8_t *keys[HUDI_LANES];
+                for (int l = 0; l < HUDI_LANES; l++)
+                    keys[l] = bytes + at[l];
+                hudi_chain_lanes(keys, (uint32_t)length, num_hashes, hashes + row * i);
+                i += HUDI_LANES;
+            } else {
+                hudi_chain(bytes + at[0], (uint32_t)length, num_hashes, hashes + row * i);
+                i += 1;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        if (bad >= 0) {
+            PyErr_Format(PyExc_ValueError,
+                         "hudi_hashes: key %zd (offsets %lld to %lld) lies outside the %zd bytes "
+                         "of the buffer",
+                         bad, (long long)start, (long long)stop, data.len);
+        } else {
+            result = Py_NewRef(Py_None);
+        }
+    }
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"xxh64_rows", xxh64_rows, METH_VARARGS,
      "xxh64_rows(data, offset, stride, width, count, out): XXH64 of count rows of width bytes."},
@@ -280,6 +433,8 @@ static PyMethodDef methods[] = {
      "byte_array_spans(data, count, starts, lengths): where count PLAIN BYTE_ARRAY values lie."},
     {"insert", insert, METH_VARARGS,
      "insert(words, hashes): insert 64-bit hashes into a split-block Bloom filter's words."},
+    {"hudi_hashes", hudi_hashes, METH_VARARGS,
+     "hudi_hashes(data, offsets, num_hashes, out): each key's chained Hudi MurmurHash2 hashes."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -26,6 +26,7 @@ format, with the sources of each fact.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -364,8 +365,9 @@ class HudiBloomFilter:
             chunk = KeyBuffer(buffer.data, buffer.offsets[start : stop + 1])
             where = positions(hash_chains(chunk, self.num_hashes), self.vector_size)
             rows = rows_of[start:stop]
-            for row in np.unique(rows):
-                flat = where[rows == row].ravel()
+            one_row = rows.min() == rows.max()
+            for row in rows[:1] if one_row else np.unique(rows):
+                flat = (where if one_row else where[rows == row]).ravel()
                 masks = np.left_shift(np.uint8(1), (flat & 7).astype(np.uint8))
                 np.bitwise_or.at(self._bits[row], flat >> 3, masks)
 
@@ -524,9 +526,22 @@ def build_bloom_filter(
     f.add_many(keys)
     text = [k for k in _as_list(keys) if isinstance(k, str)]
     if text:
-        order = sorted(text, key=lambda s: s.encode("utf-16-be", "surrogatepass"))
-        f.min_record_key, f.max_record_key = order[0], order[-1]
+        f.min_record_key, f.max_record_key = _java_min_max(text)
     return f
+
+
+_FROM_E000 = re.compile("[\ue000-\U0010ffff]")  # where UTF-16 and code point orders part
+
+
+def _java_min_max(text: list[str]) -> tuple[str, str]:
+    """The smallest and largest string by Java's ``String.compareTo`` (UTF-16 code units),
+    which is code point order unless a string holds a character from U+E000 up."""
+    if _FROM_E000.search("".join(text)) is None:
+        return min(text), max(text)
+    units = [s.encode("utf-16-be", "surrogatepass") for s in text]
+    low = min(range(len(text)), key=units.__getitem__)
+    high = max(range(len(text)), key=units.__getitem__)
+    return text[low], text[high]
 
 
 def _is_arrow(keys: Any) -> bool:

@@ -10,6 +10,9 @@ value what numpy does in a dozen passes per step (or Python in a loop), and they
 GIL, so the threads that build filters run in parallel (the pattern of msgpack's ``_cmsgpack`` and
 pyiceberg's Cython decoder, each with a pure-Python fallback).
 
+The extension also chains Hadoop's MurmurHash2 over record keys for Hudi's filters
+(:mod:`parquet_bloom._hudi.murmur`), the loop that hashes keys for probing and building them.
+
 ``compiled`` is that extension module, or None when numpy does the work:
 
 - the extension was not built (no compiler at install time, a zipped package on a Spark
@@ -55,13 +58,16 @@ class Kernels(Protocol):
     def xxh64_spans(self, data: Buffer, starts: Buffer, lengths: Buffer, out: Buffer, /) -> None:
         """XXH64 of ``data[starts[i] : starts[i] + lengths[i]]`` (int64 starts and lengths)."""
 
-    def byte_array_spans(
-        self, data: Buffer, count: int, starts: Buffer, lengths: Buffer, /
-    ) -> int:
+    def byte_array_spans(self, data: Buffer, count: int, starts: Buffer, lengths: Buffer, /) -> int:
         """Where ``count`` PLAIN byte arrays lie in ``data``; returns the bytes they took."""
 
     def insert(self, words: Buffer, hashes: Buffer, /) -> None:
         """Set each hash's eight bits in a split-block filter's words."""
+
+    def hudi_hashes(self, data: Buffer, offsets: Buffer, num_hashes: int, out: Buffer, /) -> None:
+        """Hudi's record-key hashes: for key ``i`` = ``data[offsets[i] : offsets[i + 1]]``
+        (int64 offsets, one more than the keys), its ``num_hashes`` chained MurmurHash2 values
+        as Java ints into ``out`` (int32, ``num_hashes`` a key)."""
 
 
 def _load() -> Kernels | None:

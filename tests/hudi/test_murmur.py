@@ -8,13 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from parquet_bloom import kernels
 from parquet_bloom._hudi.keys import KeyBuffer, encode_keys
 from parquet_bloom._hudi.murmur import hash_chains, positions
+from tests import skips
 from tests.hudi import reference as ref
 
 keys_strategy = st.lists(st.binary(min_size=1, max_size=80), min_size=0, max_size=40)
 
 
+BUILT = kernels.compiled  # before the implementation fixture swaps it
 pytestmark = pytest.mark.usefixtures("implementation")  # compiled, then numpy alone
 
 
@@ -90,3 +93,31 @@ def test_offsets_need_not_start_at_zero() -> None:
     buffer = encode_keys([b"first", b"second", b"third"])
     tail = KeyBuffer(buffer.data, buffer.offsets[1:])
     assert hash_chains(tail, 3).tolist() == [ref.chain(k, 3) for k in (b"second", b"third")]
+
+
+# -- the kernel's bounds --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("offsets", "num_hashes", "out_size"),
+    [
+        ([0, 3, 20], 2, 4),  # past the data
+        ([0, 5, 3], 2, 4),  # decreasing
+        ([-1, 3], 2, 2),  # negative
+        ([0, 3, 6], 2, 3),  # output too small
+        ([0, 3, 6], 2, 5),  # output too large
+        ([0, 3], -1, 0),  # negative hash count
+        ([], 2, 0),  # no offsets at all
+    ],
+)
+def test_the_kernel_refuses_spans_outside_its_buffers(
+    offsets: list[int], num_hashes: int, out_size: int
+) -> None:
+    compiled = BUILT
+    if compiled is None:
+        pytest.skip(skips.kernels_off_reason())
+    data = np.frombuffer(b"abcdefghij", dtype=np.uint8)
+    out = np.zeros(out_size, dtype=np.int32)
+    with pytest.raises(ValueError, match="hudi_hashes"):
+        compiled.hudi_hashes(data, np.array(offsets, dtype=np.int64), num_hashes, out)
+    assert not out.any()

@@ -102,6 +102,23 @@ def _from_arrow(keys: Any) -> KeyBuffer:
     return KeyBuffer(data, (offsets - start).astype(np.int64))
 
 
+def _from_python(keys: list[Any]) -> KeyBuffer:
+    text = None
+    if set(map(type, keys)) <= {str}:
+        joined = "".join(keys)
+        if joined.isascii():  # the common case: one encode, lengths from len()
+            text = joined.encode("ascii")
+    if text is None:
+        encoded = [_one(k) for k in keys]
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
+        text = b"".join(encoded)
+    else:
+        lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+    offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return KeyBuffer(np.frombuffer(text, dtype=np.uint8), offsets)
+
+
 def encode_keys(keys: Any) -> KeyBuffer:
     """Record keys -> :class:`KeyBuffer`: an iterable of ``str`` / ``bytes``, a numpy array of
     strings, bytes or objects, or an Arrow string or binary array (no copy per key). Raises
@@ -116,12 +133,7 @@ def encode_keys(keys: Any) -> KeyBuffer:
             keys = keys.ravel().tolist()
         elif not isinstance(keys, Iterable):
             raise TypeError(f"record keys must be iterable, not {type(keys).__name__}")
-        encoded = [_one(k) for k in keys]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded))
-        np.cumsum(lengths, out=offsets[1:])
-        data = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-        buffer = KeyBuffer(data, offsets)
+        buffer = _from_python(keys if isinstance(keys, list) else list(keys))
     if len(buffer) and int(np.diff(buffer.offsets).min()) <= 0:
         raise ValueError("a record key cannot be empty (Hudi: 'key length must be > 0')")
     return buffer

@@ -14,7 +14,9 @@ Hudi ports Hadoop's ``MurmurHash`` and ``HashFunction`` (docs/hudi.md#the-hash):
 Only ``h`` depends on the seed: each body word's mixed value ``k`` and the tail's xor are the
 same for every hash of a key, so they are computed once per key and the chain re-runs the
 cheap part. numpy has no per-element loop over keys of different lengths, so keys are grouped
-by length and each group is one 2-D array.
+by length and each group is one 2-D array. Where the package carries its compiled kernels
+(:mod:`parquet_bloom.kernels`), ``hudi_hashes`` does the chain in C instead, several keys side
+by side and without the GIL; both give the same ``int32`` hashes.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from parquet_bloom import kernels
 from parquet_bloom._hudi.keys import KeyBuffer
 
 __all__ = ["M", "R", "hash_chains", "positions"]
@@ -92,12 +95,18 @@ def _numpy_chains(keys: KeyBuffer, num_hashes: int) -> NDArray[np.int32]:
 def hash_chains(keys: KeyBuffer, num_hashes: int) -> NDArray[np.int32]:
     """Each key's ``num_hashes`` chained MurmurHash2 values, as Java ints: shape
     ``(len(keys), num_hashes)``."""
-    return _numpy_chains(keys, num_hashes)
+    compiled = kernels.compiled
+    if compiled is None:
+        return _numpy_chains(keys, num_hashes)
+    out = np.empty((len(keys), num_hashes), dtype=np.int32)
+    compiled.hudi_hashes(keys.data, keys.offsets, num_hashes, out)
+    return out
 
 
-def positions(chains: NDArray[np.int32], vector_size: int) -> NDArray[np.int64]:
+def positions(chains: NDArray[np.int32], vector_size: int) -> NDArray[np.int32]:
     """``Math.abs(h % vector_size)`` of each hash: Java's ``%`` keeps the dividend's sign,
-    as numpy's ``fmod`` does."""
-    result = np.fmod(chains.astype(np.int64), np.int64(vector_size))
+    as numpy's ``fmod`` does (exact in int32: ``vector_size`` is a positive Java int, and the
+    remainder's magnitude is below it, so ``abs`` cannot overflow)."""
+    result = np.fmod(chains, np.int32(vector_size))
     np.abs(result, out=result)
     return result
