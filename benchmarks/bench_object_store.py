@@ -23,6 +23,8 @@ The lookup matches the rows of one key. Measured in one run, on one server, best
   ``pyarrow.fs.S3FileSystem`` (``--s3fs-scan``: with s3fs through fsspec too, slower in every
   run so far); the fastest is pyarrow's figure;
 - ours: ``pb.prune("s3://bucket/t/", expr)`` then the pruned dataset's ``to_table``;
+- for information, the pruned scan of a dataset made on s3fs's own file objects
+  (``PyFileSystem(FSSpecHandler(fs))``), which read ahead, as prune's datasets of URLs did;
 - requests and response bytes of each (the server's meter), requests per file while pruning,
   target <= 1.2;
 - wall time, pyarrow's best scan / (prune + pruned scan), target >= 10.
@@ -48,6 +50,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from timing import report
 
@@ -60,6 +63,7 @@ TARGET_REQUESTS_PER_FILE = 1.2
 TARGET_SPEEDUP = 10.0
 FILTERED = ("id", "s")
 FPP = 0.01
+FSSPEC_FILES = "(the pruned scan on s3fs's files)"
 # What a user agent column holds: a few hundred long strings, repeated.
 AGENTS = [
     f"Mozilla/5.0 (platform {i % 7}; build {i * 7919 % 10007}) AppleWebKit/537.36 "
@@ -214,8 +218,12 @@ def main() -> int:
     s3 = S3Session(server)
     try:
         bucket = s3.bucket()
+        before = server.cpu_seconds()
         seconds, files = timed(lambda: upload(s3, bucket, shape))
-        print(f"(written and uploaded in {seconds:.0f} s)")
+        print(
+            f"(written and uploaded in {seconds:.0f} s, the server's CPU "
+            f"{server.cpu_seconds() - before:.0f} s of it)"
+        )
         describe(shape, files, s3, args)
         group = shape.group_keys(shape.files // 2, shape.row_groups // 2)
         expr = pc.field("id") == int(group[len(group) // 3])
@@ -270,6 +278,16 @@ def lookup(
         tables["ours"] = table
         reports.append(result.report)
 
+    def pruned_on_fsspec_files() -> None:
+        # (information) A dataset a user made on s3fs's own file objects, pruned: its scan
+        # reads through them, as prune's datasets of URLs did before they read exactly.
+        fs = pafs.PyFileSystem(pafs.FSSpecHandler(s3.fs()))
+        dataset = ds.dataset(f"{bucket}/t/", filesystem=fs, format="parquet")
+        result = pb.prune(dataset, expr)
+        _, tables[FSSPEC_FILES] = metered(
+            FSSPEC_FILES, lambda: result.dataset.to_table(filter=expr)
+        )
+
     scans = {"pyarrow scan, pyarrow.fs.S3FileSystem": s3.arrow_fs}
     if args.s3fs_scan:
         scans["pyarrow scan, s3fs through fsspec"] = s3.fs
@@ -277,6 +295,7 @@ def lookup(
         for name, make_fs in scans.items():
             scan(name, make_fs)
         ours()
+        pruned_on_fsspec_files()
     expected = tables[next(iter(scans))]
     assert expected.num_rows == shape.rows_per_key, "the lookup should match one key's rows"
     for name, table in tables.items():
@@ -284,7 +303,7 @@ def lookup(
 
     best = {name: min(ts) for name, ts in times.items()}
     print(f"  {'':<40} {'best':>11} {'requests':>11} {'bytes':>12} {'server CPU':>11}   runs")
-    for name in (*scans, "prune", "pruned scan"):
+    for name in (*scans, "prune", "pruned scan", FSSPEC_FILES):
         c = counts[name]
         print(
             f"  {name:<40} {best[name] * 1e3:8.0f} ms {c['requests']:6} req. {_mib(c['bytes'])}"
