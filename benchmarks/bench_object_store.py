@@ -25,8 +25,9 @@ The lookup matches the rows of one key. Measured in one run, on one server, best
 - ours: ``pb.prune("s3://bucket/t/", expr)`` then the pruned dataset's ``to_table``;
 - for information, the pruned scan of a dataset made on s3fs's own file objects
   (``PyFileSystem(FSSpecHandler(fs))``), which read ahead, as prune's datasets of URLs did;
-- requests and response bytes of each (the server's meter), requests per file while pruning,
-  target <= 1.2;
+- requests and response bytes of each (the server's meter), the CPU time of the benchmark's
+  process (every thread) and of the server's in the last run, requests per file while
+  pruning, target <= 1.2;
 - wall time, pyarrow's best scan / (prune + pruned scan), target >= 10.
 
 ``--sweeps`` adds prune's ``max_workers`` and the tail read's size, on the same server.
@@ -247,15 +248,15 @@ def lookup(
     prefix = f"s3://{bucket}/t/"
     times: dict[str, list[float]] = {}
     counts: dict[str, dict[str, int]] = {}
-    cpu: dict[str, float] = {}
+    cpu: dict[str, tuple[float, float]] = {}  # the last run's: ours (every thread), server's
     tables: dict[str, pa.Table] = {}
     reports: list[Any] = []
 
     def metered(name: str, fn: Callable[[], Any]) -> tuple[float, Any]:
         server.reset_counters()
-        before = server.cpu_seconds()
+        before = time.process_time(), server.cpu_seconds()
         seconds, result = timed(fn)
-        cpu[name] = server.cpu_seconds() - before
+        cpu[name] = (time.process_time() - before[0], server.cpu_seconds() - before[1])
         counts[name] = server.counters()
         times.setdefault(name, []).append(seconds)
         return seconds, result
@@ -302,12 +303,16 @@ def lookup(
         assert table.equals(expected), f"{name} differs"
 
     best = {name: min(ts) for name, ts in times.items()}
-    print(f"  {'':<40} {'best':>11} {'requests':>11} {'bytes':>12} {'server CPU':>11}   runs")
+    print(
+        f"  {'':<40} {'best':>11} {'requests':>11} {'bytes':>12} {'CPU: client':>12} "
+        f"{'server':>9}   runs"
+    )
     for name in (*scans, "prune", "pruned scan", FSSPEC_FILES):
         c = counts[name]
         print(
             f"  {name:<40} {best[name] * 1e3:8.0f} ms {c['requests']:6} req. {_mib(c['bytes'])}"
-            f" {cpu[name] * 1e3:8.0f} ms   {', '.join(f'{t * 1e3:.0f}' for t in times[name])} ms"
+            f" {cpu[name][0] * 1e3:9.0f} ms {cpu[name][1] * 1e3:6.0f} ms   "
+            f"{', '.join(f'{t * 1e3:.0f}' for t in times[name])} ms"
         )
     both = [counts["prune"], counts["pruned scan"]]
     print(
