@@ -20,6 +20,7 @@ PUBLIC = {
     "parquet_bloom.hudi",
     "parquet_bloom.iceberg",
     "parquet_bloom.delta",
+    "parquet_bloom.paimon",
 }
 MAX_LINES = 900
 

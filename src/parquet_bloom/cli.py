@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from parquet_bloom import _audit as audit
-from parquet_bloom import _cli_hudi
+from parquet_bloom import _cli_hudi, _cli_paimon
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
 from parquet_bloom._io import location
@@ -861,7 +861,7 @@ def _parser() -> argparse.ArgumentParser:
     rewriting(p)
     p.add_argument("--column", action="append", required=True, help="column (repeatable)")
     _cli_hudi.extend(sub)
-    return parser
+    return _cli_paimon.extend(sub, parser)
 
 
 def _error(err: IO[str], message: str) -> None:
