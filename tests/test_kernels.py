@@ -3,14 +3,18 @@ turned off, and that they refuse to read or write outside the buffers they are g
 
 What they compute is tested in test_sbbf.py, test_plain.py, test_pages.py and
 test_logical.py, whose every test runs with them and on numpy alone; here, also where the
-PLAIN strings of a page lie when it is cut short anywhere.
+PLAIN strings of a page lie when it is cut short anywhere, rows of every width hashed in place,
+and find's two loops (AVX2 and scalar) against the spec's reference and numpy's find.
 """
 
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from types import ModuleType
 
 import numpy as np
@@ -19,8 +23,10 @@ import xxhash
 from hypothesis import given
 from hypothesis import strategies as st
 
+import parquet_bloom as pb
 from parquet_bloom import kernels
 from tests import skips
+from tests.reference import ReferenceFilter
 
 
 @pytest.fixture
@@ -165,3 +171,172 @@ def test_byte_array_spans_need_room_and_a_count(compiled: ModuleType) -> None:
         index = 0 if cut < 6 else 1
         with pytest.raises(ValueError, match=f"value {index} of 2 runs past the {cut} bytes"):
             compiled.byte_array_spans(np.frombuffer(two[:cut], np.uint8), 2, room, room.copy())
+
+
+def test_rows_of_every_width_hash_as_xxhash_does(compiled: ModuleType) -> None:
+    # 4- and 8-byte rows (INT32, INT64, FLOAT, DOUBLE) take loops of their own; every width
+    # around them and the stripe sizes of XXH64 (32 bytes), rows apart or back to back.
+    data = np.random.default_rng(5).integers(0, 256, 4000, dtype=np.uint8)
+    for width in [*range(0, 41), 63, 64, 65]:
+        for stride in {width, width + 3}:
+            count = min(20, (data.size - 7 - width) // max(stride, 1) + 1)
+            out = np.zeros(count, dtype=np.uint64)
+            compiled.xxh64_rows(data, 7, stride, width, count, out)
+            rows = [data[7 + i * stride : 7 + i * stride + width] for i in range(count)]
+            assert out.tolist() == [xxhash.xxh64_intdigest(r.tobytes()) for r in rows], width
+
+
+@pytest.fixture(params=["AVX2", "scalar"])
+def find_loop(request: pytest.FixtureRequest, compiled: ModuleType) -> Iterator[bool]:
+    """find with its AVX2 loop (where the CPU has AVX2; the scalar loop elsewhere), then with
+    the scalar one; yields whether the AVX2 loop is on."""
+    used = compiled.set_vector_path(request.param == "AVX2")
+    assert used <= (request.param == "AVX2")  # never on when asked to be off
+    try:
+        yield used
+    finally:
+        compiled.set_vector_path(True)  # as the module loads: on where the CPU has it
+
+
+def _cpu_flags() -> set[str] | None:
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("flags"):
+                    return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return None
+
+
+def test_the_avx2_loop_is_used_where_the_cpu_has_avx2(compiled: ModuleType) -> None:
+    # Where Linux tells: a dispatch that never picked the AVX2 loop would pass every other test.
+    flags = _cpu_flags()
+    has_avx2 = flags is not None and "avx2" in flags
+    on_x86 = platform.machine().lower() in ("x86_64", "amd64")
+    try:
+        used = compiled.set_vector_path(True)
+        assert compiled.set_vector_path(False) is False
+    finally:
+        compiled.set_vector_path(True)
+    if flags is not None:
+        assert used == (has_avx2 and on_x86)
+
+
+EDGE_HASHES = np.array([0, 1, 2**32 - 1, 2**32, 2**63, 2**64 - 2**32, 2**64 - 1], dtype=np.uint64)
+
+
+@pytest.mark.parametrize("num_bytes", [32, 64, 1024, 1 << 20])
+@pytest.mark.parametrize("fill", [0, 1, 8, 64])
+def test_find_matches_the_reference(
+    find_loop: bool, compiled: ModuleType, num_bytes: int, fill: int
+) -> None:
+    # Filters from empty to saturated (fill: hashes inserted a block), probes spread over every
+    # block plus the edges of the block index and the key; one byte out a probe, 1 or 0.
+    rng = np.random.default_rng(num_bytes + fill)
+    inserted = rng.integers(0, 2**64, fill * num_bytes // 32, dtype=np.uint64)
+    ref = ReferenceFilter(num_bytes)
+    for h in inserted.tolist():
+        ref.insert(h)
+    words = np.frombuffer(ref.to_bytes(), dtype="<u4").reshape(-1, 8)
+    probes = np.concatenate(
+        [inserted[:500], rng.integers(0, 2**64, 3000, dtype=np.uint64), EDGE_HASHES]
+    )
+    out = np.full(probes.size, 7, dtype=np.uint8)
+    compiled.find(words, probes, out)
+    assert out.tolist() == [int(ref.find(h)) for h in probes.tolist()]
+
+
+def test_find_agrees_with_numpy_on_the_largest_filter(
+    find_loop: bool, compiled: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 128 MiB, 4 Mi blocks: block indexes up to the last block, offsets up to the last byte.
+    f = pb.SplitBlockBloomFilter(128 << 20)  # the largest any reader takes
+    rng = np.random.default_rng(1)
+    inserted = rng.integers(0, 2**64, 200_000, dtype=np.uint64)
+    inserted[::3] |= np.uint64(0xF000_0000_0000_0000)  # a third in the last 1/16 of the blocks
+    crowd = np.uint64(0xFFFE_0000_0000_0000)  # the last 128 blocks: 5000 hashes, ~39 a block
+    f.insert_hashes(inserted)
+    f.insert_hashes(rng.integers(0, 2**64, 5000, dtype=np.uint64) | crowd)
+    f.insert_hashes(EDGE_HASHES)
+    others = rng.integers(0, 2**64, 200_000, dtype=np.uint64)
+    probes = np.concatenate([inserted[:1000], others[:4000] | crowd, others, EDGE_HASHES])
+    out = np.empty(probes.size, dtype=bool)
+    compiled.find(f.words, probes, out)
+    assert out[:1000].all() and out[-len(EDGE_HASHES) :].all()
+    assert 0 < out[1000:5000].sum() < 1000  # in a crowded block, 6 % of other hashes pass
+    monkeypatch.setattr(kernels, "compiled", None)
+    assert np.array_equal(out, f.find_hashes(probes))
+    assert out[:50].tolist() == [f.find_hash(h) for h in probes[:50].tolist()]
+
+
+def test_find_of_no_hashes(find_loop: bool, compiled: ModuleType) -> None:
+    words = np.full((1, 8), 0xFFFFFFFF, dtype=np.uint32)
+    compiled.find(words, np.empty(0, dtype=np.uint64), np.empty(0, dtype=bool))
+    compiled.find(words, b"", bytearray())
+
+
+def test_find_refuses_buffers_of_the_wrong_size_or_kind(compiled: ModuleType) -> None:
+    words = np.full((4, 8), 0xFFFFFFFF, dtype=np.uint32)
+    hashes = np.arange(6, dtype=np.uint64)
+    out = np.zeros(6, dtype=bool)
+
+    def refused(error: type[Exception], match: str, *args: object) -> None:
+        with pytest.raises(error, match=match):
+            compiled.find(*args)
+        assert not out.any()  # refused before writing anything
+
+    refused(ValueError, "a filter of 0 bytes is not whole blocks", words[:0], hashes, out)
+    refused(
+        ValueError, "a filter of 48 bytes is not whole blocks", words.reshape(-1)[:12], hashes, out
+    )
+    refused(
+        ValueError, "12 bytes are not whole 64-bit hashes", words, hashes.view(np.uint32)[:3], out
+    )
+    refused(
+        ValueError,
+        r"6 hashes need an output of 6 bytes \(one a hash\), not 5",
+        words,
+        hashes,
+        out[:5],
+    )
+    refused(ValueError, "not 7", words, hashes, np.zeros(7, dtype=bool))
+    refused(ValueError, "0 hashes need an output of 0 bytes", words, hashes[:0], out)
+    refused(ValueError, "not 48", words, hashes, np.zeros(6, dtype=np.int64))  # not bytes
+    refused(ValueError, "contiguous", words, hashes[::2], out[:3])
+    refused(ValueError, "contiguous", words[:, ::2], hashes, out)
+    refused(TypeError, "read-write", words, hashes, bytes(6))
+    refused(TypeError, "bytes-like", words, hashes.tolist(), out)
+    refused(TypeError, "bytes-like", "words", hashes, out)
+    refused(TypeError, "takes exactly 3 arguments|expected 3 arguments", words, hashes)
+    compiled.find(words, hashes, out)  # and the right ones are taken
+    assert out.all()
+
+
+def test_find_releases_the_gil(compiled: ModuleType) -> None:
+    # With a switch interval longer than the test, a thread that holds the GIL keeps it until it
+    # blocks or ends: this thread can run while the worker is still probing only if find let
+    # go of the GIL (as every kernel does, so that threads probe filters in parallel).
+    words = np.full((1 << 10, 8), 0xFFFFFFFF, dtype=np.uint32)
+    hashes = np.arange(1 << 20, dtype=np.uint64)
+    out = np.empty(hashes.size, dtype=bool)
+    started, finished = threading.Event(), threading.Event()
+
+    def probe() -> None:
+        started.set()
+        for _ in range(20):
+            compiled.find(words, hashes, out)
+        finished.set()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1000.0)
+    try:
+        worker = threading.Thread(target=probe)
+        worker.start()
+        started.wait()
+        ran_while_probing = not finished.is_set()
+        worker.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert ran_while_probing
+    assert out.all()

@@ -150,6 +150,77 @@ def test_find_matches_reference(num_bytes: int, inserted: list[int], probes: lis
     assert [ours.find_hash(h) for h in probes] == expected
 
 
+def test_find_takes_any_layout_and_no_hashes() -> None:
+    rng = np.random.default_rng(4)
+    hashes = rng.integers(0, 2**64, 4000, dtype=np.uint64)
+    f = pb.SplitBlockBloomFilter(1024)
+    f.insert_hashes(hashes[::4])
+    expected = f.find_hashes(hashes).tolist()
+    assert expected[::4] == [True] * 1000 and not all(expected)
+    assert f.find_hashes(hashes[::2]).tolist() == expected[::2]  # strided
+    assert (
+        f.find_hashes(hashes.reshape(40, 100).T).tolist()
+        == np.array(expected).reshape(40, 100).T.ravel().tolist()
+    )  # flattened in C order, as insert_hashes does
+    assert f.find_hashes(hashes.view(np.int64)).tolist() == expected  # signed
+    small = hashes[hashes < 2**63][:5]
+    assert f.find_hashes(small.tolist()).tolist() == f.find_hashes(small).tolist()  # Python ints
+    none = f.find_hashes(np.empty(0, dtype=np.uint64))
+    assert none.dtype == bool and none.shape == (0,)
+    assert f.find_hashes([]).shape == (0,)
+
+
+# Numbers of each dtype, as might_contain_many hashes them a part at a time, and the physical
+# types each can be written as (None: as inferred from the dtype).
+NUMBERS = [
+    ("int64", [None, "INT64", "DOUBLE"]),
+    ("uint64", [None, "INT64"]),
+    ("int32", [None, "INT32", "INT64", "FLOAT"]),
+    ("uint32", [None, "INT32", "INT64"]),
+    ("int16", [None, "INT32"]),
+    ("float64", [None, "DOUBLE", "FLOAT"]),
+    ("float32", [None, "FLOAT", "DOUBLE"]),
+    ("float16", [None, "FIXED_LEN_BYTE_ARRAY"]),
+]
+
+
+@pytest.mark.parametrize(("dtype", "physical_types"), NUMBERS)
+def test_might_contain_many_in_parts_is_find_of_the_hashes(
+    monkeypatch: pytest.MonkeyPatch, dtype: str, physical_types: list[str | None]
+) -> None:
+    # A part smaller than the values, and not dividing them: the last part is short.
+    monkeypatch.setattr(sbbf, "PROBE_CHUNK", 700)
+    rng = np.random.default_rng(9)
+    info = np.finfo(dtype) if dtype.startswith("float") else np.iinfo(dtype)
+    values = rng.uniform(max(float(info.min), -1e6), min(float(info.max), 1e6), 5000).astype(dtype)
+    for physical_type in physical_types:
+        type_length = 2 if physical_type == "FIXED_LEN_BYTE_ARRAY" else None
+        f = pb.SplitBlockBloomFilter(4096)
+        f.insert(values[::3], physical_type, type_length=type_length)
+        found = f.might_contain_many(values, physical_type, type_length=type_length)
+        hashes = pb.hash_values(values, physical_type, type_length=type_length)
+        assert found.tolist() == f.find_hashes(hashes).tolist()
+        assert found[::3].all() and not found.all()
+
+
+def test_might_contain_many_in_parts_raises_as_a_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first value that does not fit is named, though it lies in a later part.
+    monkeypatch.setattr(sbbf, "PROBE_CHUNK", 700)
+    values = np.arange(5000, dtype=np.int64)
+    values[3000] = 2**40
+    values[4000] = -(2**40)
+    f = pb.SplitBlockBloomFilter(1024)
+    with pytest.raises(ValueError) as whole:
+        pb.hash_values(values, "INT32")
+    with pytest.raises(ValueError) as in_parts:
+        f.might_contain_many(values, "INT32")
+    assert str(in_parts.value) == str(whole.value) and str(2**40) in str(whole.value)
+    with pytest.raises(TypeError, match="no Parquet physical type"):
+        f.might_contain_many(np.arange(5000).astype("datetime64[s]"))
+    with pytest.raises(ValueError, match="BOOLEAN"):
+        f.might_contain_many(np.zeros(5000, dtype=bool))
+
+
 @settings(max_examples=40, deadline=None)
 @given(NUM_BYTES, hash_lists())
 def test_bytes_round_trip(num_bytes: int, hashes: list[int]) -> None:

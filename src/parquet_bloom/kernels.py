@@ -4,11 +4,12 @@ The numpy code in :mod:`parquet_bloom._xxh64`, :mod:`parquet_bloom._pages` and
 :mod:`parquet_bloom._sbbf` is complete by itself: it is the reference, it runs wherever numpy
 does, and every test runs on it. Where the package was installed with a C compiler at hand, it
 also carries ``_kernels``, a small C extension (``_kernels.c``) with the loops that dominate
-building filters: XXH64 of fixed-width rows, XXH64 of byte spans, finding where the PLAIN
-strings of a page lie, and setting a hash's eight bits in its block. They do in one pass per
-value what numpy does in a dozen passes per step (or Python in a loop), and they release the
-GIL, so the threads that build filters run in parallel (the pattern of msgpack's ``_cmsgpack`` and
-pyiceberg's Cython decoder, each with a pure-Python fallback).
+building and probing filters: XXH64 of fixed-width rows, XXH64 of byte spans, finding where
+the PLAIN strings of a page lie, setting a hash's eight bits in its block, and testing them
+(with AVX2 where the CPU has it). They do in one pass per value what numpy does in a dozen
+passes per step (or Python in a loop), and they release the GIL, so the threads that build or
+probe filters run in parallel (the pattern of msgpack's ``_cmsgpack`` and pyiceberg's Cython
+decoder, each with a pure-Python fallback).
 
 The extension also chains Hadoop's MurmurHash2 over record keys for Hudi's filters
 (:mod:`parquet_bloom._hudi.murmur`), the loop that hashes keys for probing and building them.
@@ -63,6 +64,10 @@ class Kernels(Protocol):
 
     def insert(self, words: Buffer, hashes: Buffer, /) -> None:
         """Set each hash's eight bits in a split-block filter's words."""
+
+    def find(self, words: Buffer, hashes: Buffer, out: Buffer, /) -> None:
+        """``out[i]`` = whether all eight bits of ``hashes[i]`` are set in a split-block
+        filter's words (one byte a hash: a numpy bool array of the hashes' length)."""
 
     def hudi_hashes(self, data: Buffer, offsets: Buffer, num_hashes: int, out: Buffer, /) -> None:
         """Hudi's record-key hashes: for key ``i`` = ``data[offsets[i] : offsets[i + 1]]``
