@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from parquet_bloom import _audit as audit
-from parquet_bloom import _cli_hudi, _cli_paimon
+from parquet_bloom import _cli_hudi, _cli_paimon, _cli_table
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
 from parquet_bloom._io import location
@@ -79,7 +79,7 @@ def _rate(x: float | None) -> str:
     return f"{x:.2%}"
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
 
     def line(cells: Sequence[str]) -> str:
@@ -97,7 +97,7 @@ def _one_line(err: BaseException) -> str:
     return text or type(err).__name__
 
 
-class _Progress:
+class Progress:
     """A progress bar on stderr, drawn over itself with carriage returns (no dependencies)."""
 
     def __init__(self, total: int, enabled: bool, stream: IO[str]) -> None:
@@ -125,7 +125,7 @@ class _Progress:
 
 
 def _bad_file(
-    path: str, error: Exception, progress: _Progress, err: IO[str], results: list[dict[str, Any]]
+    path: str, error: Exception, progress: Progress, err: IO[str], results: list[dict[str, Any]]
 ) -> int:
     """Report a file that cannot be read: one line on stderr, and an entry in the JSON output.
     The line names the file, once (most of our errors name it already)."""
@@ -136,9 +136,9 @@ def _bad_file(
     return EXIT_BAD_INPUT
 
 
-def _progress(args: argparse.Namespace, total: int, stderr: IO[str]) -> _Progress:
+def progress_bar(args: argparse.Namespace, total: int, stderr: IO[str]) -> Progress:
     tty = getattr(stderr, "isatty", lambda: False)()
-    return _Progress(total, bool(args.progress) or (tty and total > 1), stderr)
+    return Progress(total, bool(args.progress) or (tty and total > 1), stderr)
 
 
 # -- files: paths, URLs, directories, globs -------------------------------------------------------
@@ -169,7 +169,7 @@ def _each_file(
     args: argparse.Namespace,
     err: IO[str],
     results: list[dict[str, Any]],
-    work: Callable[[str, dict[str, Any], int, _Progress], tuple[int, int]],
+    work: Callable[[str, dict[str, Any], int, Progress], tuple[int, int]],
 ) -> tuple[int, list[Stats]]:
     """Run ``work(name, open_kwargs, index, progress)`` on every file the FILE arguments name
     (each a path, a URL, a directory, a prefix ending in ``/`` or a glob, listed once;
@@ -185,8 +185,8 @@ def _each_file(
         except BrokenPipeError:
             raise
         except _INPUT_ERRORS as e:
-            status = _bad_file(arg, e, _Progress(0, False, err), err, results)
-    progress = _progress(args, len(queue), err)
+            status = _bad_file(arg, e, Progress(0, False, err), err, results)
+    progress = progress_bar(args, len(queue), err)
     stats: list[Stats] = []
     index = 0
     while queue:
@@ -227,7 +227,7 @@ def _stats_text(stats: Sequence[Stats]) -> str:
             f"{sum(s[2] for s in stats):,}",
         ]
     )
-    return _table(["file", "requests", "bytes read"], rows, right=(1, 2))
+    return table(["file", "requests", "bytes read"], rows, right=(1, 2))
 
 
 def _stats_dict(stats: Sequence[Stats]) -> dict[str, int]:
@@ -287,13 +287,13 @@ def _inspect_text(report: audit.FileReport) -> str:
         )
     headers = ["rg", "column", "filter", "offset", "length", "location", "bytes", "set"]
     headers += ["est. NDV", "fpp", "warnings"]
-    return head + "\n" + _table(headers, rows, right=(0, 3, 4, 6, 7, 8, 9))
+    return head + "\n" + table(headers, rows, right=(0, 3, 4, 6, 7, 8, 9))
 
 
 def _cmd_inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     results: list[dict[str, Any]] = []
 
-    def work(name: str, kwargs: dict[str, Any], i: int, progress: _Progress) -> tuple[int, int]:
+    def work(name: str, kwargs: dict[str, Any], i: int, progress: Progress) -> tuple[int, int]:
         report = audit.inspect_file(name, **kwargs)
         if args.json:
             results.append(report.to_dict() | _cost(args, report.requests, report.bytes_read))
@@ -446,7 +446,7 @@ def _cmd_probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         raise _UsageError(f"probe needs values after --column {column} (see {PROG} probe --help)")
     results: list[dict[str, Any]] = []
 
-    def work(name: str, kwargs: dict[str, Any], i: int, progress: _Progress) -> tuple[int, int]:
+    def work(name: str, kwargs: dict[str, Any], i: int, progress: Progress) -> tuple[int, int]:
         outcome, requests, bytes_read = _probe_file(name, column, texts, **kwargs)
         results.append(outcome | _cost(args, requests, bytes_read))
         return requests, bytes_read
@@ -464,7 +464,7 @@ def _cmd_probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         ]
         values = ", ".join(texts)
         out.write(f"{column} in ({values})\n")
-        out.write(_table(["file", "rg", "result", "why"], rows, right=(1,)) + "\n")
+        out.write(table(["file", "rg", "result", "why"], rows, right=(1,)) + "\n")
         kept = outcomes.count("might contain")
         out.write(f"{kept} of {len(outcomes)} row groups might contain a value\n")
         _finish(args, out, {}, stats)
@@ -498,7 +498,7 @@ def _check_text(report: audit.CheckReport) -> str:
             )
         headers = ["rg", "column", "bytes", "values", "NDV", "missing", "fpp", "fpp@NDV"]
         headers += ["exact", "sized like", "notes"]
-        lines.append(_table(headers, rows, right=(0, 2, 3, 4, 5, 6, 7)))
+        lines.append(table(headers, rows, right=(0, 2, 3, 4, 5, 6, 7)))
     lines.extend(f"  note: {n}" for n in report.notes)
     for v in report.violations:
         lines.append(f"  VIOLATION [{v.kind}] {v}")
@@ -514,7 +514,7 @@ def _cmd_check(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     results: list[dict[str, Any]] = []
     violations = False
 
-    def work(name: str, kwargs: dict[str, Any], i: int, progress: _Progress) -> tuple[int, int]:
+    def work(name: str, kwargs: dict[str, Any], i: int, progress: Progress) -> tuple[int, int]:
         nonlocal violations
         base = os.path.basename(name)
 
@@ -594,7 +594,7 @@ def _rewrite_text(report: Any) -> str:
     )
     if report.filters_written:
         rows = [[str(rg), column, _size(n)] for rg, column, n in report.filters_written]
-        text += "\n" + _table(["rg", "column", "bytes"], rows, right=(0, 2))
+        text += "\n" + table(["rg", "column", "bytes"], rows, right=(0, 2))
     return text
 
 
@@ -626,7 +626,7 @@ def _transfer_text(reports: Sequence[Any]) -> str:
     rows = [[f"{r.src} -> {r.dst}", *(f"{n:,}" for n in _transfer(r).values())] for r in reports]
     totals = [sum(_transfer(r)[key] for r in reports) for key in _transfer(reports[0])]
     rows.append([f"total ({len(reports)} files)", *(f"{n:,}" for n in totals)])
-    return _table(["file", "downloaded", "uploaded", "copied"], rows, right=(1, 2, 3))
+    return table(["file", "downloaded", "uploaded", "copied"], rows, right=(1, 2, 3))
 
 
 def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any) -> int:
@@ -659,7 +659,7 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
         _bad_file(src, error, progress, err, results)
         after(src)
 
-    progress = _progress(args, len(jobs), err)
+    progress = progress_bar(args, len(jobs), err)
     progress.show(0, os.path.basename(jobs[0][0]))
     options = dict(args.storage_option) if args.storage_option else None
     rewrite_files(
@@ -714,7 +714,7 @@ def _cmd_remove(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 # -- the parser ----------------------------------------------------------------------------------
 
 
-def _fpp(text: str) -> float:
+def fpp(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -724,7 +724,7 @@ def _fpp(text: str) -> float:
     return value
 
 
-def _count(text: str) -> int:
+def count(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -735,7 +735,7 @@ def _count(text: str) -> int:
 
 
 def _positive(text: str) -> int:
-    if (value := _count(text)) == 0:
+    if (value := count(text)) == 0:
         raise argparse.ArgumentTypeError("must be > 0, got 0")
     return value
 
@@ -818,7 +818,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     reading(p)
     p.add_argument("--column", action="append", help="check only this column (repeatable)")
-    p.add_argument("--max-fpp", type=_fpp, help="also flag filters whose rate exceeds this")
+    p.add_argument("--max-fpp", type=fpp, help="also flag filters whose rate exceeds this")
 
     def rewriting(p: argparse.ArgumentParser) -> None:
         p.usage = (
@@ -845,9 +845,9 @@ def _parser() -> argparse.ArgumentParser:
     p = command("add", "Add (or replace) filters for columns, sized per chunk.", _cmd_add)
     rewriting(p)
     p.add_argument("--column", action="append", required=True, help="column (repeatable)")
-    p.add_argument("--fpp", type=_fpp, help="false-positive rate (default 0.01)")
-    p.add_argument("--ndv", type=_count, help="size for this many values (default: the chunk's)")
-    p.add_argument("--bytes", type=_count, help="bitset size, a power of two from 32")
+    p.add_argument("--fpp", type=fpp, help="false-positive rate (default 0.01)")
+    p.add_argument("--ndv", type=count, help="size for this many values (default: the chunk's)")
+    p.add_argument("--bytes", type=count, help="bitset size, a power of two from 32")
     p.add_argument("--flavor", choices=FLAVORS, help="round sizes as this writer does")
 
     p = command(
@@ -855,13 +855,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     rewriting(p)
     p.add_argument("--column", action="append", help="column (repeatable)")
-    p.add_argument("--fpp", type=_fpp, help="false-positive rate (default 0.01)")
+    p.add_argument("--fpp", type=fpp, help="false-positive rate (default 0.01)")
 
     p = command("remove", "Remove the filters of columns.", _cmd_remove)
     rewriting(p)
     p.add_argument("--column", action="append", required=True, help="column (repeatable)")
     _cli_hudi.extend(sub)
-    return _cli_paimon.extend(sub, parser)
+    return _cli_table.extend(sub, _cli_paimon.extend(sub, parser))
 
 
 def _error(err: IO[str], message: str) -> None:

@@ -1,0 +1,879 @@
+"""The ``parquet-bloom table`` command: ``inspect``, ``prune``, ``add``, ``resize`` and
+``remove`` on a whole Delta Lake or Iceberg table (docs/cli.md#table).
+
+:mod:`parquet_bloom.cli` calls :func:`extend` with its subcommands once they are built. TABLE
+is a Delta table's path or URL (it has ``_delta_log/``), an Iceberg table named in a catalog
+(``--catalog NAME``, TABLE its identifier; pyiceberg's ``load_catalog`` configuration, read when
+the command runs), or an Iceberg table's location or ``metadata.json``, opened read-only as a
+pyiceberg ``StaticTable``. The work is :mod:`parquet_bloom.delta`'s and
+:mod:`parquet_bloom.iceberg`'s; this module opens the table, types the values, runs the
+rewrite's stages with a progress bar over files, and prints as the file commands print: a table
+for people, ``--json``, ``--stats``, one-line errors, exit 0, 1 (prune: nothing might match)
+or 2 (bad input, or files a rewrite did not commit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import uuid
+import warnings
+from collections import Counter
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import IO, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from parquet_bloom import _audit as audit
+from parquet_bloom import cli
+from parquet_bloom._io import location
+from parquet_bloom._reader import BloomFilterReader
+from parquet_bloom._sizing import FLAVORS
+from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_from_properties
+from parquet_bloom._tables.jobs import JobOutcome, TableRewriteReport, run_jobs
+from parquet_bloom.errors import BloomFilterError
+
+__all__ = ["extend"]
+
+Run = Callable[[argparse.Namespace, IO[str], IO[str]], int]
+
+# Footers read at once by inspect: a few requests in flight hide a store's latency.
+_MAX_WORKERS = 4
+_ICEBERG_SUFFIX = ".metadata.json"
+# A metadata file's version: "00012-<uuid>.metadata.json" (catalogs), "v12.metadata.json".
+_METADATA_VERSION = re.compile(r"^v?(\d+)[-.]")
+# What reading one file may raise: that file is reported and the others go on.
+_FILE_ERRORS = (BloomFilterError, OSError, ValueError, TypeError, pa.ArrowException)
+# The libraries whose own exceptions mean "this table, its store or the configuration is bad":
+# the table libraries, pyiceberg's catalogs, and the object stores' clients under fsspec.
+_TABLE_LIBRARIES = frozenset(
+    {"deltalake", "pyiceberg", "sqlalchemy", "pydantic", "botocore", "aiobotocore", "aiohttp"}
+    | {"google", "gcsfs", "azure", "adlfs", "fsspec", "s3fs"}
+)
+
+
+class _TableError(ValueError):
+    """A table that cannot be opened or used as asked: one line, exit status 2."""
+
+
+def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the ``table`` command to ``subcommands`` (``parser``'s ``add_subparsers()``
+    action); returns ``parser``."""
+    table = subcommands.add_parser(
+        "table",
+        help="Inspect, prune, add, resize or remove the filters of a Delta or Iceberg table.",
+        description="The Bloom filters of a whole Delta Lake or Iceberg table: inspect its data "
+        "files, prune a scan, or add, resize or remove filters in one commit.",
+    )
+    commands = "{inspect,prune,add,resize,remove}"
+    sub = table.add_subparsers(dest="table_command", required=True, metavar=commands)
+
+    def command(name: str, help: str, run: Run) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help)
+        p.add_argument(
+            "table",
+            metavar="TABLE",
+            help="a Delta table's path or URL; an Iceberg table's location or metadata.json "
+            "(read-only); or, with --catalog, an Iceberg table's identifier (ns.table)",
+        )
+        p.add_argument("--catalog", metavar="NAME", help="the pyiceberg catalog of TABLE")
+        p.add_argument(
+            "--format", choices=("delta", "iceberg"), help="the table's format (default: told)"
+        )
+        p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+        p.add_argument(
+            "--storage-option",
+            action="append",
+            type=_storage_option,
+            default=[],
+            metavar="KEY=VALUE",
+            help="an option of the table library (repeatable): deltalake's storage options "
+            "(AWS_ENDPOINT_URL=...) or Iceberg FileIO properties (s3.endpoint=...)",
+        )
+        p.add_argument("--stats", action="store_true", help="also print what each file cost")
+        p.add_argument(
+            "--progress", action="store_true", help="show progress on stderr even if not a TTY"
+        )
+        p.set_defaults(run=_guarded(run, p))
+        return p
+
+    def at_version(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--version", type=cli.count, metavar="N", help="the Delta table version")
+        p.add_argument("--snapshot-id", type=int, metavar="N", help="the Iceberg snapshot")
+
+    def rewriting(p: argparse.ArgumentParser, sizing: bool = True) -> None:
+        p.add_argument(
+            "--files",
+            nargs="+",
+            metavar="F",
+            help="only these data files, named as 'table inspect' names them",
+        )
+        if sizing:
+            p.add_argument("--fpp", type=cli.fpp, help="false-positive rate (default 0.01)")
+            p.add_argument("--ndv", type=cli.count, help="size for this many values")
+            p.add_argument("--bytes", type=cli.count, help="bitset size, a power of two")
+            p.add_argument("--flavor", choices=FLAVORS, help="round sizes as this writer does")
+
+    p = command("inspect", "Each data file's rows, size, row groups and filters.", _inspect)
+    at_version(p)
+    p = command(
+        "prune",
+        "The data files and row groups that might hold rows with these values (exit 1 if "
+        "none might).",
+        _prune,
+    )
+    at_version(p)
+    p.usage = f"{cli.PROG} table prune [options] TABLE --column C VALUE [VALUE ...] [--column ...]"
+    p.add_argument(
+        "--column",
+        nargs="+",
+        action="append",
+        required=True,
+        metavar=("C", "VALUE"),
+        help="a column, then values read as its type (repeatable: every column must match)",
+    )
+    p = command("add", "Add (or replace) filters for columns, in one commit.", _add)
+    p.add_argument("--column", action="append", required=True, help="column (repeatable)")
+    rewriting(p)
+    p = command("resize", "Rebuild filters (default: every existing one), in one commit.", _resize)
+    p.add_argument("--column", action="append", help="column (repeatable)")
+    rewriting(p)
+    p = command("remove", "Remove the filters of columns, in one commit.", _remove)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--column", action="append", help="column (repeatable)")
+    which.add_argument("--all", action="store_true", help="every filter")
+    rewriting(p, sizing=False)
+    return parser
+
+
+# -- options and errors ----------------------------------------------------------------------
+
+
+def _storage_option(text: str) -> tuple[str, str]:
+    """``KEY=VALUE``, kept as strings: the table libraries take strings."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def _guarded(run: Run, parser: argparse.ArgumentParser) -> Run:
+    """``run`` with the table libraries' own exceptions reported as bad input (one line, exit
+    2) and the warnings raised meanwhile printed one line each, after the output."""
+
+    def guarded(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+        args.parser = parser
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                return run(args, out, err)
+            except Exception as e:
+                root = type(e).__module__.split(".")[0]
+                if root in _TABLE_LIBRARIES and not isinstance(e, ValueError | OSError):
+                    raise _TableError(f"{args.table}: {type(e).__name__}: {e}") from e
+                raise
+            finally:
+                seen = set()
+                for w in caught:
+                    message = " ".join(str(w.message).split())
+                    if message not in seen:
+                        seen.add(message)
+                        err.write(f"{cli.PROG}: warning: {message}\n")
+
+    return guarded
+
+
+# -- the table -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _DataFile:
+    """A data file of the snapshot: ``key`` as the table names it (Delta: its path under the
+    root, as the log writes it; Iceberg: its URI), ``source`` as the reader opens it."""
+
+    key: str
+    source: str
+    size: int
+    file_format: str = "PARQUET"
+
+
+@dataclass
+class _Table:
+    """An opened table: its ``format``, its ``name`` as printed, the library's ``handle``
+    (``deltalake.DeltaTable`` or pyiceberg ``Table``), its ``root`` (Delta: its path or URL;
+    Iceberg: its location), the ``options`` given (deltalake's storage options or Iceberg
+    FileIO properties), ``file_options`` (fsspec's, for the data files) and ``static``: an
+    Iceberg table opened from its metadata, which cannot be committed to."""
+
+    format: str
+    name: str
+    handle: Any
+    root: str
+    options: dict[str, str]
+    file_options: dict[str, Any] = field(default_factory=dict)
+    static: bool = False
+    snapshot_id: int | None = None
+
+    @property
+    def version(self) -> int | None:
+        """The Delta version or the Iceberg snapshot id read (None: a table without one)."""
+        if self.format == "delta":
+            return int(self.handle.version())
+        snapshot = self.snapshot()
+        return None if snapshot is None else int(snapshot.snapshot_id)
+
+    def snapshot(self) -> Any:
+        """The Iceberg snapshot read (None: a table without one)."""
+        if self.snapshot_id is not None:
+            return self.handle.snapshot_by_id(self.snapshot_id)
+        return self.handle.current_snapshot()
+
+    def display(self, key: str) -> str:
+        """A data file as the text output names it: under the table's root when it is."""
+        for root in (self.root, local_or_url(self.root)):
+            prefix = root.rstrip("/") + "/"
+            if key.startswith(prefix):
+                return key[len(prefix) :]
+        return key
+
+
+def _open(args: argparse.Namespace, *, writing: bool = False) -> _Table:
+    """The table TABLE names, at ``--version`` / ``--snapshot-id`` when given."""
+    options = dict(args.storage_option)
+    version = getattr(args, "version", None)
+    snapshot_id = getattr(args, "snapshot_id", None)
+    if args.catalog is not None:
+        if args.format == "delta":
+            args.parser.error("--catalog names an Iceberg catalog; not with --format delta")
+        table = _open_catalog(args.catalog, args.table, options)
+    else:
+        kind = args.format or _detect(args.table, options)
+        if kind == "delta":
+            if snapshot_id is not None:
+                args.parser.error("--snapshot-id is for Iceberg tables; use --version N")
+            return _open_delta(args.table, version, options)
+        table = _open_static(args.table, options)
+        if writing:
+            raise _TableError(
+                f"{args.table} is opened from its metadata, read-only: committing to an "
+                "Iceberg table needs its catalog (--catalog NAME and the table's identifier)"
+            )
+    if version is not None:
+        args.parser.error("--version is for Delta tables; use --snapshot-id N")
+    if snapshot_id is not None:
+        if table.handle.snapshot_by_id(snapshot_id) is None:
+            raise _TableError(f"{args.table} has no snapshot {snapshot_id}")
+        table.snapshot_id = snapshot_id
+    return table
+
+
+def _open_delta(uri: str, version: int | None, options: dict[str, str]) -> _Table:
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    import parquet_bloom.delta as pbd
+
+    try:
+        handle = DeltaTable(uri, version=version, storage_options=options or None)
+    except TableNotFoundError:
+        raise _TableError(f"no Delta table at {uri} (no _delta_log/ there)") from None
+    return _Table("delta", uri, handle, uri, options, pbd.file_storage_options(uri, options))
+
+
+def _open_catalog(name: str, identifier: str, options: dict[str, str]) -> _Table:
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.utils.config import Config
+
+    import parquet_bloom.iceberg as pbi
+
+    # Read now, not when pyiceberg was imported: its own copy of the environment is older.
+    config = Config().get_catalog_config(name)
+    if not config:
+        raise _TableError(
+            f"no Iceberg catalog {name!r}: configure it in ~/.pyiceberg.yaml or with "
+            f"PYICEBERG_CATALOG__{name.upper()}__* environment variables"
+        )
+    try:
+        properties: dict[str, Any] = {**config, **options}
+        catalog = load_catalog(name, **properties)
+        handle = catalog.load_table(identifier)
+    except Exception as e:  # the catalog's own errors: no such table, no connection...
+        raise _TableError(
+            f"cannot load {identifier} from the Iceberg catalog {name!r}: {type(e).__name__}: {e}"
+        ) from e
+    table = _Table("iceberg", identifier, handle, handle.location(), options)
+    table.file_options = pbi.storage_options_for(handle)
+    return table
+
+
+def _open_static(path: str, options: dict[str, str]) -> _Table:
+    from pyiceberg.table import StaticTable
+
+    import parquet_bloom.iceberg as pbi
+
+    metadata = _metadata_file(path, options)
+    handle = StaticTable.from_metadata(metadata, properties=options)
+    table = _Table("iceberg", path, handle, handle.location(), options, static=True)
+    table.file_options = pbi.storage_options_for(handle)
+    return table
+
+
+def _filesystem(uri: str, options: dict[str, str]) -> tuple[Any | None, str]:
+    """``(fsspec filesystem or None for local, path)`` for a table's URI, configured from the
+    options given the way each table library's options map to fsspec's."""
+    if not location.is_url(uri):
+        return None, uri
+    fs_options: dict[str, Any] = {}
+    if options:
+        fs_options = storage_options_from_properties(options, uri)
+        try:
+            import parquet_bloom.delta as pbd
+        except ImportError:
+            pass
+        else:
+            fs_options = {**pbd.file_storage_options(uri, options), **fs_options}
+    scheme = uri.split("://", 1)[0].lower()
+    return location.resolve(uri, storage_options=fs_options if scheme != "file" else None)
+
+
+def _children(filesystem: Any | None, path: str) -> list[str]:
+    """The names in a directory (FileNotFoundError when there is none)."""
+    if filesystem is None:
+        return sorted(os.listdir(path))
+    return sorted(str(e).rstrip("/").rsplit("/", 1)[-1] for e in filesystem.ls(path, detail=False))
+
+
+def _detect(uri: str, options: dict[str, str]) -> str:
+    """``"delta"`` or ``"iceberg"``, told by what the directory holds."""
+    if uri.endswith(_ICEBERG_SUFFIX):
+        return "iceberg"
+    filesystem, path = _filesystem(uri, options)
+    try:
+        names = _children(filesystem, path)
+    except FileNotFoundError:
+        raise _TableError(f"no table at {uri}: no such directory") from None
+    except NotADirectoryError:
+        raise _TableError(f"no table at {uri}: not a directory") from None
+    if "_delta_log" in names:
+        return "delta"
+    if "metadata" in names:
+        inner = _children(filesystem, f"{path.rstrip('/')}/metadata")
+        if any(name.endswith(_ICEBERG_SUFFIX) for name in inner):
+            return "iceberg"
+    raise _TableError(
+        f"{uri} is neither a Delta table (no _delta_log/) nor an Iceberg table (no "
+        "metadata/*.metadata.json); name a table in a catalog with --catalog NAME"
+    )
+
+
+def _metadata_file(uri: str, options: dict[str, str]) -> str:
+    """The metadata file of the Iceberg table at ``uri``: itself when it is one, else the
+    latest in its ``metadata/`` directory (by version number)."""
+    if uri.endswith(_ICEBERG_SUFFIX):
+        return uri
+    filesystem, path = _filesystem(uri, options)
+    directory = f"{path.rstrip('/')}/metadata"
+    try:
+        names = [n for n in _children(filesystem, directory) if n.endswith(_ICEBERG_SUFFIX)]
+    except (FileNotFoundError, NotADirectoryError):
+        names = []
+    if not names:
+        raise _TableError(f"no Iceberg table at {uri}: no metadata/*.metadata.json there")
+
+    def number(name: str) -> int:
+        match = _METADATA_VERSION.match(name)
+        return int(match[1]) if match else -1
+
+    return f"{uri.rstrip('/')}/metadata/{max(names, key=lambda n: (number(n), n))}"
+
+
+def _data_files(table: _Table) -> list[_DataFile]:
+    """The snapshot's data files, in the table's order."""
+    if table.format == "delta":
+        from parquet_bloom._tables.delta_snapshot import (
+            file_location,
+            snapshot_files,
+            table_root,
+        )
+
+        root = table_root(table.handle)
+        return [
+            _DataFile(f.key, file_location(root, f.path), f.size)
+            for f in snapshot_files(table.handle)
+        ]
+    from pyiceberg.manifest import ManifestContent
+
+    snapshot = table.snapshot()
+    if snapshot is None:
+        return []
+    io = table.handle.io
+    return [
+        _DataFile(
+            entry.data_file.file_path,
+            local_or_url(entry.data_file.file_path),
+            entry.data_file.file_size_in_bytes,
+            str(entry.data_file.file_format.name),
+        )
+        for manifest in snapshot.manifests(io)
+        if manifest.content == ManifestContent.DATA
+        for entry in manifest.fetch_manifest_entry(io, discard_deleted=True)
+    ]
+
+
+# -- output helpers --------------------------------------------------------------------------
+
+
+def _size(n: int | None) -> str:
+    return "-" if n is None else audit.format_bytes(n)
+
+
+def _heading(table: _Table) -> str:
+    version = table.version
+    if table.format == "delta":
+        return f"{table.name} (Delta, version {version})"
+    return f"{table.name} (Iceberg, " + (
+        "no snapshot)" if version is None else f"snapshot {version})"
+    )
+
+
+def _dump(document: dict[str, Any], out: IO[str]) -> None:
+    json.dump(document, out, indent=2)
+    out.write("\n")
+
+
+def _error(err: IO[str], message: str) -> None:
+    err.write(f"{cli.PROG}: error: {' '.join(message.split())}\n")
+    err.flush()
+
+
+def _stats(out: IO[str], table: _Table, costs: Sequence[tuple[str, int, int]]) -> None:
+    """The --stats table: each file's requests and bytes read, and the total."""
+    rows = [[table.display(name), f"{requests:,}", f"{n:,}"] for name, requests, n in costs]
+    totals = [sum(c[1] for c in costs), sum(c[2] for c in costs)]
+    rows.append([f"total ({len(costs)} files)", *(f"{n:,}" for n in totals)])
+    out.write("\n" + cli.table(["file", "requests", "bytes read"], rows, right=(1, 2)) + "\n")
+
+
+# -- inspect ---------------------------------------------------------------------------------
+
+
+def _footer(file: _DataFile, options: dict[str, Any]) -> dict[str, Any]:
+    """One data file's entry: rows, bytes, row groups, and per column the row groups with a
+    filter and their bytes (``bloom_filter_length``, or for files that do not record it the
+    bitsets' sizes, read); the requests and bytes that took; or the ``error``."""
+    entry: dict[str, Any] = {"path": file.key}
+    try:
+        if file.file_format != "PARQUET":
+            raise ValueError(f"a {file.file_format} file, not Parquet")
+        url = location.is_url(file.source)
+        with BloomFilterReader(
+            file.source, storage_options=options if url else None, size=file.size
+        ) as reader:
+            counts: Counter[str] = Counter()
+            sizes: Counter[str] = Counter()
+            unknown = set()  # columns with a filter whose length the footer does not give
+            for chunk in reader.column_chunks:
+                if chunk.bloom_filter_offset is not None:
+                    counts[chunk.path] += 1
+                    sizes[chunk.path] += chunk.bloom_filter_length or 0
+                    if chunk.bloom_filter_length is None:
+                        unknown.add(chunk.path)
+            if unknown:
+                found, _ = reader.filters_with_errors(columns=sorted(unknown))
+                for (rg, column), f in found.items():
+                    if reader.column_chunk(rg, column).bloom_filter_length is None:
+                        sizes[column] += f.num_bytes
+            return entry | {
+                "num_rows": reader.metadata.num_rows,
+                "num_bytes": file.size,
+                "num_row_groups": reader.num_row_groups,
+                "filters": {c: {"row_groups": counts[c], "num_bytes": sizes[c]} for c in counts},
+                "requests": reader.requests,
+                "bytes_read": reader.bytes_read,
+            }
+    except _FILE_ERRORS as e:
+        message = " ".join(str(e).split()) or type(e).__name__
+        return entry | {"error": message if file.key in message else f"{file.key}: {message}"}
+
+
+def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    table = _open(args)
+    files = _data_files(table)
+    progress = cli.progress_bar(args, len(files), err)
+    entries: list[dict[str, Any]] = []
+    with ThreadPoolExecutor(_MAX_WORKERS, thread_name_prefix="table-inspect") as pool:
+        progress.show(0, os.path.basename(files[0].key) if files else "")
+        for entry in pool.map(lambda f: _footer(f, table.file_options), files):
+            entries.append(entry)
+            progress.show(len(entries), os.path.basename(entry["path"]))
+    progress.close()
+    for entry in entries:
+        if "error" in entry:
+            _error(err, entry["error"])
+    read = [e for e in entries if "error" not in e]
+    columns: dict[str, dict[str, int]] = {}
+    for entry in read:
+        for column, f in entry["filters"].items():
+            totals = columns.setdefault(column, {"files": 0, "row_groups": 0, "num_bytes": 0})
+            totals["files"] += 1
+            totals["row_groups"] += f["row_groups"]
+            totals["num_bytes"] += f["num_bytes"]
+    cost = {"files": len(read)} | {
+        key: sum(e[key] for e in read) for key in ("requests", "bytes_read")
+    }
+    if not args.stats:
+        for entry in read:
+            del entry["requests"], entry["bytes_read"]
+    if args.json:
+        document: dict[str, Any] = {"table": table.name, "format": table.format}
+        document |= {"version": table.version, "files": entries, "columns": columns}
+        _dump(document | ({"stats": cost} if args.stats else {}), out)
+    else:
+        out.write(
+            f"{_heading(table)}: {len(files)} data files, "
+            f"{sum(e['num_rows'] for e in read):,} rows, {sum(f.size for f in files):,} bytes\n"
+        )
+        rows = []
+        for e in read:
+            groups = e["num_row_groups"]
+            filtered = [
+                c if f["row_groups"] == groups else f"{c} ({f['row_groups']}/{groups} rg)"
+                for c, f in e["filters"].items()
+            ]
+            filter_bytes = sum(f["num_bytes"] for f in e["filters"].values())
+            cells = [table.display(e["path"]), f"{e['num_rows']:,}", f"{e['num_bytes']:,}"]
+            rows.append(
+                [*cells, str(groups), ", ".join(filtered) or "-", _size(filter_bytes or None)]
+            )
+        if rows:
+            headers = ["file", "rows", "bytes", "row groups", "filters", "filter bytes"]
+            out.write(cli.table(headers, rows, right=(1, 2, 3, 5)) + "\n")
+        if columns:
+            all_groups = sum(e["num_row_groups"] for e in read)
+            rows = [
+                [
+                    c,
+                    f"{t['files']}/{len(read)}",
+                    f"{t['row_groups']}/{all_groups}",
+                    _size(t["num_bytes"]),
+                ]
+                for c, t in columns.items()
+            ]
+            headers = ["column", "files", "row groups", "bytes"]
+            out.write("\n" + cli.table(headers, rows, right=(1, 2, 3)) + "\n")
+        out.write(
+            f"{sum(1 for e in read if e['filters'])} of {len(read)} files with Bloom filters, "
+            f"{_size(sum(t['num_bytes'] for t in columns.values()))} of filters\n"
+        )
+        if args.stats:
+            _stats(out, table, [(e["path"], e["requests"], e["bytes_read"]) for e in read])
+    return cli.EXIT_BAD_INPUT if len(read) < len(entries) else cli.EXIT_OK
+
+
+# -- prune -----------------------------------------------------------------------------------
+
+
+def _column_types(table: _Table) -> dict[str, pa.DataType]:
+    """The table's columns by name, and the fields of structs by dotted path."""
+    if table.format == "iceberg":
+        from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+        schema = schema_to_pyarrow(table.handle.schema(), include_field_ids=False)
+    else:
+        schema = pa.schema(table.handle.schema().to_arrow())
+    types, fields = {}, list(schema)
+    while fields:
+        f = fields.pop(0)
+        types[f.name] = f.type
+        if pa.types.is_struct(f.type):
+            fields += f.flatten()
+    return types
+
+
+def _value(text: str, type_: pa.DataType, column: str) -> Any:
+    """A command-line value as the column's type reads it, as ``probe`` reads values for a
+    file's column: integers, floats (a float32 column's nearest), ISO dates, times and
+    timestamps (without an offset: UTC, for a column with a zone), decimals (at most the
+    column's scale), UUIDs, strings, and bytes (0x-hex, or the text's UTF-8)."""
+    try:
+        if pa.types.is_string(type_) or pa.types.is_large_string(type_):
+            return text
+        if isinstance(type_, pa.BaseExtensionType) and type_.extension_name == "arrow.uuid":
+            return uuid.UUID(text)
+        if pa.types.is_nested(type_):
+            raise ValueError("not a leaf column: name one of its fields")
+        if pa.types.is_binary(type_) or pa.types.is_large_binary(type_):
+            return bytes.fromhex(text[2:]) if text.startswith("0x") else text.encode()
+        if pa.types.is_fixed_size_binary(type_):
+            raw = bytes.fromhex(text[2:]) if text.startswith("0x") else text.encode()
+            if len(raw) != type_.byte_width:
+                raise ValueError(f"{len(raw)} bytes, not {type_.byte_width}")
+            return raw
+        if pa.types.is_time(type_):
+            day = pa.scalar(f"1970-01-01T{text}").cast(pa.timestamp(type_.unit))
+            return day.cast(type_).as_py()
+        if pa.types.is_timestamp(type_) and type_.tz is not None:
+            try:
+                return pa.scalar(text).cast(type_).as_py()
+            except pa.ArrowInvalid:  # no offset: the instant in UTC
+                return pa.scalar(text).cast(pa.timestamp(type_.unit)).cast(type_).as_py()
+        return pa.scalar(text).cast(type_).as_py()
+    except (ValueError, pa.ArrowException) as e:
+        message = " ".join(str(e).split())
+        raise _TableError(
+            f"cannot read {text!r} as {type_} for column {column!r}: {message}"
+        ) from None
+
+
+def _delta_kept(result: Any) -> list[tuple[str, list[int] | None]]:
+    """Each file a Delta prune left, as the log names it, with its row groups (None: all,
+    or a file whose rows were read with its deletion vector applied)."""
+    from urllib.parse import unquote
+
+    import pyarrow.dataset as ds
+
+    children = result.dataset.children if isinstance(result.dataset, ds.UnionDataset) else []
+    groups: dict[str, list[int] | None] = {}
+    for dataset in [result.dataset, *children]:
+        if isinstance(dataset, ds.FileSystemDataset):
+            for fragment in dataset.get_fragments():
+                # The row groups it was made with, asked without reading its footer.
+                _, (_, _, _, row_groups) = fragment.__reduce__()
+                path = fragment.path.replace(os.sep, "/")
+                groups[path] = None if row_groups is None else [int(rg) for rg in row_groups]
+    kept = []
+    for key in result.files:
+        path = unquote(key)
+        found = [g for p, g in groups.items() if p == path or p.endswith("/" + path)]
+        kept.append((key, found[0] if found else None))
+    return kept
+
+
+def _prune(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    table = _open(args)
+    types = _column_types(table)
+    conditions = []
+    for column, *texts in args.column:
+        if not texts:
+            args.parser.error(f"--column {column} needs values after it")
+        if column not in types:
+            names = ", ".join(n for n in types if "." not in n)
+            raise _TableError(f"no column {column!r} in {table.name}: its columns are {names}")
+        conditions.append((column, texts, [_value(t, types[column], column) for t in texts]))
+    if table.format == "delta":
+        import parquet_bloom.delta as pbd
+
+        expression = None
+        for column, _, values in conditions:
+            term = pc.field(*column.split(".")) if "." in column else pc.field(column)
+            condition = term.isin(pa.array(values, types[column]))
+            expression = condition if expression is None else expression & condition
+        delta = pbd.prune(table.handle, expression)
+        kept, report = _delta_kept(delta), delta.report
+        version: int | None = delta.version
+    else:
+        from pyiceberg import expressions as ice
+
+        import parquet_bloom.iceberg as pbi
+
+        make: Any = ice.In  # pydantic's signature hides In(term, literals)
+        predicates = [make(column, values) for column, _, values in conditions]
+        iceberg = pbi.prune(
+            table.handle,
+            predicates[0] if len(predicates) == 1 else ice.And(*predicates),
+            snapshot_id=table.snapshot_id,
+            storage_options=table.file_options,
+        )
+        kept = [(t.file.file_path, iceberg.row_groups[t.file.file_path]) for t in iceberg.tasks]
+        report, version = iceberg.report, table.version
+    bloom = asdict(report.bloom)
+    per_file = bloom.pop("per_file")
+    if args.json:
+        counts = asdict(report)
+        del counts["bloom"]
+        document: dict[str, Any] = {"table": table.name, "format": table.format}
+        document["version"] = version
+        document |= {
+            "columns": [{"column": c, "values": texts} for c, texts, _ in conditions],
+            "files": [{"path": key, "row_groups": groups} for key, groups in kept],
+            "report": counts | {"files_read": report.files_read, "bloom": bloom},
+            "might_contain": bool(kept),
+        }
+        _dump(document | ({"stats": per_file} if args.stats else {}), out)
+    else:
+        described = " and ".join(f"{c} in ({', '.join(texts)})" for c, texts, _ in conditions)
+        out.write(f"{_heading(table)}: {described}\n")
+        rows = [
+            [table.display(key), "all" if groups is None else ", ".join(map(str, groups))]
+            for key, groups in kept
+        ]
+        if rows:
+            out.write(cli.table(["file", "row groups"], rows) + "\n")
+        out.write(f"{len(kept)} of {report.table_files} files might hold a match; {report}\n")
+        if args.stats:
+            _stats(out, table, [(f["path"], f["requests"], f["bytes_read"]) for f in per_file])
+    return cli.EXIT_OK if kept else cli.EXIT_FOUND_NOTHING
+
+
+# -- add, resize, remove ---------------------------------------------------------------------
+
+
+def _add(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    return _rewrite(args, out, err, columns=args.column, **_sizing(args))
+
+
+def _resize(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    return _rewrite(args, out, err, columns=args.column or "existing", **_sizing(args))
+
+
+def _remove(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    return _rewrite(args, out, err, columns=None, remove="all" if args.all else args.column)
+
+
+def _sizing(args: argparse.Namespace) -> dict[str, Any]:
+    if args.bytes is not None and (args.fpp is not None or args.ndv is not None):
+        args.parser.error("--bytes sets the size itself; do not combine it with --fpp or --ndv")
+    kwargs: dict[str, Any] = {"num_bytes": args.bytes, "flavor": args.flavor}
+    if args.fpp is not None:
+        kwargs["fpp"] = args.fpp
+    if args.ndv is not None:
+        kwargs["ndv"] = args.ndv
+    return kwargs
+
+
+def _chosen_files(table: _Table, names: Sequence[str] | None) -> list[str] | None:
+    """``--files`` as the table's metadata names them: an Iceberg file given by its path under
+    the table's location becomes its URI."""
+    if names is None or table.format == "delta":
+        return None if names is None else list(names)
+    root = table.root.rstrip("/")
+    return [n if "://" in n or n.startswith("/") else f"{root}/{n}" for n in names]
+
+
+def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any) -> int:
+    """Plan, rewrite each file (a progress bar over files), commit once; print the report."""
+    table = _open(args, writing=True)
+    files = _chosen_files(table, args.files)
+    if table.format == "delta":
+        import parquet_bloom.delta as pbd
+
+        options = table.options or None
+        plan: Any = pbd.plan_rewrite(table.handle, files=files, **kwargs)
+    else:
+        import parquet_bloom.iceberg as pbi
+
+        plan = pbi.plan_rewrite(table.handle, files=files, **kwargs)
+    progress = cli.progress_bar(args, len(plan.jobs), err)
+    done = 0
+
+    def step(outcome: JobOutcome) -> None:
+        nonlocal done
+        done += 1
+        progress.show(done, os.path.basename(outcome.job.key))
+
+    if plan.jobs:
+        progress.show(0, os.path.basename(plan.jobs[0].key))
+    try:
+        outcomes = run_jobs(plan.jobs, plan.options, table.file_options or None, progress=step)
+    finally:
+        progress.close()
+    if table.format == "delta":
+        report = pbd.commit_rewrite(
+            plan, outcomes, storage_options=options, file_storage_options=table.file_options
+        )
+    else:
+        report = pbi.commit_rewrite(
+            table.handle, plan, outcomes, storage_options=table.file_options
+        )
+    report.table = table.name  # as given, as the other commands name it
+    document = _report_dict(report, args.stats)
+    if args.json:
+        _dump(document, out)
+    else:
+        out.write(_report_text(report, document, table) + "\n")
+    missed: dict[str, list[Any]] = {"refused": report.refused, "failed": report.failed}
+    missed["to retry"] = report.to_retry
+    if any(missed.values()):
+        parts = ", ".join(f"{len(items)} {label}" for label, items in missed.items() if items)
+        committed = f"{'version' if table.format == 'delta' else 'snapshot'} {report.version}"
+        _error(
+            err,
+            f"{report.table}: {sum(map(len, missed.values()))} of "
+            f"{len(plan.jobs) + len(plan.refused)} files not rewritten ({parts}); "
+            + (
+                f"the others were committed in {committed}"
+                if report.rewritten
+                else "nothing was committed"
+            ),
+        )
+        return cli.EXIT_BAD_INPUT
+    return cli.EXIT_OK
+
+
+_TRANSFER = ("bytes_downloaded", "bytes_uploaded", "bytes_copied")
+
+
+def _report_dict(report: TableRewriteReport, stats: bool) -> dict[str, Any]:
+    rewritten = []
+    for outcome in report.rewritten:
+        r = outcome.report
+        assert r is not None  # committed: rewritten
+        entry: dict[str, Any] = {"path": outcome.job.key, "new_path": outcome.job.new_key}
+        entry["filters_written"] = [
+            {"row_group": rg, "column": column, "num_bytes": n}
+            for rg, column, n in r.filters_written
+        ]
+        entry |= {"filters_kept": r.filters_kept, "filters_removed": r.filters_removed}
+        entry |= {"bytes_before": r.bytes_before, "bytes_after": outcome.size}
+        rewritten.append(entry | ({k: getattr(r, k) for k in _TRANSFER} if stats else {}))
+    document: dict[str, Any] = {
+        "table": report.table,
+        "format": report.format,
+        "version": report.version,
+        "attempts": report.attempts,
+        "rewritten": rewritten,
+        "filters_written": report.filters_written,
+        "bytes_before": report.bytes_before,
+        "bytes_after": report.bytes_after,
+        "refused": [{"path": key, "reason": reason} for key, reason in report.refused],
+        "failed": [{"path": key, "error": error} for key, error in report.failed],
+        "to_retry": list(report.to_retry),
+        "leftovers": list(report.leftovers),
+        "ok": not (report.refused or report.failed or report.to_retry),
+    }
+    if stats:
+        totals = {k: sum(e[k] for e in rewritten) for k in _TRANSFER}
+        document["stats"] = totals | {"files": len(rewritten)}
+    return document
+
+
+def _report_text(report: TableRewriteReport, document: dict[str, Any], table: _Table) -> str:
+    lines = [str(report)]
+    rows = []
+    for e in document["rewritten"]:
+        written = e["filters_written"]
+        cells = [table.display(e["path"]), str(len(written))]
+        cells += [_size(sum(f["num_bytes"] for f in written)), str(e["filters_removed"])]
+        rows.append([*cells, f"{e['bytes_before']:,}", f"{e['bytes_after']:,}"])
+    if rows:
+        headers = ["file", "filters", "bytes", "removed", "size before", "after"]
+        lines.append(cli.table(headers, rows, right=(1, 2, 3, 4, 5)))
+    lines += [f"refused: {table.display(key)}: {reason}" for key, reason in report.refused]
+    lines += [f"failed: {table.display(key)}: {error}" for key, error in report.failed]
+    lines += [f"to retry: {table.display(key)}" for key in report.to_retry]
+    lines += [f"left to delete: {path}" for path in report.leftovers]
+    if "stats" in document and rows:
+        rows = [
+            [table.display(e["path"]), *(f"{e[k]:,}" for k in _TRANSFER)]
+            for e in document["rewritten"]
+        ]
+        total = document["stats"]
+        rows.append([f"total ({total['files']} files)", *(f"{total[k]:,}" for k in _TRANSFER)])
+        headers = ["file", "downloaded", "uploaded", "copied"]
+        lines.append("\n" + cli.table(headers, rows, right=(1, 2, 3)))
+    return "\n".join(lines)
