@@ -23,7 +23,8 @@ import itertools
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,7 @@ __all__ = [
     "SizeMatch",
     "Violation",
     "check_file",
+    "decode_key_value_metadata",
     "format_bytes",
     "inspect_file",
 ]
@@ -104,17 +106,26 @@ class FileReport:
     requests: int = 0
     """Requests made: reads, and a size lookup (a HEAD on object stores) if one was needed."""
     bytes_read: int = 0
+    size: int | None = None
+    """The file's size in bytes."""
+    footer: bytes = field(default=b"", repr=False, compare=False)
+    """The footer as read (the Thrift FileMetaData): more of it than the report holds, for a
+    caller that needs it, without reading it again (:attr:`key_value_metadata`)."""
 
     @property
     def filters(self) -> tuple[ChunkInspection, ...]:
         """The chunks that have a filter (readable or not)."""
         return tuple(c for c in self.chunks if c.present)
 
+    @cached_property
+    def key_value_metadata(self) -> dict[str, str | None]:
+        """The footer's key-value metadata, decoded from :attr:`footer` on first use."""
+        return decode_key_value_metadata(self.footer)
+
     def to_dict(self) -> dict[str, Any]:
-        """The report as JSON, without what reading it cost (``requests``, ``bytes_read``)."""
-        out: dict[str, Any] = _plain(asdict(self))
-        del out["requests"], out["bytes_read"]
-        return out
+        """The report as JSON, without what reading it cost (``requests``, ``bytes_read``) and
+        the footer's bytes (``size``, ``footer``)."""
+        return _to_dict(self)
 
 
 @dataclass(frozen=True)
@@ -184,17 +195,52 @@ class CheckReport:
     requests: int = 0
     """Requests made (the filters' reader's and the values' reads, and size lookups)."""
     bytes_read: int = 0
+    size: int | None = None
+    """The file's size in bytes."""
+    footer: bytes = field(default=b"", repr=False, compare=False)
+    """The footer as read, as :attr:`FileReport.footer`."""
 
     @property
     def ok(self) -> bool:
         return not self.violations
 
+    @cached_property
+    def key_value_metadata(self) -> dict[str, str | None]:
+        """The footer's key-value metadata, decoded from :attr:`footer` on first use."""
+        return decode_key_value_metadata(self.footer)
+
     def to_dict(self) -> dict[str, Any]:
-        """The report as JSON, without what reading it cost (``requests``, ``bytes_read``)."""
-        out: dict[str, Any] = _plain(asdict(self))
-        del out["requests"], out["bytes_read"]
-        out["ok"] = self.ok
-        return out
+        """The report as JSON, as :meth:`FileReport.to_dict`, with ``ok``."""
+        return _to_dict(self) | {"ok": self.ok}
+
+
+def _to_dict(report: FileReport | CheckReport) -> dict[str, Any]:
+    out = asdict(report)
+    for name in ("requests", "bytes_read", "size", "footer"):
+        del out[name]
+    plain: dict[str, Any] = _plain(out)
+    return plain
+
+
+def decode_key_value_metadata(footer: bytes) -> dict[str, str | None]:
+    """The key-value metadata of a footer (the Thrift FileMetaData bytes; none in ``b""``),
+    the last value of a key winning as in parquet-java's map. Decodes the whole footer: the
+    reader's decode skips these fields."""
+    if not footer:
+        return {}
+    found: dict[str, str | None] = {}
+    for kv in fmt.decode_file_metadata(footer, full=True).key_value_metadata or ():
+        key = _text(kv.key)
+        if key is not None:
+            found[key] = _text(kv.value)
+    return found
+
+
+def _text(value: str | bytes | None) -> str | None:
+    """A Thrift string as text: the full decode may leave it as bytes (UTF-8, leniently)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return value
 
 
 # -- layout: where filters lie -----------------------------------------------------------------
@@ -389,6 +435,8 @@ def inspect_file(
             chunks=tuple(out),
             requests=reader.requests,
             bytes_read=reader.bytes_read,
+            size=reader.size,
+            footer=bytes(reader.footer_bytes),
         )
 
 
@@ -589,6 +637,7 @@ def check_file(
                 progress(done, len(filtered))
         requests = reader.requests + source.requests
         bytes_read = reader.bytes_read + source.bytes_read
+        size, footer = reader.size, bytes(reader.footer_bytes)
     order = {leaf.path: leaf.column_index for leaf in leaves}
 
     def place(v: Violation) -> tuple[int, int]:
@@ -601,6 +650,8 @@ def check_file(
         tuple(notes),
         requests=requests,
         bytes_read=bytes_read,
+        size=size,
+        footer=footer,
     )
 
 

@@ -6,22 +6,40 @@ module wraps the three commands' ``run`` functions, so the Parquet output is pri
 and the Hudi part follows it: a table after the text (one row per file with a Hudi filter), or
 a ``"hudi"`` entry in each file's JSON object. Files are named as the commands name them
 (paths, URLs, directories, prefixes, globs; ``--storage-option`` for URLs).
+
+``inspect`` and ``check`` list the files and read each footer once, for both parts: the
+wrappers set ``args.report_hook``, which the Parquet commands call with each file's report
+(:class:`~parquet_bloom._audit.FileReport`, :class:`~parquet_bloom._audit.CheckReport`, each
+holding the footer it read) and the keyword arguments the file was opened with; the hook
+returns the report, its cost including the Hudi part's own reads (``check`` reads the
+``_hoodie_record_key`` column, through pyarrow given the footer already read), so that
+``--stats`` counts them. ``probe --hudi-key`` lists the files and reads each footer once.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
-from collections.abc import Callable, Sequence
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from functools import partial
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
+from parquet_bloom import _audit as audit
 from parquet_bloom._io import location
+from parquet_bloom._io.source import ByteSource
+from parquet_bloom.errors import BloomFilterError
+
+if TYPE_CHECKING:
+    from parquet_bloom.hudi import HudiBloomFilter, HudiCheckReport
 
 __all__ = ["extend"]
 
 Run = Callable[[argparse.Namespace, IO[str], IO[str]], int]
+Report = TypeVar("Report", audit.FileReport, audit.CheckReport)
 
 _EXIT_OK, _EXIT_FOUND_NOTHING, _EXIT_BAD_INPUT = 0, 1, 2
 
@@ -49,18 +67,39 @@ def extend(subcommands: Any) -> None:
 # -- shared --------------------------------------------------------------------------------------
 
 
-def _files(args: argparse.Namespace, err: IO[str] | None) -> tuple[list[tuple[str, Any]], int]:
+def _hook(args: argparse.Namespace, seen: Callable[[Report, dict[str, Any]], Report]) -> None:
+    """Have the Parquet command hand each file's report to ``seen`` (after any hook set
+    before)."""
+    before = getattr(args, "report_hook", None)
+
+    def hook(report: Report, kwargs: dict[str, Any]) -> Report:
+        return seen(report if before is None else before(report, kwargs), kwargs)
+
+    args.report_hook = hook
+
+
+def _hudi_filter(report: audit.FileReport | audit.CheckReport) -> HudiBloomFilter | None:
+    """The Hudi filter of the footer the report read, or None. A footer whose bytes do not
+    hold the filter's key has none, and is not decoded further. Raises BloomFilterError
+    (located) for a filter that does not decode."""
+    from parquet_bloom.hudi import FOOTER_KEY, LEGACY_FOOTER_KEY, filter_from_metadata
+
+    if not any(key.encode() in report.footer for key in (FOOTER_KEY, LEGACY_FOOTER_KEY)):
+        return None
+    found = {k: v for k, v in report.key_value_metadata.items() if v is not None}
+    return filter_from_metadata(found, source=report.path)
+
+
+def _files(args: argparse.Namespace, err: IO[str]) -> tuple[list[tuple[str, Any]], int]:
     """The files the FILE arguments name, each with its storage options and listed size; an
-    argument that lists nothing is reported on ``err`` (None: the Parquet part of the
-    command reported it already)."""
+    argument that lists nothing is reported on ``err``."""
     found, status = [], _EXIT_OK
     for arg in args.files:
         options = _options(arg, args)
         try:
             entries = location.list_files(arg, storage_options=options)
         except (OSError, ValueError) as e:
-            if err is not None:
-                _error(err, arg, e)
+            _error(err, arg, e)
             status = _EXIT_BAD_INPUT
             continue
         found += [(e.name, {"storage_options": options, "size": e.size}) for e in entries]
@@ -82,7 +121,10 @@ def _error(err: IO[str], name: str, error: BaseException) -> str:
     return message
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int]) -> str:
+def _table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int], rule: bool = False
+) -> str:
+    """A table; ``rule``: a line of dashes under the headers (as the Parquet commands')."""
     widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows, strict=True)]
 
     def line(cells: Sequence[str]) -> str:
@@ -92,7 +134,8 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequenc
         ]
         return "  ".join(parts).rstrip()
 
-    return "\n".join([line(headers)] + [line(r) for r in rows])
+    dashes = [line(["-" * w for w in widths])] if rule else []
+    return "\n".join([line(headers), *dashes] + [line(r) for r in rows])
 
 
 def _number(x: float | None) -> str:
@@ -119,7 +162,7 @@ def _merge_json(
         return
     document = json.loads(text)
     for entry in document.get("files", []):
-        if entry.get("path") in extra:
+        if entry.get("path") in extra and "error" not in entry:
             entry["hudi"] = extra[entry["path"]]
     if ok is False and "ok" in document:
         document["ok"] = False
@@ -150,20 +193,21 @@ _FILTER_HEADERS += ["fpp@est", "key range"]
 
 
 def _inspect(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from parquet_bloom.hudi import read_bloom_filter
+    described: dict[str, dict[str, Any]] = {}
 
+    def seen(report: audit.FileReport, kwargs: dict[str, Any]) -> audit.FileReport:
+        try:
+            found = _hudi_filter(report)
+        except BloomFilterError as e:
+            described[report.path] = {"error": _one_line(e)}
+        else:
+            if found is not None:
+                described[report.path] = found.describe()
+        return report
+
+    _hook(args, seen)
     buffer = io.StringIO() if args.json else None
     status = run(args, buffer or out, err)
-    files, _ = _files(args, None)
-    described: dict[str, dict[str, Any]] = {}
-    for name, kwargs in files:
-        try:
-            found = read_bloom_filter(name, tail_size=getattr(args, "tail_size", None), **kwargs)
-        except Exception as e:  # the Parquet part reported unreadable files
-            described[name] = {"error": _one_line(e)}
-            continue
-        if found is not None:
-            described[name] = found.describe()
     if buffer is not None:
         _merge_json(buffer, out, described)
         return status
@@ -181,34 +225,37 @@ def _inspect(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> 
 
 
 def _check(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    from parquet_bloom.hudi import check_file
+    reports: dict[str, dict[str, Any]] = {}
+    lines: list[str] = []
+    violations = False
 
+    def seen(report: audit.CheckReport, kwargs: dict[str, Any]) -> audit.CheckReport:
+        nonlocal violations
+        checked = _check_file(report, kwargs.get("storage_options"))
+        if checked is None:
+            return report
+        reports[report.path] = checked.to_dict()
+        violations = violations or not checked.ok
+        d = checked.filter
+        if d is not None:
+            exact = "-" if checked.exact is None else ("yes" if checked.exact else "no")
+            keys = "-" if checked.num_keys is None else f"{checked.num_keys:,}"
+            lines.append(
+                f"{report.path}: Hudi {d['type']} filter, {d['num_hashes']} hashes, "
+                f"{d['vector_size']:,} bits x {d['rows']} rows; {keys} record keys, "
+                f"{checked.missing:,} missing, rebuilt byte for byte: {exact}"
+            )
+        lines.extend(f"  note: {n}" for n in checked.notes)
+        lines.extend(f"  VIOLATION [{v.split(':')[0]}] {v}" for v in checked.violations)
+        return replace(
+            report,
+            requests=report.requests + checked.requests,
+            bytes_read=report.bytes_read + checked.bytes_read,
+        )
+
+    _hook(args, seen)
     buffer = io.StringIO() if args.json else None
     status = run(args, buffer or out, err)
-    files, _ = _files(args, None)
-    reports: dict[str, dict[str, Any]] = {}
-    lines, violations = [], False
-    for name, kwargs in files:
-        try:
-            report = check_file(name, tail_size=getattr(args, "tail_size", None), **kwargs)
-        except Exception as e:  # the Parquet part reported unreadable files
-            reports[name] = {"error": _one_line(e)}
-            continue
-        if report.filter is None and report.ok:
-            continue
-        reports[name] = report.to_dict()
-        violations = violations or not report.ok
-        d = report.filter
-        if d is not None:
-            exact = "-" if report.exact is None else ("yes" if report.exact else "no")
-            keys = "-" if report.num_keys is None else f"{report.num_keys:,}"
-            lines.append(
-                f"{name}: Hudi {d['type']} filter, {d['num_hashes']} hashes, "
-                f"{d['vector_size']:,} bits x {d['rows']} rows; {keys} record keys, "
-                f"{report.missing:,} missing, rebuilt byte for byte: {exact}"
-            )
-        lines += [f"  note: {n}" for n in report.notes]
-        lines += [f"  VIOLATION [{v.split(':')[0]}] {v}" for v in report.violations]
     if violations and status == _EXIT_OK:
         status = _EXIT_FOUND_NOTHING
     if buffer is not None:
@@ -216,6 +263,124 @@ def _check(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> in
     elif lines:
         out.write("\nHudi record-key filters:\n" + "\n".join(lines) + "\n")
     return status
+
+
+def _check_file(
+    report: audit.CheckReport, storage_options: Mapping[str, Any] | None
+) -> HudiCheckReport | None:
+    """What :func:`parquet_bloom.hudi.check_file` finds in the file of ``report`` (None: no
+    Hudi filter), from the footer the Parquet check read: only the record keys are read
+    (their cost in the result's ``requests`` and ``bytes_read``)."""
+    from parquet_bloom._hudi.table import RECORD_KEY_COLUMN
+    from parquet_bloom.hudi import HudiCheckReport
+
+    checked = HudiCheckReport(report.path)
+    try:
+        found = _hudi_filter(report)
+    except BloomFilterError as e:
+        checked.violations.append(f"filter: the record-key filter cannot be read: {e.reason}")
+        with contextlib.suppress(ValueError):
+            checked.num_rows = _arrow_metadata(report.footer).num_rows
+        return checked
+    if found is None:
+        return None
+    checked.filter = found.describe()
+    try:
+        keys = _read_keys(report, storage_options, checked)
+    except (BloomFilterError, OSError, ValueError, TypeError) as e:
+        message = f"keys: the record keys cannot be read: {_one_line(e)}"
+        checked.violations.append(message)
+        return checked
+    if keys is None:
+        checked.notes.append(f"no {RECORD_KEY_COLUMN} column: the keys are not checked")
+        return checked
+    _check_keys(found, keys, checked)
+    return checked
+
+
+def _read_keys(
+    report: audit.CheckReport, storage_options: Mapping[str, Any] | None, into: HudiCheckReport
+) -> list[Any] | None:
+    """The file's record keys in order (None without the column), read with pyarrow given the
+    footer already read (so that it reads only the column's chunks); the footer's row count and
+    the reads' cost go ``into`` the report."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from parquet_bloom._hudi.table import RECORD_KEY_COLUMN
+
+    metadata = _arrow_metadata(report.footer)
+    into.num_rows = metadata.num_rows
+    if RECORD_KEY_COLUMN not in metadata.schema.to_arrow_schema().names:
+        return None
+    with ByteSource(report.path, storage_options=storage_options, size=report.size) as source:
+        try:
+            parquet = pq.ParquetFile(source.arrow_file(), metadata=metadata)
+            keys: list[Any] = parquet.read(columns=[RECORD_KEY_COLUMN]).column(0).to_pylist()
+        except pa.ArrowException as e:
+            raise ValueError(f"pyarrow cannot read {RECORD_KEY_COLUMN}: {e}") from e
+        finally:
+            into.requests += source.requests
+            into.bytes_read += source.bytes_read
+    return keys
+
+
+def _arrow_metadata(footer: bytes) -> Any:
+    """The footer as pyarrow's FileMetaData, parsed from the bytes already read (pyarrow reads a
+    footer from a buffer's end: the footer, its length and the magic). ValueError if pyarrow
+    cannot parse it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    trailer = struct.pack("<I", len(footer)) + b"PAR1"
+    try:
+        return pq.read_metadata(pa.BufferReader(footer + trailer))
+    except pa.ArrowException as e:
+        raise ValueError(f"pyarrow cannot read the footer: {_one_line(e)}") from e
+
+
+def _check_keys(found: HudiBloomFilter, keys: list[Any], checked: HudiCheckReport) -> None:
+    """The file's filter against its keys (as :func:`parquet_bloom.hudi.check_file` checks
+    them): false negatives, keys outside the key range, the filter rebuilt from the keys."""
+    from parquet_bloom._hudi.table import RECORD_KEY_COLUMN
+    from parquet_bloom.hudi import HudiBloomFilter
+
+    checked.num_keys = len(keys)
+    if any(k is None or k == "" for k in keys):
+        checked.violations.append(f"keys: {RECORD_KEY_COLUMN} holds null or empty keys")
+        keys = [k for k in keys if k]
+    hits = found.might_contain_many(keys)
+    checked.missing = int((~hits).sum())
+    if checked.missing:
+        checked.first_missing = str(keys[int((~hits).argmax())])
+        checked.violations.append(
+            f"false-negative: {checked.missing} of {len(keys)} keys are not in the filter "
+            f"(first: {checked.first_missing!r})"
+        )
+    if found.min_record_key is None or found.max_record_key is None:
+        checked.notes.append("no key range in the footer: every key is looked up in this file")
+    else:
+        checked.outside_range = sum(not found.key_in_range(str(k)) for k in keys)
+        if checked.outside_range:
+            checked.violations.append(
+                f"range: {checked.outside_range} keys lie outside the footer's key range "
+                f"[{found.min_record_key!r}, {found.max_record_key!r}]"
+            )
+    rebuilt = HudiBloomFilter(
+        found.type,
+        found.num_hashes,
+        found.vector_size,
+        keys_per_row=found.keys_per_row,
+        max_entries=None if found.keys_per_row is None else found.rows * found.keys_per_row,
+    )
+    if found.keys_per_row is None or found.keys_per_row > 0:
+        rebuilt.add_many(keys)
+        checked.exact = rebuilt.to_bytes() == found.to_bytes()
+    if found.keys_added is not None and found.keys_added != len(keys):
+        checked.notes.append(
+            f"the filter's header counts {found.keys_added:,} keys added, the file has "
+            f"{len(keys):,}"
+        )
 
 
 # -- probe ---------------------------------------------------------------------------------------
@@ -233,6 +398,7 @@ def _probe(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> in
 
     files, status = _files(args, err)
     results: list[dict[str, Any]] = []
+    costs: list[tuple[str, int, int]] = []  # each file read: its requests and bytes
     for name, kwargs in files:
         try:
             footer = read_hudi_metadata(name, tail_size=getattr(args, "tail_size", None), **kwargs)
@@ -255,13 +421,21 @@ def _probe(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> in
                 result, reason = "excluded", "not in the filter"
             keys.append({"key": key, "result": result, "reason": reason})
         entry: dict[str, Any] = {"path": name, "keys": keys}
+        costs.append((name, footer.requests, footer.bytes_read))
         if args.stats:
             entry |= {"requests": footer.requests, "bytes_read": footer.bytes_read}
         results.append(entry)
     outcomes = [k["result"] for r in results for k in r.get("keys", ())]
     might = "might contain" in outcomes
     if args.json:
-        json.dump({"files": results, "might_contain": might}, out, indent=2)
+        document: dict[str, Any] = {"files": results, "might_contain": might}
+        if args.stats:
+            document["stats"] = {
+                "files": len(costs),
+                "requests": sum(c[1] for c in costs),
+                "bytes_read": sum(c[2] for c in costs),
+            }
+        json.dump(document, out, indent=2)
         out.write("\n")
     elif outcomes or status == _EXIT_OK:
         rows = [
@@ -273,6 +447,16 @@ def _probe(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> in
         out.write(_table(["file", "key", "result", "why"], rows, right=()) + "\n")
         kept = outcomes.count("might contain")
         out.write(f"{kept} of {len(outcomes)} file-key pairs might hold the key\n")
+        if args.stats:
+            out.write("\n" + _stats_text(costs) + "\n")
     if status != _EXIT_OK:
         return status
     return _EXIT_OK if might else _EXIT_FOUND_NOTHING
+
+
+def _stats_text(costs: Sequence[tuple[str, int, int]]) -> str:
+    """The files' costs as the Parquet commands' ``--stats`` table shows them."""
+    rows = [[name, f"{requests:,}", f"{n:,}"] for name, requests, n in costs]
+    total = f"total ({len(costs)} files)"
+    rows.append([total, f"{sum(c[1] for c in costs):,}", f"{sum(c[2] for c in costs):,}"])
+    return _table(["file", "requests", "bytes read"], rows, right=(1, 2), rule=True)

@@ -220,13 +220,8 @@ def _each_file(
 
 def _stats_text(stats: Sequence[Stats]) -> str:
     rows = [[name, f"{requests:,}", f"{n:,}"] for name, requests, n in stats]
-    rows.append(
-        [
-            f"total ({len(stats)} files)",
-            f"{sum(s[1] for s in stats):,}",
-            f"{sum(s[2] for s in stats):,}",
-        ]
-    )
+    totals = (sum(s[1] for s in stats), sum(s[2] for s in stats))
+    rows.append([f"total ({len(stats)} files)", *(f"{n:,}" for n in totals)])
     return table(["file", "requests", "bytes read"], rows, right=(1, 2))
 
 
@@ -294,7 +289,7 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     results: list[dict[str, Any]] = []
 
     def work(name: str, kwargs: dict[str, Any], i: int, progress: Progress) -> tuple[int, int]:
-        report = audit.inspect_file(name, **kwargs)
+        report = args.report_hook(audit.inspect_file(name, **kwargs), kwargs)
         if args.json:
             results.append(report.to_dict() | _cost(args, report.requests, report.bytes_read))
         else:
@@ -521,8 +516,9 @@ def _cmd_check(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         def chunk_progress(done: int, total: int) -> None:
             progress.show(i, f"{base} (filter {done}/{total})")
 
-        report = audit.check_file(
-            name, args.column, args.max_fpp, progress=chunk_progress, **kwargs
+        report = args.report_hook(
+            audit.check_file(name, args.column, args.max_fpp, progress=chunk_progress, **kwargs),
+            kwargs,
         )
         violations = violations or not report.ok
         if args.json:
@@ -791,6 +787,8 @@ def _parser() -> argparse.ArgumentParser:
         )
         tail = "the first read's size, from each file's end (default 1 MiB from a URL, 64 KiB)"
         p.add_argument("--tail-size", type=_positive, metavar="BYTES", help=tail)
+        # inspect and check pass each file's report through this (an extension's: _cli_hudi)
+        p.set_defaults(report_hook=lambda report, kwargs: report)
 
     p = command("inspect", "Describe every column chunk's Bloom filter.", _cmd_inspect)
     reading(p)

@@ -12,6 +12,7 @@ import pytest
 
 from parquet_bloom import hudi
 from parquet_bloom.cli import main
+from tests.hudi.conftest import base_files_on_disk
 
 KEYS = [f"rec-{i:03d}" for i in range(50)]
 
@@ -98,3 +99,96 @@ def test_probe_arguments(files: dict[str, Path], capsys: pytest.CaptureFixture[s
         capsys, "probe", str(files["good"].parent / "none.parquet"), "--hudi-key", "a"
     )
     assert status == 2 and "none.parquet" in err
+
+
+def _variants(tmp_path: Path) -> list[Path]:
+    """Base files the check sees differently: no key column, a null key, a SIMPLE filter with
+    no key range, a filter that does not decode."""
+    paths = []
+    keyless = pa.table({"v": list(range(len(KEYS)))})
+    meta = hudi.build_bloom_filter(KEYS).footer_metadata()
+    paths.append(tmp_path / "keyless.parquet")
+    pq.write_table(keyless.replace_schema_metadata(meta), paths[-1])
+    nulls = pa.table({"_hoodie_record_key": [*KEYS[:-1], None], "v": list(range(len(KEYS)))})
+    paths.append(tmp_path / "nulls.parquet")
+    pq.write_table(nulls.replace_schema_metadata(meta), paths[-1])
+    simple = hudi.build_bloom_filter(KEYS, type="SIMPLE", num_entries=100, fpp=0.01)
+    simple.min_record_key = simple.max_record_key = None
+    table = pa.table({"_hoodie_record_key": KEYS, "v": list(range(len(KEYS)))})
+    paths.append(tmp_path / "simple.parquet")
+    pq.write_table(table.replace_schema_metadata(simple.footer_metadata()), paths[-1])
+    broken = meta | {hudi.FOOTER_KEY: meta[hudi.FOOTER_KEY][:100]}
+    paths.append(tmp_path / "broken.parquet")
+    pq.write_table(table.replace_schema_metadata(broken), paths[-1])
+    return paths
+
+
+def test_check_finds_what_hudi_check_file_finds(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The command checks from the footer the Parquet check read; the result is the library's.
+    paths = [files["good"], files["short"], files["plain"], *_variants(tmp_path)]
+    status, out, _ = _run(capsys, "check", "--json", *map(str, paths))
+    assert status == 1
+    entries = {entry["path"]: entry for entry in json.loads(out)["files"]}
+    for path in paths:
+        expected = hudi.check_file(path)
+        if expected.filter is None and expected.ok:
+            assert "hudi" not in entries[str(path)], path  # the plain file, as before
+        else:
+            assert entries[str(path)]["hudi"] == expected.to_dict(), path
+    broken = entries[str(tmp_path / "broken.parquet")]["hudi"]
+    assert broken["violations"][0].startswith("filter: the record-key filter cannot be read")
+    status, out, _ = _run(capsys, "check", str(tmp_path / "broken.parquet"))
+    assert status == 1 and "VIOLATION [filter]" in out
+    status, out, _ = _run(capsys, "inspect", str(tmp_path / "broken.parquet"))
+    assert status == 0 and "broken.parquet  unreadable: " in out
+
+
+def test_check_reports_record_keys_it_cannot_read(
+    files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A key column whose pages do not decode: a violation of the file's Hudi check, the
+    # Parquet check's report kept (the file has no split-block filter).
+    data = bytearray(files["good"].read_bytes())
+    first_page = pq.ParquetFile(files["good"]).metadata.row_group(0).column(0).data_page_offset
+    data[first_page : first_page + 16] = b"\xff" * 16
+    corrupt = tmp_path / "corrupt.parquet"
+    corrupt.write_bytes(data)
+    status, out, _ = _run(capsys, "check", "--json", str(corrupt))
+    assert status == 1
+    (entry,) = json.loads(out)["files"]
+    assert entry["ok"] is True and entry["hudi"]["ok"] is False
+    assert entry["hudi"]["violations"][0].startswith("keys: the record keys cannot be read")
+    assert entry["hudi"]["filter"]["type"] == "DYNAMIC_V0"
+
+
+def test_probe_hudi_keys_with_stats(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    good, plain = str(files["good"]), str(files["plain"])
+    status, out, _ = _run(capsys, "probe", "--json", "--stats", good, plain, "--hudi-key", "a")
+    document = json.loads(out)
+    assert status == 0 and document["stats"]["files"] == 2
+    assert document["stats"]["requests"] == sum(f["requests"] for f in document["files"])
+    status, out, _ = _run(capsys, "probe", "--stats", good, plain, "--hudi-key", "a")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[-5].split() == ["file", "requests", "bytes", "read"]
+    assert lines[-1].startswith("total (2 files)")
+
+
+def test_real_base_files(hudi_tables: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    # Every base file of the fixture tables: inspect describes the filter read_bloom_filter
+    # reads, check finds what check_file finds.
+    paths = [p for root in hudi_tables.values() for p in base_files_on_disk(root)]
+    status, out, err = _run(capsys, "inspect", "--json", *map(str, paths))
+    assert status == 0, err
+    described = {f["path"]: f["hudi"] for f in json.loads(out)["files"]}
+    for path in paths:
+        found = hudi.read_bloom_filter(path)
+        assert found is not None and described[str(path)] == found.describe()
+    status, out, err = _run(capsys, "check", "--json", *map(str, paths))
+    assert status == 0, err
+    checked = {f["path"]: f["hudi"] for f in json.loads(out)["files"]}
+    assert checked == {str(p): hudi.check_file(p).to_dict() for p in paths}

@@ -5,6 +5,8 @@ requests the server saw."""
 from __future__ import annotations
 
 import json
+import zipfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from parquet_bloom import hudi
 from parquet_bloom.cli import main
-from tests import writers
+from tests import skips, writers
 
 Capture = pytest.CaptureFixture[str]
 
@@ -139,3 +142,79 @@ def test_tail_size_sets_the_first_read(
     assert counts[0] < counts[1]
     status, _, err = run(capsys, "inspect", "--tail-size", "0", one)
     assert status == 2 and "must be > 0" in err
+
+
+# A real Hudi table's base files (../shared/fixtures/hudi), for the Hudi parts of the commands.
+HUDI_TABLE = "sample_table__cow__v6_nonpartitioned"
+HUDI_KEYS = [f"rec-{i:05d}" for i in range(3_000)]
+
+
+def _hudi_base_files(kind: str, root: Path) -> list[Path]:
+    """Hudi base files: one ``written`` here (Hudi's default DYNAMIC_V0 filter of its keys and
+    their range in pyarrow's key-value metadata, a _hoodie_record_key column in 3 row groups)
+    and a plain Parquet file beside it; or a ``real`` Hudi table's."""
+    if kind == "written":
+        table = pa.table({"_hoodie_record_key": HUDI_KEYS, "v": range(len(HUDI_KEYS))})
+        base, plain = root / "base.parquet", root / "plain.parquet"
+        metadata = hudi.build_bloom_filter(HUDI_KEYS).footer_metadata()
+        pq.write_table(table.replace_schema_metadata(metadata), base, row_group_size=1_000)
+        pq.write_table(table, plain)
+        return [base, plain]
+    if not skips.SHARED.is_dir():
+        pytest.skip(skips.SHARED_ABSENT)
+    with zipfile.ZipFile(skips.SHARED / "fixtures" / "hudi" / f"{HUDI_TABLE}.zip") as archive:
+        archive.extractall(root)
+    return sorted(
+        p
+        for p in root.rglob("*.parquet")
+        if not {".hoodie", "__MACOSX"} & set(p.parts) and not p.name.startswith(".")
+    )
+
+
+@pytest.mark.parametrize("kind", ["written", "real"])
+def test_hudi_parts_cost_what_stats_reports(
+    capsys: Capture, s3: Any, s3_requests: Any, tmp_path: Path, kind: str
+) -> None:
+    # inspect and check show each base file's Hudi filter, probe --hudi-key probes it: one
+    # listing, then each file's own reads (its footer read once, for the Parquet and the Hudi
+    # parts; check also reads the record keys), every one counted by --stats.
+    files = _hudi_base_files(kind, tmp_path)
+    bucket = s3.bucket()
+    prefix = f"s3://{bucket}/hudi/"
+    for i, path in enumerate(files):
+        s3.upload(path, f"{prefix}{i}-{path.name}")
+    key = pq.read_table(files[0], columns=["_hoodie_record_key"]).column(0)[0].as_py()
+    for command in (["inspect"], ["check"], ["probe", "--hudi-key", key]):
+        s3_requests.reset()
+        status, out, err = run(capsys, *command, "--json", "--stats", *_options(s3), prefix)
+        assert status == 0, (command, err)
+        document = json.loads(out)
+        recorded = s3_requests.list()
+        assert [r.method for r in recorded if not r.key] == ["GET"]  # the one listing
+        assert {r.method for r in recorded} == {"GET"}  # no size lookups
+        gets = Counter(f"s3://{r.bucket}/{r.key}" for r in recorded if r.key)
+        assert {f["path"]: f["requests"] for f in document["files"]} == gets, command
+        assert document["stats"] == {
+            "files": len(files),
+            "requests": gets.total(),
+            "bytes_read": sum(f["bytes_read"] for f in document["files"]),
+        }
+        if command[0] != "check":  # the tail read holds the footer (issue #17)
+            assert set(gets.values()) == {1}, command
+        if command[0] == "probe":
+            assert document["files"][0]["keys"][0]["reason"] == "in the filter"  # its own key
+            with_filter = [
+                f for f in document["files"] if f["keys"][0]["reason"] != "no Hudi filter"
+            ]
+        else:
+            with_filter = [f for f in document["files"] if "hudi" in f]
+        assert len(with_filter) == (1 if kind == "written" else len(files)), command
+        if command[0] == "inspect":
+            assert {f["hudi"]["type"] for f in with_filter} == {"DYNAMIC_V0"}
+        elif command[0] == "check":
+            assert document["ok"] is True and all(f["hudi"]["ok"] for f in with_filter)
+            assert all(f["hudi"]["num_keys"] == f["hudi"]["num_rows"] > 0 for f in with_filter)
+    status, out, err = run(capsys, "probe", "--stats", *_options(s3), prefix, "--hudi-key", key)
+    assert status == 0, err
+    n = len(files)
+    assert out.splitlines()[-1].split()[:4] == ["total", f"({n}", "files)", str(n)], out
