@@ -563,6 +563,41 @@ def test_a_delta_table_on_s3_with_storage_options(
     assert_one_line_error(err, uri, "Could not connect to the endpoint URL", "127.0.0.1:9")
 
 
+def test_an_iceberg_table_on_s3_with_storage_options(
+    s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Capture
+) -> None:
+    """FileIO properties as --storage-option: read-only from the table's s3:// location, and
+    added to the catalog's own for a commit; the environment's endpoint a closed port."""
+    clear_filesystem_caches()
+    properties = it.s3_properties(s3.endpoint_url)
+    catalog = it.catalog(tmp_path, f"s3://{s3.bucket()}/warehouse", **properties)
+    table = catalog.create_table("db.events", it.SCHEMA)
+    it.add_data_file(table, it.values(range(200, 240)), "filtered.parquet", row_group_size=10)
+    table.append(it.values(range(50)))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", CLOSED_PORT)
+    monkeypatch.setenv("PYICEBERG_CATALOG__TEST__URI", f"sqlite:///{tmp_path}/catalog.db")
+    options = [a for k, v in properties.items() for a in ("--storage-option", f"{k}={v}")]
+    location = table.location()
+    assert location.startswith("s3://")
+
+    status, document, err = run_json(capsys, "inspect", location, *options)
+    assert status == 0 and err == ""
+    assert sorted(f["path"] for f in document["files"]) == sorted(it.data_files(table))
+    status, document, err = run_json(capsys, "prune", location, "--column", "id", 205, *options)
+    assert status == 0 and err == ""
+    assert [(f["path"].rsplit("/", 1)[-1], f["row_groups"]) for f in document["files"]] == [
+        ("filtered.parquet", [0])
+    ]
+    argv = ("add", "db.events", "--catalog", CATALOG, "--column", "name", *options)
+    status, document, err = run_json(capsys, *argv)
+    assert status == 0 and err == "" and len(document["rewritten"]) == 2
+    table = it.catalog_table(table)
+    assert document["version"] == table.current_snapshot().snapshot_id  # type: ignore[union-attr]
+    status, document, _ = run_json(capsys, "inspect", location, *options)
+    assert document["columns"]["name"]["files"] == 2
+    clear_filesystem_caches()
+
+
 def _with_deletion_vector(tmp_path: Path) -> tuple[Path, str, list[int]]:
     """A partitioned table with the deletionVectors feature, two appends, and a deletion
     vector on the file of even ids 0..998: the root, that file's key and the ids deleted."""

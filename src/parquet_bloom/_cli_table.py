@@ -345,6 +345,7 @@ def _children(filesystem: Any | None, path: str) -> list[str]:
     """The names in a directory (FileNotFoundError when there is none)."""
     if filesystem is None:
         return sorted(os.listdir(path))
+    filesystem.invalidate_cache(path)  # a listing cached earlier would miss a new metadata file
     return sorted(str(e).rstrip("/").rsplit("/", 1)[-1] for e in filesystem.ls(path, detail=False))
 
 
