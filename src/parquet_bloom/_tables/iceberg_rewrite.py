@@ -115,7 +115,21 @@ def plan_rewrite(
     files: Iterable[str] | None = None,
     case_sensitive: bool = True,
 ) -> IcebergRewritePlan:
-    """See :func:`parquet_bloom.iceberg.plan_rewrite`."""
+    """Which data files of the current snapshot to rewrite, and which not, and why.
+
+    ``columns``: the table's column names to build filters for (a struct, list or map names
+    all its primitive columns), resolved to field ids and found in each file by field id;
+    ``"existing"`` rebuilds the filters each file has; None builds none. ``remove``: column
+    names whose filters go, or ``"all"``. ``fpp``, ``ndv``, ``num_bytes``, ``flavor`` size
+    each filter as :func:`parquet_bloom.rewrite_bloom_filters` does. ``files``: only these
+    data file URIs (as the manifests name them); one that is not a live data file is refused.
+
+    Refused (never rewritten, listed in ``.refused`` with the reason): files that delete files
+    apply to (the new file's new path and sequence number would stop them applying, bringing
+    deleted rows back), files written under an older partition spec, files that are not
+    Parquet, and every file of a format v3 table. Reads every manifest of the current
+    snapshot once. The plan is picklable and holds no table handle.
+    """
     schema = table.schema()
     options = FilterOptions(
         columns=columns if columns is None or columns == "existing" else None,
@@ -302,7 +316,24 @@ def commit_rewrite(
     storage_options: Mapping[str, Any] | None = None,
     max_workers: int = DEFAULT_MAX_WORKERS,
 ) -> TableRewriteReport:
-    """See :func:`parquet_bloom.iceberg.commit_rewrite`."""
+    """Swap the rewritten files into ``table`` in one OVERWRITE snapshot.
+
+    ``outcomes``: the :class:`JobOutcome` of each of the plan's jobs (from
+    :func:`run_job`, wherever it ran). Each new file is first checked (``max_workers`` at
+    once): it must exist with the size written and the old file's row count; its split
+    offsets are read from its footer. The new DataFile copies the old one's partition,
+    metrics, bounds, sort order id, spec id and key metadata, with the new path, size and
+    split offsets. The snapshot's summary carries :data:`SNAPSHOT_PROPERTY`.
+
+    A concurrent commit (pyiceberg's ``CommitFailedException`` or ``ValidationException``,
+    after its own retries) refreshes ``table``; jobs whose old file is no longer live and
+    clean are dropped (``.to_retry``) and the commit is tried again, ``max_attempts`` times in
+    all; after the last, every job left is in ``.to_retry``. Nothing another commit did is
+    undone. New files not committed (failed checks, jobs dropped, attempts exhausted) are
+    deleted; those that cannot be are listed in ``.leftovers``. Any other error is raised and
+    leaves the new files (the commit's outcome is unknown). The old files stay until snapshot
+    expiry.
+    """
     if not isinstance(max_attempts, int) or max_attempts < 1:
         raise ValueError(f"max_attempts must be a positive integer, not {max_attempts!r}")
     options = dict(storage_options if storage_options is not None else storage_options_for(table))
@@ -468,7 +499,12 @@ def rewrite_bloom_filters(
     storage_options: Mapping[str, Any] | None = None,
     case_sensitive: bool = True,
 ) -> TableRewriteReport:
-    """See :func:`parquet_bloom.iceberg.rewrite_bloom_filters`."""
+    """Add, resize or remove the Bloom filters of a table's data files in one snapshot:
+    :func:`plan_rewrite`, :func:`run_job` on ``max_workers`` threads (``progress(outcome)``
+    after each file), :func:`commit_rewrite`. Files are read and written through fsspec with
+    ``storage_options`` (default :func:`storage_options_for` the table). Returns the
+    :class:`TableRewriteReport`: files rewritten, refused, failed, to retry, the snapshot id
+    committed (``.version``). The old files stay until snapshot expiry."""
     plan = plan_rewrite(
         table,
         columns=columns,

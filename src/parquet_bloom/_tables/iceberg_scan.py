@@ -125,7 +125,32 @@ def prune(
     tail_size: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> IcebergPruneResult:
-    """See :func:`parquet_bloom.iceberg.prune`."""
+    """Plan ``table.scan(row_filter=row_filter, ...)`` and drop the files and row groups whose
+    Bloom filters rule out every row the filter keeps.
+
+    ``row_filter``: a pyiceberg ``BooleanExpression`` or a string pyiceberg parses
+    (``"id = 5 and region in ('eu', 'us')"``). pyiceberg plans first (manifests, partitions,
+    column metrics); then each planned file's ``=`` and ``IN`` predicates (and AND/OR of them)
+    are probed in its Bloom filters: the predicate is mapped to the file's column by Iceberg
+    field id (a renamed column is found under its old name in old files), and each literal
+    is encoded as the column stores it (days, microseconds, unscaled decimals, UUID bytes,
+    a float literal as the float32 the scan compares). Anything else keeps its row group:
+    ranges, ``!=``, ``NOT IN``, nulls, NaN, a file without filters or with filters that cannot
+    be read (with a :class:`~parquet_bloom.BloomFilterWarning`). A file whose partition alone
+    satisfies the filter (residual ``AlwaysTrue``) is kept without reading its footer.
+
+    ``snapshot_id``, ``case_sensitive``, ``selected_fields`` as for ``table.scan``. Files are
+    probed ``max_workers`` at once, each one request when its filters lie in the tail read of
+    ``tail_size`` bytes (see :class:`~parquet_bloom.BloomFilterReader`), the file's size
+    taken from its manifest entry (no size lookup). Files are read through fsspec with
+    ``storage_options`` (default :func:`storage_options_for` the table).
+
+    Returns an :class:`IcebergPruneResult`: ``.tasks`` (the FileScanTasks left, with their
+    delete files), ``.row_groups[file_path]`` (the row groups to read, None for all),
+    ``.report`` (:class:`TablePruneReport`) and ``.to_arrow()``, equal to
+    ``table.scan(row_filter=row_filter, ...).to_arrow()``: read by pyiceberg's ArrowScan, row
+    groups skipped, position deletes moved to the rows kept, so no deleted row comes back.
+    """
     if not isinstance(max_workers, int) or max_workers < 1:
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
     scan = table.scan(
