@@ -271,6 +271,7 @@ def _check_file(
     """What :func:`parquet_bloom.hudi.check_file` finds in the file of ``report`` (None: no
     Hudi filter), from the footer the Parquet check read: only the record keys are read
     (their cost in the result's ``requests`` and ``bytes_read``)."""
+    from parquet_bloom._hudi.check import check_keys
     from parquet_bloom._hudi.table import RECORD_KEY_COLUMN
     from parquet_bloom.hudi import HudiCheckReport
 
@@ -294,7 +295,7 @@ def _check_file(
     if keys is None:
         checked.notes.append(f"no {RECORD_KEY_COLUMN} column: the keys are not checked")
         return checked
-    _check_keys(found, keys, checked)
+    check_keys(found, keys, checked)
     return checked
 
 
@@ -337,50 +338,6 @@ def _arrow_metadata(footer: bytes) -> Any:
         return pq.read_metadata(pa.BufferReader(footer + trailer))
     except pa.ArrowException as e:
         raise ValueError(f"pyarrow cannot read the footer: {_one_line(e)}") from e
-
-
-def _check_keys(found: HudiBloomFilter, keys: list[Any], checked: HudiCheckReport) -> None:
-    """The file's filter against its keys (as :func:`parquet_bloom.hudi.check_file` checks
-    them): false negatives, keys outside the key range, the filter rebuilt from the keys."""
-    from parquet_bloom._hudi.table import RECORD_KEY_COLUMN
-    from parquet_bloom.hudi import HudiBloomFilter
-
-    checked.num_keys = len(keys)
-    if any(k is None or k == "" for k in keys):
-        checked.violations.append(f"keys: {RECORD_KEY_COLUMN} holds null or empty keys")
-        keys = [k for k in keys if k]
-    hits = found.might_contain_many(keys)
-    checked.missing = int((~hits).sum())
-    if checked.missing:
-        checked.first_missing = str(keys[int((~hits).argmax())])
-        checked.violations.append(
-            f"false-negative: {checked.missing} of {len(keys)} keys are not in the filter "
-            f"(first: {checked.first_missing!r})"
-        )
-    if found.min_record_key is None or found.max_record_key is None:
-        checked.notes.append("no key range in the footer: every key is looked up in this file")
-    else:
-        checked.outside_range = sum(not found.key_in_range(str(k)) for k in keys)
-        if checked.outside_range:
-            checked.violations.append(
-                f"range: {checked.outside_range} keys lie outside the footer's key range "
-                f"[{found.min_record_key!r}, {found.max_record_key!r}]"
-            )
-    rebuilt = HudiBloomFilter(
-        found.type,
-        found.num_hashes,
-        found.vector_size,
-        keys_per_row=found.keys_per_row,
-        max_entries=None if found.keys_per_row is None else found.rows * found.keys_per_row,
-    )
-    if found.keys_per_row is None or found.keys_per_row > 0:
-        rebuilt.add_many(keys)
-        checked.exact = rebuilt.to_bytes() == found.to_bytes()
-    if found.keys_added is not None and found.keys_added != len(keys):
-        checked.notes.append(
-            f"the filter's header counts {found.keys_added:,} keys added, the file has "
-            f"{len(keys):,}"
-        )
 
 
 # -- probe ---------------------------------------------------------------------------------------

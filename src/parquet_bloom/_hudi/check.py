@@ -16,14 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from parquet_bloom._hudi.footer import read_hudi_metadata
 from parquet_bloom._hudi.table import RECORD_KEY_COLUMN
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom.errors import BloomFilterError
 
-__all__ = ["HudiCheckReport", "check_file"]
+if TYPE_CHECKING:
+    from parquet_bloom.hudi import HudiBloomFilter
+
+__all__ = ["HudiCheckReport", "check_file", "check_keys"]
 
 
 @dataclass
@@ -83,7 +86,7 @@ def check_file(
     """Check the record-key filter of one base file against its ``_hoodie_record_key``
     column. A file without a Hudi filter gives a report with ``filter=None`` and no
     violation; a filter that does not decode is a violation."""
-    from parquet_bloom.hudi import HudiBloomFilter, filter_from_metadata
+    from parquet_bloom.hudi import filter_from_metadata
 
     options = dict(storage_options) if storage_options is not None else None
     footer = read_hudi_metadata(path, storage_options=options, size=size, tail_size=tail_size)
@@ -108,6 +111,17 @@ def check_file(
     if keys is None:
         report.notes.append(f"no {RECORD_KEY_COLUMN} column: the keys are not checked")
         return report
+    check_keys(found, keys, report)
+    return report
+
+
+def check_keys(found: HudiBloomFilter, keys: list[Any], report: HudiCheckReport) -> None:
+    """Check the file's filter ``found`` against the file's record ``keys`` (in the order they
+    were written), into ``report``: the keys read, null or empty keys, false negatives, keys
+    outside the footer's key range, whether the filter rebuilt from the keys is the file's byte
+    for byte, and the header's key count against the keys."""
+    from parquet_bloom.hudi import HudiBloomFilter
+
     report.num_keys = len(keys)
     if any(k is None or k == "" for k in keys):
         report.violations.append(f"keys: {RECORD_KEY_COLUMN} holds null or empty keys")
@@ -144,4 +158,3 @@ def check_file(
             f"the filter's header counts {found.keys_added:,} keys added, the file has "
             f"{len(keys):,}"
         )
-    return report
