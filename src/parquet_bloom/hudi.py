@@ -36,9 +36,10 @@ from numpy.typing import NDArray
 from parquet_bloom._hudi import codec
 from parquet_bloom._hudi.check import HudiCheckReport, check_file
 from parquet_bloom._hudi.footer import read_hudi_metadata
-from parquet_bloom._hudi.keys import KeyBuffer, encode_keys, java_utf8
+from parquet_bloom._hudi.keys import KeyBuffer, encode_keys
 from parquet_bloom._hudi.murmur import hash_chains, positions
 from parquet_bloom._hudi.table import BaseFile, KeyLookup
+from parquet_bloom._java import INT_MAX, java_int, java_utf8
 from parquet_bloom.errors import BloomFilterError
 
 __all__ = [
@@ -84,7 +85,6 @@ DEFAULT_NUM_ENTRIES = 60_000
 DEFAULT_FPP = 1e-9
 DEFAULT_MAX_ENTRIES = 100_000
 
-_INT_MAX = 2**31 - 1
 # Keys hashed at once: their hashes, positions and tests take ~300 bytes a key at 30 hashes.
 _CHUNK = 32_768
 
@@ -96,13 +96,6 @@ class FilterSize(NamedTuple):
     num_hashes: int
 
 
-def _java_int(x: float) -> int:
-    """Java's ``(int)`` of a double: NaN is 0, out-of-range values saturate."""
-    if math.isnan(x):
-        return 0
-    return int(max(min(x, _INT_MAX), -(2**31)))
-
-
 def filter_size(num_entries: int, fpp: float) -> FilterSize:
     """The bits and hash count Hudi gives ``num_entries`` keys at ``fpp`` (BloomFilterUtils):
     ``bits = (int) ceil(n * (-ln p / ln(2)^2))``, ``k = (int) ceil(ln 2 * bits / n)``, in
@@ -110,16 +103,14 @@ def filter_size(num_entries: int, fpp: float) -> FilterSize:
     2,587,966 bits and 30 hashes."""
     if isinstance(num_entries, bool) or not isinstance(num_entries, int | np.integer):
         raise TypeError(f"num_entries must be an integer, not {type(num_entries).__name__}")
-    if not 0 < num_entries <= _INT_MAX:
-        raise ValueError(
-            f"num_entries must be from 1 to {_INT_MAX} (a Java int), not {num_entries}"
-        )
+    if not 0 < num_entries <= INT_MAX:
+        raise ValueError(f"num_entries must be from 1 to {INT_MAX} (a Java int), not {num_entries}")
     if not 0.0 < fpp < 1.0:
         raise ValueError(f"fpp must be between 0 and 1, not {fpp}")
     n = int(num_entries)
     log2_squared = math.log(2) * math.log(2)
-    bits = _java_int(math.ceil(n * (-math.log(fpp) / log2_squared)))
-    hashes = _java_int(math.ceil(math.log(2) * bits / n))
+    bits = java_int(math.ceil(n * (-math.log(fpp) / log2_squared)))
+    hashes = java_int(math.ceil(math.log(2) * bits / n))
     return FilterSize(bits, hashes)
 
 
@@ -171,10 +162,10 @@ class HudiBloomFilter:
             raise ValueError(
                 f"num_hashes must be from 1 to {codec.MAX_NUM_HASHES}, not {num_hashes}"
             )
-        if not 0 < vector_size <= _INT_MAX:
-            raise ValueError(f"vector_size must be from 1 to {_INT_MAX} bits, not {vector_size}")
+        if not 0 < vector_size <= INT_MAX:
+            raise ValueError(f"vector_size must be from 1 to {INT_MAX} bits, not {vector_size}")
         if kind == codec.DYNAMIC_V0:
-            if keys_per_row is None or not 0 < keys_per_row <= _INT_MAX:
+            if keys_per_row is None or not 0 < keys_per_row <= INT_MAX:
                 raise ValueError(f"a DYNAMIC_V0 filter needs keys_per_row >= 1, not {keys_per_row}")
             max_entries = DEFAULT_MAX_ENTRIES if max_entries is None else int(max_entries)
         self.type = kind

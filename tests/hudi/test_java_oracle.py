@@ -11,8 +11,8 @@ import random
 import pytest
 
 from parquet_bloom import hudi
-from parquet_bloom._hudi.keys import java_utf8
 from parquet_bloom._hudi.murmur import positions
+from parquet_bloom._java import java_utf8
 from tests.hudi.conftest import HadoopOracle
 
 pytestmark = pytest.mark.usefixtures("implementation")  # compiled, then numpy alone

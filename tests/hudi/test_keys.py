@@ -6,7 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from parquet_bloom._hudi.keys import encode_keys, java_utf8
+from parquet_bloom._hudi.keys import encode_keys
+from parquet_bloom._java import java_utf8
 
 
 def test_keys_of_every_kind_give_the_same_bytes() -> None:

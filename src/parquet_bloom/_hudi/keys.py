@@ -4,7 +4,8 @@ Hudi adds ``key.getBytes(StandardCharsets.UTF_8)`` of each record key (a Java ``
 its filter (docs/hudi.md#keys). For a Python ``str`` that is ``key.encode("utf-8")``, except
 for surrogates, which a Java string holds as UTF-16 code units: Java encodes a high surrogate
 followed by a low one as the code point they make, and any other surrogate as ``?`` (its
-encoder's replacement byte); :func:`java_utf8` does the same. ``bytes`` are taken as they are.
+encoder's replacement byte); :func:`parquet_bloom._java.java_utf8` does the same. ``bytes``
+are taken as they are.
 
 Many keys are held as one ``uint8`` buffer and ``int64`` offsets (key ``i`` is
 ``data[offsets[i]:offsets[i + 1]]``), the layout of an Arrow binary array, so that an Arrow
@@ -21,10 +22,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["KeyBuffer", "encode_keys", "java_utf8"]
+from parquet_bloom._java import java_utf8
 
-_HIGH = range(0xD800, 0xDC00)
-_LOW = range(0xDC00, 0xE000)
+__all__ = ["KeyBuffer", "encode_keys"]
 
 
 @dataclass(frozen=True)
@@ -42,26 +42,6 @@ class KeyBuffer:
 
     def key(self, i: int) -> bytes:
         return self.data[int(self.offsets[i]) : int(self.offsets[i + 1])].tobytes()
-
-
-def java_utf8(key: str) -> bytes:
-    """The bytes Java's ``key.getBytes(StandardCharsets.UTF_8)`` gives for the same UTF-16
-    code units: surrogate pairs joined, lone surrogates as ``?``."""
-    try:
-        return key.encode("utf-8")
-    except UnicodeEncodeError:
-        pass
-    out = []
-    i, n = 0, len(key)
-    while i < n:
-        c = ord(key[i])
-        if c in _HIGH and i + 1 < n and ord(key[i + 1]) in _LOW:
-            out.append(chr(0x10000 + ((c - 0xD800) << 10) + (ord(key[i + 1]) - 0xDC00)))
-            i += 2
-            continue
-        out.append("?" if c in _HIGH or c in _LOW else key[i])
-        i += 1
-    return "".join(out).encode("utf-8")
 
 
 def _one(key: Any) -> bytes:

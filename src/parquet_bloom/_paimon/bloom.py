@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from parquet_bloom._java import INT_MAX, java_int
 from parquet_bloom._paimon.fasthash import PaimonType, hash_values, parse_type
 from parquet_bloom.errors import CorruptFileError
 
@@ -36,9 +37,8 @@ __all__ = [
 # BloomFilterFileIndex's defaults: options ``items`` and ``fpp`` of the index.
 DEFAULT_ITEMS = 1_000_000
 DEFAULT_FPP = 0.1
-_INT_MAX = 2**31 - 1
 # numBits is a Java int: no bitset Paimon writes or reads has 2**31 bits or more.
-MAX_BITSET_BYTES = (_INT_MAX + 1) // 8 - 1
+MAX_BITSET_BYTES = (INT_MAX + 1) // 8 - 1
 # Paimon's sizing gives at most ~1,076 hash functions (one item at the smallest double fpp:
 # numBits 1,552, k = round(1552 x ln 2)); a stored count far above that is corruption, and
 # probing with it would cost its count per value.
@@ -55,13 +55,6 @@ class FilterSize(NamedTuple):
     num_hashes: int
 
 
-def _java_int(x: float) -> int:
-    """Java's ``(int)`` of a double: NaN is 0, out-of-range values saturate."""
-    if math.isnan(x):
-        return 0
-    return int(max(min(x, _INT_MAX), -(2**31)))
-
-
 def _java_round(x: float) -> int:
     """Java's ``Math.round(double)``: the closest integer, ties towards positive infinity."""
     low = math.floor(x)
@@ -74,16 +67,16 @@ def filter_size(items: int, fpp: float) -> FilterSize:
     fpp 0.1) give 4,792,536 bits and 3 hashes."""
     if isinstance(items, bool) or not isinstance(items, int | np.integer):
         raise TypeError(f"items must be an integer, not {type(items).__name__}")
-    if not 0 < items <= _INT_MAX:
-        raise ValueError(f"items must be from 1 to {_INT_MAX} (a Java int), not {items}")
+    if not 0 < items <= INT_MAX:
+        raise ValueError(f"items must be from 1 to {INT_MAX} (a Java int), not {items}")
     if isinstance(fpp, bool) or not isinstance(fpp, int | float | np.floating):
         raise TypeError(f"fpp must be a number, not {type(fpp).__name__}")
     if not 0.0 < fpp < 1.0:
         raise ValueError(f"fpp must be between 0 and 1, not {fpp}")
     n = int(items)
-    nb = _java_int(float(-n) * math.log(fpp) / (math.log(2) * math.log(2)))
+    nb = java_int(float(-n) * math.log(fpp) / (math.log(2) * math.log(2)))
     num_bits = nb + (8 - nb % 8)
-    if num_bits > _INT_MAX:
+    if num_bits > INT_MAX:
         raise ValueError(
             f"{items} items at fpp {fpp} need {num_bits} bits, more than Paimon's Java int holds"
         )

@@ -31,13 +31,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from parquet_bloom._java import java_utf8
 from parquet_bloom._xxh64 import xxh64_variable
 
 __all__ = [
     "HASHED_KINDS",
     "PaimonType",
     "hash_values",
-    "java_utf8",
     "parse_type",
     "wang_hash",
 ]
@@ -169,26 +169,6 @@ def wang_hash(keys: NDArray[np.int64]) -> NDArray[np.uint64]:
     key ^= asr(key, 28)
     key = key + (key << np.uint64(31))
     return key
-
-
-def java_utf8(text: str) -> bytes:
-    """The bytes Java's UTF-8 encoder (``BinaryString.fromString``) gives for the same UTF-16
-    code units: surrogate pairs joined into their code point, any other surrogate as ``?``."""
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        pass
-    out = []
-    i, n = 0, len(text)
-    while i < n:
-        c = ord(text[i])
-        if 0xD800 <= c < 0xDC00 and i + 1 < n and 0xDC00 <= ord(text[i + 1]) < 0xE000:
-            out.append(chr(0x10000 + ((c - 0xD800) << 10) + (ord(text[i + 1]) - 0xDC00)))
-            i += 2
-        else:
-            out.append("?" if 0xD800 <= c < 0xE000 else text[i])
-            i += 1
-    return "".join(out).encode("utf-8")
 
 
 def hash_values(values: Any, data_type: PaimonType) -> tuple[NDArray[np.uint64], NDArray[np.bool_]]:
