@@ -38,7 +38,7 @@ from parquet_bloom._hudi.check import HudiCheckReport, check_file
 from parquet_bloom._hudi.footer import read_hudi_metadata
 from parquet_bloom._hudi.keys import KeyBuffer, encode_keys
 from parquet_bloom._hudi.murmur import hash_chains, positions
-from parquet_bloom._hudi.table import BaseFile, KeyLookup
+from parquet_bloom._hudi.table import BaseFile, KeyLookup, lookup_keys
 from parquet_bloom._java import INT_MAX, java_int, java_utf8
 from parquet_bloom.errors import BloomFilterError
 
@@ -626,29 +626,6 @@ def filter_from_metadata(
     f.min_record_key = metadata.get(MIN_RECORD_KEY_KEY)
     f.max_record_key = metadata.get(MAX_RECORD_KEY_KEY)
     return f
-
-
-def lookup_keys(
-    table_uri: str,
-    keys: Iterable[str],
-    storage_options: Mapping[str, Any] | None = None,
-    *,
-    hudi_options: Mapping[str, str] | None = None,
-    confirm: bool = False,
-    max_workers: int = 16,
-) -> KeyLookup:
-    """:func:`files_for_keys` with what it cost and what it skipped: a
-    :class:`KeyLookup`."""
-    from parquet_bloom._hudi.table import lookup
-
-    return lookup(
-        table_uri,
-        keys,
-        storage_options=storage_options,
-        hudi_options=hudi_options,
-        confirm=confirm,
-        max_workers=max_workers,
-    )
 
 
 def files_for_keys(

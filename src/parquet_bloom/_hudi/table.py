@@ -4,7 +4,7 @@ Hudi's bloom index (HoodieBloomIndex and its helpers; docs/hudi.md#key-lookup) t
 base file of each file group, keeps for an incoming key the files whose footer key range holds
 the key (``BloomIndexFileInfo.isKeyInRange``; a file without a range is kept), then those whose
 record-key filter may contain it, and finally reads the remaining files' keys to confirm
-(HoodieKeyLookupHandle). :func:`lookup` does the same over all partitions (the global index's
+(HoodieKeyLookupHandle). :func:`lookup_keys` does the same over all partitions (the global index's
 view: the keys carry no partition).
 
 The file listing comes from the ``hudi`` package (hudi-rs): the latest file slices of a
@@ -30,7 +30,7 @@ from parquet_bloom._hudi.keys import encode_keys
 from parquet_bloom._hudi.murmur import hash_chains
 from parquet_bloom._io import location
 
-__all__ = ["RECORD_KEY_COLUMN", "BaseFile", "KeyLookup", "base_files", "lookup"]
+__all__ = ["RECORD_KEY_COLUMN", "BaseFile", "KeyLookup", "base_files", "lookup_keys"]
 
 RECORD_KEY_COLUMN = "_hoodie_record_key"  # HoodieRecord.RECORD_KEY_METADATA_FIELD
 # Hash chains kept for all keys at once, shared by every file with the same hash count, up to
@@ -50,7 +50,7 @@ class BaseFile:
 
 @dataclass
 class KeyLookup:
-    """What :func:`lookup` found: ``files`` maps each key to the base files that may hold it
+    """What :func:`lookup_keys` found: ``files`` maps each key to the base files that may hold it
     (in listing order; empty when none may); the counts say how the files were narrowed.
 
     ``base_files``: the latest base files considered; ``files_without_filter``: those with no
@@ -185,16 +185,17 @@ def _confirm(result: _FileResult, keys: _Keys, storage_options: Any) -> None:
     result.candidates = result.candidates[keep]
 
 
-def lookup(
+def lookup_keys(
     table_uri: str,
     keys: Iterable[str],
-    *,
     storage_options: Mapping[str, Any] | None = None,
+    *,
     hudi_options: Mapping[str, str] | None = None,
     confirm: bool = False,
     max_workers: int = 16,
 ) -> KeyLookup:
-    """See :func:`parquet_bloom.hudi.files_for_keys`."""
+    """:func:`files_for_keys` with what it cost and what it skipped: a
+    :class:`KeyLookup`."""
     if isinstance(keys, str | bytes):
         raise TypeError("keys must be a collection of record keys, not one string")
     unique = list(dict.fromkeys(keys))
