@@ -277,3 +277,13 @@ def test_the_reader_takes_urls(memory_lake: str, lake: Path) -> None:
         assert reader.columns == ["x"]
     with pb.BloomFilterReader((lake / "top.parquet").as_uri()) as reader:
         assert reader.columns == ["x"] and reader.bytes_read > 0
+
+
+def test_a_file_url_is_percent_decoded(tmp_path: Path) -> None:
+    """Path.as_uri() encodes "=" and spaces; the file is the decoded path."""
+    target = tmp_path / "region=us" / "a file.parquet"
+    target.parent.mkdir()
+    target.write_bytes(b"x")
+    assert "%3D" in target.as_uri() or "%20" in target.as_uri()
+    filesystem, path = location.resolve(target.as_uri())
+    assert filesystem is None and path == str(target)

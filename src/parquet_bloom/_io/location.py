@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -240,7 +241,9 @@ def resolve(
         return None, path
     fs, fs_path = _url_to_fs(path, storage_options or {})
     if _is_local_fsspec(fs) and _CHAIN not in path:
-        return None, str(fs_path)
+        # A file:// URL is percent-encoded (RFC 8089; Path.as_uri() writes "region%3Dus"),
+        # which fsspec's local filesystem leaves as it is.
+        return None, urllib.parse.unquote(str(fs_path))
     return fs, str(fs_path)
 
 
