@@ -385,3 +385,16 @@ def test_copies_are_independent() -> None:
     assert f.bits_set() == 0 and g.bits_set() == 8
     with pytest.raises(ValueError):
         f.words[0, 0] = 1  # read-only view
+
+
+def test_a_list_mixing_hashes_above_and_below_2_63_is_taken_as_integers() -> None:
+    """numpy reads such a list as float64, which would round the hashes; it is read exactly."""
+    hashes = [2**63 + 7, 5, 2**64 - 1]
+    f = pb.SplitBlockBloomFilter(1024)
+    f.insert_hashes(hashes)
+    expected = pb.SplitBlockBloomFilter(1024)
+    expected.insert_hashes(np.array(hashes, dtype=np.uint64))
+    assert f == expected
+    assert f.find_hashes(hashes).all()
+    with pytest.raises(TypeError):
+        f.insert_hashes([2**63 + 0.5, 1.0])  # floats stay refused

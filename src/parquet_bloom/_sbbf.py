@@ -567,6 +567,11 @@ def _as_hashes(hashes: npt.ArrayLike) -> npt.NDArray[np.uint64]:
         return a.reshape(-1).view(np.uint64)  # same 64 bits, read unsigned
     if a.size == 0:
         return np.empty(0, dtype=np.uint64)
+    if a.dtype.kind == "f" and not isinstance(hashes, np.ndarray):
+        # numpy reads a list mixing ints >= 2**63 with smaller ones as floats: keep the ints.
+        objects = np.asarray(hashes, dtype=object)
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in objects.flat):
+            a = objects
     if a.dtype == object or a.dtype.kind in "iu":
         try:
             return np.asarray(hashes, dtype=np.uint64).reshape(-1)
