@@ -90,9 +90,9 @@ def test_prune_over_a_prefix_lists_once_and_makes_no_head(
     assert result.report.reads == FILES
     gets = [r for r in s3_requests.list() if r.method == "GET" and r.key]
     assert len(gets) == FILES + 1
-    expected = ds.dataset(
-        [str(p) for p in local_files[:FILES]], format="parquet"
-    ).to_table(filter=expr)
+    expected = ds.dataset([str(p) for p in local_files[:FILES]], format="parquet").to_table(
+        filter=expr
+    )
     assert result.dataset.to_table(filter=expr).equals(expected)
     assert expected.num_rows >= 1
     assert result.report.files_skipped == FILES - 1
