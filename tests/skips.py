@@ -24,10 +24,10 @@ KERNELS_TURNED_OFF = f"the compiled kernels are turned off by {kernels.PURE_PYTH
 KERNELS_NOT_BUILT = "the compiled kernels are not built"
 KERNELS_BIG_ENDIAN = "the compiled kernels are off on a big-endian machine"
 NO_C_COMPILER = "no C compiler here: the package runs on numpy alone"
-# tests/hudi: real tables in the checkout's sibling ../shared (never copied into the repository),
-# and the Hadoop oracle compiled with the local JDK.
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-SHARED_ABSENT = "../shared is absent"
+# tests/hudi: real Hudi tables in the checkout's sibling ../shared/fixtures/hudi (never copied
+# into the repository), and the Hadoop oracle compiled with the local JDK.
+HUDI_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hudi"
+SHARED_ABSENT = "../shared/fixtures/hudi is absent: the real Hudi tables live there"
 NO_JAVAC = "no javac here: the Hadoop oracle is compiled with the local JDK"
 
 
@@ -73,7 +73,7 @@ EXPECTED_SKIPS = (
     # tests/io/test_sink.py: the kernel's copies, where the platform has them.
     ExpectedSkip("no O_DIRECT on this platform", lambda: not hasattr(os, "O_DIRECT")),
     ExpectedSkip("no copy_file_range on this platform", lambda: not hasattr(os, "copy_file_range")),
-    ExpectedSkip(SHARED_ABSENT, lambda: not SHARED.is_dir()),
+    ExpectedSkip(SHARED_ABSENT, lambda: not HUDI_FIXTURES.is_dir()),
     ExpectedSkip(NO_JAVAC, lambda: shutil.which("javac") is None),
 )
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests import skips
 
-FIXTURES = skips.SHARED / "fixtures" / "hudi"
+FIXTURES = skips.HUDI_FIXTURES
 TABLES = (
     "sample_table__cow__v6_nonpartitioned",
     "sample_table__cow__v8_simplekeygen_nonhivestyle",
@@ -27,7 +27,7 @@ TABLES = (
 @pytest.fixture(scope="session")
 def hudi_tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each fixture table's root (the directory holding ``.hoodie``), unzipped per session."""
-    if not skips.SHARED.is_dir():
+    if not skips.HUDI_FIXTURES.is_dir():
         pytest.skip(skips.SHARED_ABSENT)
     roots = {}
     for name in TABLES:

@@ -160,9 +160,9 @@ def _hudi_base_files(kind: str, root: Path) -> list[Path]:
         pq.write_table(table.replace_schema_metadata(metadata), base, row_group_size=1_000)
         pq.write_table(table, plain)
         return [base, plain]
-    if not skips.SHARED.is_dir():
+    if not skips.HUDI_FIXTURES.is_dir():
         pytest.skip(skips.SHARED_ABSENT)
-    with zipfile.ZipFile(skips.SHARED / "fixtures" / "hudi" / f"{HUDI_TABLE}.zip") as archive:
+    with zipfile.ZipFile(skips.HUDI_FIXTURES / f"{HUDI_TABLE}.zip") as archive:
         archive.extractall(root)
     return sorted(
         p

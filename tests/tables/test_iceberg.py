@@ -633,7 +633,7 @@ def test_an_iceberg_data_file_on_s3_is_not_rewritten_in_place(s3_table: Table) -
 
 
 def test_a_hudi_base_file_is_not_rewritten_in_place(tmp_path: Path) -> None:
-    fixtures = skips.SHARED / "fixtures" / "hudi"
+    fixtures = skips.HUDI_FIXTURES
     if not fixtures.is_dir():
         pytest.skip(skips.SHARED_ABSENT)
     with zipfile.ZipFile(fixtures / "sample_table__cow__v6_nonpartitioned.zip") as archive:
