@@ -14,6 +14,7 @@ BENCHMARKS = [
     "bench_prune",
     "bench_object_store",
     "bench_rewrite",
+    "bench_tables",
     "bench_spark",
 ]
 
