@@ -1,48 +1,109 @@
-"""parquet_bloom.spark against Spark's own JVM code, on one cached DataFrame, in one run.
+"""parquet_bloom.spark against Spark's own JVM code, on cached DataFrames, in one run.
 
-A 20 M-row bigint column (distinct values) is cached on ``local[2]``; every timing is the best of
-a few runs of a Spark action on it, so the cache scan is in both sides of each ratio.
+20 M distinct bigints (``--rows`` scales it down) on ``local[2]``, cached in turn as 2, 8, 32 and
+200 partitions (``--partitions``); every timing is the best of a few runs of a Spark action,
+the candidates in turns, so the cache scan is in both sides of each ratio.
 
 - build: ``build_filter(df, "x", ndv=n)`` against Spark's JVM ``df.stat.bloomFilter("x", n,
-  0.01)`` (Spark's own Bloom filter, built per partition in the JVM and tree-aggregated). Also
-  shown, not targeted, the two ways of sizing without ``ndv``: counting rows, building at that
-  size and folding down (what ``ndv=None`` does here), and ``approx_count_distinct`` first
-  (what it does when the partials sized for the rows would be too large to ship).
-- probe: ``df.filter(might_contain(f, "x")).count()`` against ``df.filter(col("x").isin(small))
-  .count()``, with ``f`` the filter of the same small list; the Column is made inside the timing,
-  as a user's query makes it. Also shown: a 2 MiB filter (its words reach the plan through a
-  scalar subquery), the Arrow UDF that probes the types Spark cannot hash itself, and a scalar
-  Arrow UDF that does nothing but return True, the floor any Python UDF pays here.
+  0.01)`` (Spark's own Bloom filter: one full-size filter per partition, tree-aggregated), at
+  each partition count. Targets: at most 1x at each partition count, and the ratio at the most
+  partitions within 1.5x of the ratio at the fewest. Shown: the driver's peak memory during
+  ``build_filter``, the most this process's resident set grew in any run (``VmHWM`` in
+  ``/proc/self/status``, reset before each build through ``/proc/self/clear_refs``; the first
+  run also pays one-time allocations), against the filter's size: by design two copies of the
+  filter. Also shown, at the fewest and the most partitions, the two ways of sizing without
+  ``ndv``: counting rows, building at that size and folding down (what ``ndv=None`` does
+  here), and ``approx_count_distinct`` first (what it does when filters sized for the rows
+  would be too large to receive).
+- probe (``--no-probe`` skips it; benchmarks/bench_spark_probe.py covers more types), on the
+  rows cached as ``spark.range`` partitions them (2 here):
+  ``df.filter(might_contain(f, "x")).count()`` against ``df.filter(col("x").isin(small))
+  .count()``, with ``f`` the filter of the same small list; the Column is made inside the
+  timing, as a user's query makes it. Also shown: a 2 MiB filter (its words reach the plan
+  through a scalar subquery), the Arrow UDF that probes the types Spark cannot hash itself, and
+  a scalar Arrow UDF that does nothing but return True, the floor any Python UDF pays here.
 
 Ratios, not seconds, are the figures: the machine is shared and noisy.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
 
 os.environ["PYSPARK_PYTHON"] = sys.executable
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from timing import best_in_turns, report
 
 from parquet_bloom import SplitBlockBloomFilter
 from parquet_bloom import spark as pbs
+from parquet_bloom.spark import _build as spark_build
 from parquet_bloom.spark import _probe as spark_probe
-from parquet_bloom.spark._build import NDV_RSD
 from parquet_bloom.spark._types import SparkLayout
 
 ROWS = 20_000_000
+PARTITIONS = (2, 8, 32, 200)
+FPP = 0.01
 SMALL_LIST = 100
-REPEATS = 4
+REPEATS = 2
+PROBE_REPEATS = 4
+# The ratio at the most partitions may exceed the ratio at the fewest by this factor at most.
+SPREAD = 1.5
+
+
+def _resident_kib(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+class PeakMemory:
+    """The most this process's resident set grew during any of the calls it wraps (Linux)."""
+
+    def __init__(self) -> None:
+        self.peak_bytes = 0
+        try:
+            with open("/proc/self/clear_refs", "w") as clear_refs:
+                clear_refs.write("5")  # resets VmHWM to the current resident set
+            self.available = True
+        except OSError:
+            self.available = False
+
+    def wrap(self, fn: Callable[[], object]) -> Callable[[], object]:
+        def measured() -> object:
+            if not self.available:
+                return fn()
+            with open("/proc/self/clear_refs", "w") as clear_refs:
+                clear_refs.write("5")
+            before = _resident_kib("VmRSS")
+            result = fn()
+            self.peak_bytes = max(self.peak_bytes, (_resident_kib("VmHWM") - before) * 1024)
+            return result
+
+        return measured
 
 
 def main() -> bool:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=ROWS, help="distinct bigints (20 M)")
+    parser.add_argument(
+        "--partitions",
+        type=lambda s: [int(p) for p in s.split(",")],
+        default=list(PARTITIONS),
+        help="comma-separated partition counts (2,8,32,200)",
+    )
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="runs of each build (2)")
+    parser.add_argument("--no-probe", action="store_true", help="time the builds only")
+    args = parser.parse_args()
     spark = (
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")
@@ -52,42 +113,105 @@ def main() -> bool:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    ok = build_benchmark(spark, args.rows, args.partitions, args.repeats)
+    if not args.no_probe:
+        ok &= probe_benchmark(spark, args.rows)
+    spark.stop()
+    return ok
+
+
+def values(spark: SparkSession, rows: int) -> DataFrame:
     # Distinct, scrambled 64-bit values: a multiplication by an odd constant is a bijection.
-    df = spark.range(ROWS).select((F.col("id") * 0x9E3779B1 + 12345).alias("x")).cache()
-    assert df.count() == ROWS
-    ok = True
+    return spark.range(rows).select((F.col("id") * 0x9E3779B1 + 12345).alias("x"))
 
-    print(f"build, {ROWS:,} distinct bigints, 1 % ({df.rdd.getNumPartitions()} partitions):")
-    jvm_stat = df._jdf.stat()  # no Python wrapper for bloomFilter in pyspark
 
-    def estimate_then_build() -> SplitBlockBloomFilter:
-        # What build_filter(ndv=None) does when folding would ship too much.
-        (estimate,) = df.select(F.approx_count_distinct("x", rsd=NDV_RSD)).first() or (0,)
-        return pbs.build_filter(df, "x", ndv=int(estimate * 1.03) + 1)
-
-    build = best_in_turns(
-        {
-            "jvm": lambda: jvm_stat.bloomFilter("x", ROWS, 0.01).bitSize(),
-            "ours": lambda: pbs.build_filter(df, "x", ndv=ROWS),
-            "folded": lambda: pbs.build_filter(df, "x"),  # counts rows, builds, folds
-            "estimated": estimate_then_build,
-        },
-        REPEATS,
-    )
-    jvm, ours, estimated, folded = (build[k] for k in ("jvm", "ours", "estimated", "folded"))
+def build_benchmark(spark: SparkSession, rows: int, partitions: list[int], repeats: int) -> bool:
+    num_bytes = SplitBlockBloomFilter.from_ndv(rows, FPP).num_bytes
     print(
-        f"  Spark JVM {jvm:.2f} s; build_filter(ndv=n) {ours:.2f} s; ndv=None {folded:.2f} s "
-        f"(count, build, fold); approx_count_distinct then build {estimated:.2f} s"
+        f"build, {rows:,} distinct bigints, {FPP:.0%}, a {num_bytes / 2**20:g} MiB filter, "
+        f"best of {repeats}:"
     )
+    print(
+        f"  {'partitions':>10} {'ours':>8} {'JVM':>8} {'ratio':>7} {'driver peak':>15}"
+        "   ndv=None (fold)   estimate + build"
+    )
+    ratios, peaks = {}, {}
+    for count in partitions:
+        df = values(spark, rows).repartition(count).cache()
+        assert df.count() == rows
+        sizing = count in (min(partitions), max(partitions))
+        times, peaks[count] = time_builds(df, rows, repeats, sizing)
+        ratios[count] = times["ours"] / times["jvm"]
+        peak = (
+            "n/a"
+            if peaks[count] is None
+            else (f"{peaks[count] / 2**20:6.1f} MiB {peaks[count] / num_bytes:4.2f}x")
+        )
+        shown = (
+            f"   {times['folded'] / times['jvm']:14.2f}x {times['estimated'] / times['jvm']:17.2f}x"
+            if sizing
+            else ""
+        )
+        print(
+            f"  {count:>10} {times['ours']:7.2f}s {times['jvm']:7.2f}s {ratios[count]:6.2f}x "
+            f"{peak:>15}{shown}",
+            flush=True,
+        )
+        df.unpersist()
+    ok = True
+    for count, ratio in ratios.items():
+        ok &= report(
+            f"build_filter(ndv=n) / df.stat.bloomFilter(n), {count} partitions",
+            ratio,
+            "<= 1",
+            ratio <= 1,
+        )
+    fewest, most = min(ratios), max(ratios)
+    spread = ratios[most] / ratios[fewest]
     ok &= report(
-        "build_filter(ndv=n) / df.stat.bloomFilter(n)", ours / jvm, "<= 1", ours / jvm <= 1
+        f"ratio at {most} partitions / ratio at {fewest}", spread, f"<= {SPREAD}", spread <= SPREAD
     )
-    report("build_filter(ndv=None): count + build + fold / df.stat.bloomFilter", folded / jvm)
-    report("approx_count_distinct + build_filter / df.stat.bloomFilter", estimated / jvm)
+    measured = [peak for peak in peaks.values() if peak is not None]
+    if measured:  # two copies by design: the slices received, then the filter made of them
+        report("driver peak memory during build_filter / filter size", max(measured) / num_bytes)
+    return ok
 
+
+def time_builds(
+    df: DataFrame, rows: int, repeats: int, sizing: bool
+) -> tuple[dict[str, float], int | None]:
+    """The best times of ours and the JVM's builds (and the sizing routes when ``sizing``),
+    and the driver's peak memory growth during ours (None where it cannot be measured)."""
+    jvm_stat = df._jdf.stat()  # no Python wrapper for bloomFilter in pyspark
+    memory = PeakMemory()
+    candidates: dict[str, Callable[[], object]] = {
+        "jvm": lambda: jvm_stat.bloomFilter("x", rows, FPP).bitSize(),
+        "ours": memory.wrap(lambda: pbs.build_filter(df, "x", FPP, ndv=rows)),
+    }
+    if sizing:
+        candidates["folded"] = lambda: pbs.build_filter(df, "x", FPP)  # count, build, fold
+        candidates["estimated"] = lambda: estimated_build(df)
+    times = best_in_turns(candidates, repeats)
+    return times, memory.peak_bytes if memory.available else None
+
+
+def estimated_build(df: DataFrame) -> SplitBlockBloomFilter:
+    """build_filter(ndv=None) as it runs when filters sized for the rows would be too large to
+    receive: approx_count_distinct, then the build at that size."""
+    saved = spark_build.MAX_FOLD_BYTES
+    spark_build.MAX_FOLD_BYTES = 0
+    try:
+        return pbs.build_filter(df, "x", FPP)
+    finally:
+        spark_build.MAX_FOLD_BYTES = saved
+
+
+def probe_benchmark(spark: SparkSession, rows: int) -> bool:
+    df = values(spark, rows).cache()
+    assert df.count() == rows
     rng = np.random.default_rng(0)
-    small = [int(v) * 0x9E3779B1 + 12345 for v in rng.integers(0, ROWS, SMALL_LIST)]
-    bloom_filter = SplitBlockBloomFilter.from_ndv(SMALL_LIST, 0.01)
+    small = [int(v) * 0x9E3779B1 + 12345 for v in rng.integers(0, rows, SMALL_LIST)]
+    bloom_filter = SplitBlockBloomFilter.from_ndv(SMALL_LIST, FPP)
     bloom_filter.insert(small, "INT64")
     expected = df.filter(F.col("x").isin(small)).count()
     kept = df.filter(pbs.might_contain(bloom_filter, "x")).count()
@@ -97,7 +221,7 @@ def main() -> bool:
     def always(values: pa.Array) -> pa.Array:
         return pa.array(np.ones(len(values), dtype=bool))
 
-    big = SplitBlockBloomFilter.from_ndv(1_000_000, 0.01)  # words from a scalar subquery
+    big = SplitBlockBloomFilter.from_ndv(1_000_000, FPP)  # words from a scalar subquery
     big.insert(np.asarray(small + list(range(1_000_000 - SMALL_LIST)), np.int64))
     layout = SparkLayout.of(spark)
 
@@ -113,23 +237,23 @@ def main() -> bool:
             ).count(),
             "floor": lambda: df.filter(always("x")).count(),
         },
-        REPEATS,
+        PROBE_REPEATS,
     )
     isin, probe, big_probe, udf, floor = (
         probes[k] for k in ("isin", "probe", "big", "udf", "floor")
     )
     print(
-        f"\nprobe, {ROWS:,} rows against {SMALL_LIST} values ({kept - expected} false positives):"
+        f"\nprobe, {rows:,} rows against {SMALL_LIST} values ({kept - expected} false positives):"
     )
     print(
         f"  isin scan {isin:.2f} s; might_contain {probe:.2f} s ({big.num_bytes >> 20} MiB "
         f"filter {big_probe:.2f} s); the Arrow UDF {udf:.2f} s; do-nothing Arrow UDF {floor:.2f} s"
     )
-    ok &= report("might_contain scan / isin scan", probe / isin, "<= 2", probe / isin <= 2)
+    ok = report("might_contain scan / isin scan", probe / isin, "<= 2", probe / isin <= 2)
     report(f"might_contain scan, {big.num_bytes >> 20} MiB filter / isin scan", big_probe / isin)
     report("Arrow UDF probe (INT96 timestamps, some decimals) / isin scan", udf / isin)
     report("do-nothing Arrow UDF scan / isin scan (any Python UDF's floor)", floor / isin)
-    spark.stop()
+    df.unpersist()
     return ok
 
 

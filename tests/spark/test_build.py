@@ -1,7 +1,7 @@
 """parquet_bloom.spark._build against a real local Spark (``local[2]``, one session for the run):
 a filter built from a DataFrame must equal, bit for bit, the filter Spark wrote for the same
 values at the same size, and the local :class:`SplitBlockBloomFilter` of those values, however
-the DataFrame is partitioned, sized and reduced.
+the DataFrame is partitioned and sized (test_build_distributed.py: at many partitions).
 """
 
 from __future__ import annotations
@@ -73,25 +73,14 @@ def test_build_restores_the_arrow_batch_size(typed_df: DataFrame) -> None:
     assert spark.conf.get(build.MAX_RECORDS_PER_BATCH_CONF) == before
 
 
-def test_partial_filters_reduced_on_executors(
-    typed_df: DataFrame, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    direct = pbs.build_filter(typed_df.repartition(8), "string", num_bytes=8192)
-    monkeypatch.setattr(build, "MAX_COLLECT_BYTES", 2 * 8192)  # 8 bitsets no longer fit
-    assert build.tree_depth(8, 8192) == 3
-    reduced = pbs.build_filter(typed_df.repartition(8), "string", num_bytes=8192)
-    assert reduced == direct
-    assert reduced.bits_set() > 0
-
-
 @pytest.mark.parametrize("route", ["fold", "estimate"])
 def test_build_filter_sizes_itself(
     typed_df: DataFrame, table: pa.Table, monkeypatch: pytest.MonkeyPatch, route: str
 ) -> None:
     longs = table.column("long").drop_null()
     truth = len(np.unique(longs.to_numpy()))
-    if route == "estimate":  # partials sized for the row count would be too much to ship
-        monkeypatch.setattr(build, "MAX_COLLECT_BYTES", 4096)
+    if route == "estimate":  # a filter sized for the row count would be too large to receive
+        monkeypatch.setattr(build, "MAX_FOLD_BYTES", 4096)
     built = pbs.build_filter(typed_df, "long", fpp=0.01)
     assert built.num_bytes == optimal_num_bytes(truth, 0.01)
     local = SplitBlockBloomFilter(built.num_bytes)

@@ -1,56 +1,44 @@
 """Building Parquet Bloom filters over Spark DataFrames, on the executors.
 
-Each partition hashes its values (:func:`parquet_bloom.spark._types.arrow_hashes`) inside
-``mapInArrow`` (Arrow batches, no Python per row) and inserts them into a partial filter of the
-final size; the partial bitsets are OR-ed, which is exact, so the result is the filter a local
-:class:`SplitBlockBloomFilter` of that size would hold after inserting the same values, whatever
-the partitioning.
+Each map task hashes its values (:func:`parquet_bloom.spark._types.arrow_hashes`) inside
+``mapInArrow`` (Arrow batches, no Python per row); the tasks' partial filters are combined on the
+executors by a reduce-scatter (:mod:`parquet_bloom.spark._slices`: slices of the filter shuffled
+by slice index and OR-ed there), so the driver receives each filter's bytes once, whatever the
+partitioning. OR-ing is exact: the result is the filter a local :class:`SplitBlockBloomFilter` of
+that size would hold after inserting the same values. The DataFrame is coalesced to at most
+:data:`MAP_TASKS_PER_CORE` map tasks per core first: a Python task has a fixed cost, which
+hundreds of small partitions would otherwise pay each.
 
 Partial filters must all have the final size before any value is inserted (OR needs equal sizes,
 and a filter cannot grow), so a build without ``ndv`` sizes the filter with one more scan: either
-it counts the rows, builds every partial at the size for that many values and folds the union
-down to the smallest size the bits set allow (:func:`parquet_bloom._sizing.fold_to_fpp`, exact),
-or, when partials sized for the rows would not fit in :data:`MAX_COLLECT_BYTES` or the rows would
-saturate the largest filter, it estimates the distinct count with ``approx_count_distinct``. The
-partials are collected and OR-ed on the driver when they fit in :data:`MAX_COLLECT_BYTES`, and
-OR-ed on the executors by ``treeAggregate`` otherwise. docs/spark.md says more on each choice.
+it counts the rows, builds at the size for that many values and folds the result down to the
+smallest size the bits set allow (:func:`parquet_bloom._sizing.fold_to_fpp`, exact), or, when
+filters sized for the rows would exceed :data:`MAX_FOLD_BYTES` or the rows would saturate the
+largest filter, it estimates the distinct count with ``approx_count_distinct``. docs/spark.md
+says more on each choice.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
-import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from parquet_bloom import _sizing as sizing
 from parquet_bloom._sbbf import MAX_NUM_BYTES, SplitBlockBloomFilter, optimal_num_bytes
-from parquet_bloom.spark._types import (
-    SparkLayout,
-    arrow_hashes,
-    check_spark_type,
-    without_pandas_warning,
-)
-
-if TYPE_CHECKING:
-    import numpy.typing as npt
+from parquet_bloom.spark import _slices as slices
+from parquet_bloom.spark._types import SparkLayout, check_spark_type, without_pandas_warning
 
 # approx_count_distinct's relative standard deviation when ndv is not given. 1 % costs Spark
-# 2**14 HyperLogLog++ registers per partition, nothing next to the scan; the estimate is padded
-# by three deviations so that it undershoots the true count with probability about 0.1 %.
+# 2**14 HyperLogLog++ registers a column in every task, whose setup and merge outweigh hashing
+# thousands of rows (see _estimate_ndv); the estimate is padded by three deviations so that it
+# undershoots the true count with probability about 0.1 %.
 NDV_RSD = 0.01
 _NDV_PADDING = 1.0 + 3 * NDV_RSD
-
-# Hashes gathered from Arrow batches (Spark sends 10,000 rows per batch by default) before one
-# insert: inserting into a large filter has a fixed cost per call (see SplitBlockBloomFilter's
-# dense path), which 4 Mi hashes (32 MiB) amortise.
-_INSERT_BATCH = 1 << 22
 
 # Rows per Arrow batch that the build asks Spark for (see _arrow_batches_of_at_least). The
 # build's batches hold only the columns being built: 128 Ki fixed-width values are at most 2 MiB
@@ -58,12 +46,12 @@ _INSERT_BATCH = 1 << 22
 MAX_RECORDS_PER_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 BUILD_BATCH_ROWS = 1 << 17
 
-# Most bytes of partial bitsets the driver receives. Above it they are OR-ed on executors first.
-MAX_COLLECT_BYTES = 256 * 1024 * 1024
-# A tree reduction deeper than this would not cut the driver's share further in practice.
-_MAX_TREE_DEPTH = 6
+# Most bytes of filters sized for the row count (count and fold, see the module docstring): the
+# driver holds twice what it receives. Above it the distinct count is estimated instead.
+MAX_FOLD_BYTES = 256 * 1024 * 1024
 
-_PARTIAL_SCHEMA = "column int, bitset binary"
+# Map tasks per core (the context's defaultParallelism) that the build's input is coalesced to.
+MAP_TASKS_PER_CORE = 1
 
 
 def build_filter(
@@ -125,26 +113,46 @@ def build_filters(
         check_spark_type(field.dataType, column)
     layout = SparkLayout.of(df.sparkSession)  # a bad setting fails before the sizing scan
     sizes, fold = _sizes(selected, names, fpp, ndv, num_bytes)
-    size_list = [sizes[name] for name in names]
-
-    def build_partition(batches: Iterator[Any]) -> Iterator[Any]:
-        yield from _partial_filters(batches, size_list, layout)
-
-    with without_pandas_warning():
-        partials = selected.toDF(*_positional_names(len(names))).mapInArrow(
-            build_partition, _PARTIAL_SCHEMA
-        )
+    plans = slices.slice_plans([sizes[name] for name in names])
+    merged = reduce_scatter(selected.toDF(*_positional_names(len(names))), plans, layout)
     with _arrow_batches_of_at_least(df.sparkSession, BUILD_BATCH_ROWS):
-        merged = _combine(partials, sum(size_list))
-    filters = {
-        name: SplitBlockBloomFilter.from_bytes(merged[i])
-        if i in merged
-        else SplitBlockBloomFilter(sizes[name])
-        for i, name in enumerate(names)
-    }
+        received = merged.toArrow().to_batches()
+    filters = dict(zip(names, slices.assemble(received, plans), strict=True))
     for name in fold:
         filters[name] = sizing.fold_to_fpp(filters[name], fpp)
     return filters
+
+
+def reduce_scatter(
+    selected: DataFrame, plans: list[slices.SlicePlan], layout: SparkLayout
+) -> DataFrame:
+    """The job that builds the filters' slices: map tasks (MAP_TASKS_PER_CORE a core) send
+    theirs, shuffled by slice index to reduce tasks (one a core at most), which OR them (see
+    the _slices module)."""
+    cores = _cores(selected)
+    num_slices = plans[-1].first + plans[-1].num_slices
+
+    def map_task(batches: Iterator[Any]) -> Iterator[Any]:
+        yield from slices.partition_slices(batches, plans, layout)
+
+    def reduce_task(batches: Iterator[Any]) -> Iterator[Any]:
+        yield from slices.or_slices(batches, plans)
+
+    with without_pandas_warning():
+        sliced = _coalesced(selected).mapInArrow(map_task, slices.SLICES_SCHEMA)
+        return sliced.repartitionById(min(num_slices, cores), "slice").mapInArrow(
+            reduce_task, slices.MERGED_SCHEMA
+        )
+
+
+def _cores(df: DataFrame) -> int:
+    return max(int(df.sparkSession.sparkContext.defaultParallelism), 1)
+
+
+def _coalesced(df: DataFrame) -> DataFrame:
+    """``df`` in at most MAP_TASKS_PER_CORE tasks a core: a Python task, or a HyperLogLog++
+    buffer, costs the same whether its partition holds a row or a million."""
+    return df.coalesce(_cores(df) * MAP_TASKS_PER_CORE)
 
 
 def _positional_names(n: int) -> list[str]:
@@ -174,21 +182,14 @@ def _sizes(
     missing = [name for name in names if name not in known]
     if not missing:
         return sizes, []
-    rows, partitions = _rows_and_partitions(selected)
-    row_bound = optimal_num_bytes(rows, fpp)
-    shipped = partitions * (sum(sizes.values()) + row_bound * len(missing))
-    if row_bound < MAX_NUM_BYTES and shipped <= MAX_COLLECT_BYTES:
+    row_bound = optimal_num_bytes(selected.count(), fpp)
+    received = sum(sizes.values()) + row_bound * len(missing)
+    if row_bound < MAX_NUM_BYTES and received <= MAX_FOLD_BYTES:
         sizes.update(dict.fromkeys(missing, row_bound))
         return sizes, missing
     estimates = _estimate_ndv(selected, missing)
     sizes.update({name: optimal_num_bytes(n, fpp) for name, n in estimates.items()})
     return sizes, []
-
-
-def _rows_and_partitions(selected: DataFrame) -> tuple[int, int]:
-    """Rows, and partitions holding rows (each sends one partial), in one cheap JVM job."""
-    per_partition = selected.groupBy(F.spark_partition_id()).count().collect()
-    return sum(int(row[1]) for row in per_partition), len(per_partition)
 
 
 def _per_column(value: int | Mapping[str, int], names: list[str], what: str) -> dict[str, int]:
@@ -201,98 +202,15 @@ def _per_column(value: int | Mapping[str, int], names: list[str], what: str) -> 
 
 
 def _estimate_ndv(selected: DataFrame, names: list[str]) -> dict[str, int]:
-    """Spark's HyperLogLog++ estimates, padded (see NDV_RSD), in one job for all columns."""
+    """Spark's HyperLogLog++ estimates, padded (see NDV_RSD), in one job for all columns, over
+    the DataFrame coalesced as for the build: a task's sketches cost the same however few rows
+    it has."""
     estimates = [F.approx_count_distinct(F.col(f"`{n}`"), rsd=NDV_RSD) for n in names]
-    row = selected.select(*estimates).first()
+    row = _coalesced(selected).select(*estimates).first()
     counts = [0] * len(names) if row is None else [int(v) for v in row]
     return {
         name: math.ceil(count * _NDV_PADDING) for name, count in zip(names, counts, strict=True)
     }
-
-
-def _partial_filters(
-    batches: Iterator[Any], num_bytes: list[int], layout: SparkLayout
-) -> Iterator[Any]:
-    """Executor side: one partition's filter of each column, one row per column that had
-    values: (column index, bitset)."""
-    filters = [SplitBlockBloomFilter(n) for n in num_bytes]
-    pending: list[list[npt.NDArray[np.uint64]]] = [[] for _ in num_bytes]
-    inserted = [0] * len(num_bytes)
-    num_pending = 0
-
-    def flush() -> None:
-        for i, hashes in enumerate(pending):
-            if hashes:
-                batch = np.concatenate(hashes)
-                filters[i].insert_hashes(batch)
-                inserted[i] += batch.size
-                hashes.clear()
-
-    for batch in batches:
-        for i in range(batch.num_columns):
-            hashes = arrow_hashes(batch.column(i), layout)
-            pending[i].append(hashes)
-            num_pending += hashes.size
-        if num_pending >= _INSERT_BATCH:
-            flush()
-            num_pending = 0
-    flush()
-    used = [i for i, n in enumerate(inserted) if n]
-    if used:
-        yield pa.RecordBatch.from_arrays(
-            [
-                pa.array(used, type=pa.int32()),
-                pa.array([filters[i].to_bytes() for i in used], type=pa.binary()),
-            ],
-            names=["column", "bitset"],
-        )
-
-
-def _or_bitsets(a: bytes, b: bytes) -> bytes:
-    """The OR of two equally long bitsets: the filter of both sets of values."""
-    return np.bitwise_or(np.frombuffer(a, np.uint64), np.frombuffer(b, np.uint64)).tobytes()
-
-
-# Partial filters in flight: bitsets by column index. A column without values in a partition
-# has no entry (an empty filter changes nothing in an OR).
-_Bitsets = dict[int, bytes]
-
-
-def _add_partial(merged: _Bitsets, partial: tuple[int, bytes]) -> _Bitsets:
-    return _merge_partials(merged, dict([partial]))
-
-
-def _merge_partials(a: _Bitsets, b: _Bitsets) -> _Bitsets:
-    out = dict(a)
-    for column, bitset in b.items():
-        out[column] = bitset if column not in out else _or_bitsets(out[column], bitset)
-    return out
-
-
-def tree_depth(num_partitions: int, partial_bytes: int) -> int:
-    """The shallowest tree whose last level sends the driver at most MAX_COLLECT_BYTES:
-    treeAggregate leaves about ``num_partitions ** (1 / depth)`` partials for the driver."""
-    fan_in = max(MAX_COLLECT_BYTES // partial_bytes, 2)
-    depth = 2
-    while depth < _MAX_TREE_DEPTH and math.ceil(num_partitions ** (1.0 / depth)) > fan_in:
-        depth += 1
-    return depth
-
-
-def _combine(partials: DataFrame, partial_bytes: int) -> _Bitsets:
-    """OR the partial bitsets of each column: on the driver, or in a tree on the executors
-    when the partitions' bitsets together exceed MAX_COLLECT_BYTES."""
-    pairs = partials.rdd.map(lambda row: (int(row[0]), bytes(row[1])))
-    num_partitions = pairs.getNumPartitions()
-    if num_partitions * partial_bytes <= MAX_COLLECT_BYTES:
-        # As Arrow, not as pickled rows: on the benchmark 0.1 s over the build's own time
-        # against 0.9 s for collect() (the rows pass through a Python worker and a pickle).
-        table = partials.toArrow()
-        received = zip(table["column"].to_pylist(), table["bitset"].to_pylist(), strict=True)
-        return functools.reduce(_add_partial, received, {})
-    depth = tree_depth(num_partitions, partial_bytes)
-    merged: _Bitsets = pairs.treeAggregate({}, _add_partial, _merge_partials, depth=depth)
-    return merged
 
 
 @contextlib.contextmanager
