@@ -1,6 +1,7 @@
 """parquet_bloom.spark._probe against a real local Spark: might_contain never drops a value the
-filter holds (Spark's own filters included), agrees with ``isin`` and Spark's equality, answers in
-Spark's expressions as the Arrow UDF does, and semi_join_prefilter keeps the join.
+filter holds (Spark's own filters included), agrees with ``isin`` and Spark's equality (floats,
+collations), answers in Spark's expressions as the Arrow UDF does, and semi_join_prefilter keeps
+the join. Every layout, at its extremes: test_probe_layouts.py.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from parquet_bloom import spark as pbs
 from parquet_bloom._sbbf import SplitBlockBloomFilter
 from parquet_bloom.spark import _probe as probe
 from parquet_bloom.spark._types import SparkLayout
-from tests.spark.data import COLUMNS, ROWS, TIMESTAMP_AND_DECIMALS, WRITES, session_conf
+from tests.spark.data import COLUMNS, ROWS, WRITES, session_conf
 
 pytestmark = pytest.mark.spark
 
@@ -102,7 +103,8 @@ def test_might_contain_takes_a_broadcast(spark: SparkSession) -> None:
 
 
 def uses_python(df: DataFrame) -> bool:
-    return "ArrowEvalPython" in df._jdf.queryExecution().executedPlan().toString()
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    return any(node in plan for node in ("ArrowEvalPython", "BatchEvalPython", "PythonUDF"))
 
 
 def test_seed_zero_prefix_makes_spark_hash_with_seed_zero() -> None:
@@ -129,10 +131,7 @@ def test_might_contain_in_spark_answers_as_the_arrow_udf(
         handles = {c: spark.sparkContext.broadcast(f) for c, f in filters.items()}
         rows = typed_df.select(
             *[pbs.might_contain(h, c).alias(f"hit_{c}") for c, h in handles.items()],
-            *[
-                probe.arrow_probe(h, F.col(c), layout).alias(f"udf_{c}")
-                for c, h in handles.items()
-            ],
+            *[probe.arrow_probe(h, F.col(c), layout).alias(f"udf_{c}") for c, h in handles.items()],
         ).collect()
     for column in columns:
         hits = [r[f"hit_{column}"] for r in rows]
@@ -141,28 +140,32 @@ def test_might_contain_in_spark_answers_as_the_arrow_udf(
         assert sum(hits) < ROWS or column == "byte", column  # 256 values, all present
 
 
-@pytest.mark.parametrize(
-    ("conf", "by_udf"),
-    [
-        ({"outputTimestampType": "TIMESTAMP_MICROS"}, {"dec9", "dec30"}),
-        ({"outputTimestampType": "INT96"}, {"ts", "dec9", "dec30"}),
-        ({"outputTimestampType": "TIMESTAMP_MILLIS"}, {"ts", "dec9", "dec30"}),
-        (
-            {"outputTimestampType": "TIMESTAMP_MICROS", "writeLegacyFormat": "true"},
-            {"dec9", "dec18", "dec30"},
-        ),
-    ],
-)
-def test_might_contain_leaves_to_python_only_what_spark_hashes_otherwise(
-    typed_df: DataFrame, conf: dict[str, str], by_udf: set[str]
-) -> None:
-    bloom_filter = SplitBlockBloomFilter(32)
-    with session_conf(
-        typed_df.sparkSession, {f"spark.sql.parquet.{k}": v for k, v in conf.items()}
-    ):
-        for column in ["long", "string", *TIMESTAMP_AND_DECIMALS]:
-            query = typed_df.filter(pbs.might_contain(bloom_filter, column))
-            assert uses_python(query) == (column in by_udf), column
+def test_might_contain_follows_collations(spark: SparkSession) -> None:
+    """The filter holds a collated string's bytes (Spark stores the value's own UTF-8), but the
+    column's = is the collation's: a string equal to a stored one under it may differ in bytes,
+    so none is ruled out. Looking the bytes up takes F.collate(column, "UTF8_BINARY")."""
+    bloom_filter = SplitBlockBloomFilter(256)
+    bloom_filter.insert(["abc", "é"], "BYTE_ARRAY")
+    df = spark.createDataFrame([("abc",), ("ABC",), ("e\u0301",), ("zzz",), (None,)], "s string")
+    for collation in ("UTF8_LCASE", "UNICODE", "UNICODE_CI", "UTF8_BINARY_RTRIM"):
+        collated = df.select(F.collate("s", collation).alias("s"))
+        hits = collated.select(
+            pbs.might_contain(bloom_filter, "s").alias("hit"),
+            pbs.might_contain(bloom_filter, F.collate("s", "UTF8_BINARY")).alias("bytes"),
+        ).collect()
+        assert [r.hit for r in hits] == [True, True, True, True, False], collation
+        assert [r.bytes for r in hits] == [True, False, False, False, False], collation
+    binary = df.select(F.collate("s", "UTF8_BINARY").alias("s"))
+    assert [r[0] for r in binary.select(pbs.might_contain(bloom_filter, "s")).collect()] == [
+        True, False, False, False, False,
+    ]  # fmt: skip
+
+
+def test_might_contain_refuses_types_without_filters(spark: SparkSession) -> None:
+    df = spark.createDataFrame([(True,), (None,)], "b boolean")
+    query = df.select(pbs.might_contain(SplitBlockBloomFilter(32), "b"))
+    with pytest.raises(Exception, match="a column of type boolean has no Parquet Bloom filter"):
+        query.collect()
 
 
 def test_might_contain_in_spark_for_any_nan_and_zero(spark: SparkSession) -> None:

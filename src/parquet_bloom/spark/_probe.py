@@ -1,22 +1,29 @@
 """Probing Parquet Bloom filters in Spark queries, and semi-join pre-filtering with them.
 
 :func:`might_contain` is a boolean Column written in Spark's own expressions, so that it runs
-in the JVM, in Spark's generated code, with no batch sent to Python:
+in the JVM, in Spark's generated code, with no batch sent to Python, for every supported type:
 
-- The hash: Spark's ``xxhash64(a, b)`` is XXH64 of ``b``'s bytes seeded with the hash of ``a``,
-  itself seeded with 42. With ``a`` the one long whose hash under seed 42 is 0
-  (:data:`SEED_ZERO_PREFIX`), that is XXH64 with seed 0 of the value's bytes, which are the
-  bytes Parquet stores for integers, dates, INT64 timestamps, day-time intervals, strings,
-  binaries, decimals of 10 to 18 digits and floats (with every NaN, and -0.0, hashed as one bit
-  pattern, which the probe turns into Spark's equality).
-- The probe: block index and bit positions as the format defines them (docs/format-notes.md,
-  SBBF layout), with every product kept below 2**63 (ANSI mode fails on overflow), and the words
-  looked up with ``element_at`` in an ``array<int>``: a literal for small filters, the result of
-  a scalar subquery for larger ones. It is a temporary SQL function of (hash, words), created
-  once per session, which Spark inlines into the plan.
-- Other types: ``typeof(column)`` is folded into a constant when Spark plans the query, so a
-  ``CASE`` on it keeps one branch, and the layouts Spark hashes otherwise go to a scalar Arrow
-  UDF that hashes with :func:`parquet_bloom.spark._types.arrow_hashes`.
+- The hash: XXH64 (seed 0) of the bytes Parquet stores for the value, as Spark writes it
+  (:func:`parquet_bloom.spark._types.sql_hash`): Spark's ``xxhash64`` of those bytes, which
+  for INT96 and TIMESTAMP_MILLIS timestamps and decimals not stored as INT64 are assembled
+  first.
+- The lookup: block index and bit positions as the format defines them (docs/format-notes.md,
+  SBBF layout), in the filter's words as an ``array<bigint>`` (two words to a long): a literal
+  for small filters, the result of a scalar subquery for larger ones.
+- Around both, the answers that are not a lookup: nulls, NaN and zeros (Spark's equality),
+  strings compared by a collation, dates and timestamps LEGACY rebasing rewrites, types
+  without a filter.
+
+Hash and answer are two temporary SQL functions, created once per session with ANSI mode off
+(so that products wrap and integers cast to their bytes), that Spark inlines into the plan.
+Their arguments are what Spark can say of a value of any type, ``typeof(column)`` among them,
+which Spark folds into a constant as it plans the query: of each function's ``CASE`` on it one
+branch remains.
+
+The Arrow UDF (:func:`arrow_probe`, which hashes with
+:func:`parquet_bloom.spark._types.arrow_hashes`) answers the same in Python, one Arrow batch at
+a time; ``might_contain(..., arrow_udf=True)`` uses it instead, to check the JVM's answers or
+work around a problem in them.
 
 :func:`semi_join_prefilter` builds a filter on the join key of one side
 (:func:`parquet_bloom.spark._build.build_filters`) and drops the rows of the other side that
@@ -25,6 +32,7 @@ cannot match.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,15 +44,33 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from parquet_bloom import _plain as plain
-from parquet_bloom import _xxh64 as xxh64
 from parquet_bloom._sbbf import SALT, SplitBlockBloomFilter
 from parquet_bloom.spark._build import build_filters
 from parquet_bloom.spark._types import (
+    HASH_FUNCTION_SQL,
+    LAST_REBASED_DAY,
+    LAST_REBASED_MICROS,
+    NATIVE_TYPES_SQL,
+    SEED_ZERO_PREFIX,
+    SPARK_HASH_SEED,
     SparkLayout,
     arrow_hashes,
     check_spark_type,
+    date_days,
+    signed64,
+    sql_hash,
+    timestamp_micros,
     without_pandas_warning,
 )
+
+__all__ = [
+    "SEED_ZERO_PREFIX",
+    "SPARK_HASH_SEED",
+    "arrow_probe",
+    "create_sql_functions",
+    "might_contain",
+    "semi_join_prefilter",
+]
 
 
 def might_contain(
@@ -52,6 +78,7 @@ def might_contain(
     column: str | Column,
     *,
     spark: SparkSession | None = None,
+    arrow_udf: bool = False,
 ) -> Column:
     """A boolean Column: False where the column's value is certainly not in ``bloom_filter``.
 
@@ -59,34 +86,66 @@ def might_contain(
     (docs/spark.md), so a filter from :func:`build_filter` or from a file Spark wrote over
     the same type answers correctly; a filter built over another type (an INT32 column probed
     with longs) does not. Nulls give False (a Bloom filter holds no nulls). Following Spark's
-    equality, NaN gives True and a zero is looked up as both +0.0 and -0.0.
+    equality, NaN gives True, a zero is looked up as both +0.0 and -0.0, and a string with a
+    collation other than UTF8_BINARY gives True (equal strings may differ in bytes; probe
+    ``F.collate(column, "UTF8_BINARY")`` to look its bytes up). Dates and timestamps that the
+    session's LEGACY rebase mode would rewrite give True.
 
-    Most types are probed by Spark's own expressions, in the JVM (this module's docstring, and
-    docs/spark.md); the rest (INT96 and TIMESTAMP_MILLIS timestamps, decimals not stored
-    as INT64, collated strings) by a scalar Arrow UDF over a broadcast copy of the filter (pass
-    a ``Broadcast`` of a filter to reuse one). Needs pyspark >= 4.1 (``arrow_udf``).
+    The probe runs in Spark's own expressions, in the JVM, for every supported type (this
+    module's docstring, and docs/spark.md). ``arrow_udf=True`` probes in a scalar Arrow UDF
+    instead, in Python, with the same answers, several times slower: to check the JVM's
+    answers or to work around a problem in them (it needs pyspark >= 4.1, ``arrow_udf``; pass a
+    ``Broadcast`` of the filter to reuse one copy on the executors).
     """
     session = spark if spark is not None else SparkSession.getActiveSession()
     if session is None:
         raise ValueError("might_contain needs an active SparkSession (or pass spark=...)")
     if not isinstance(column, str | Column):
         raise TypeError(f"column must be a name or a Column, not {type(column).__name__}")
-    if isinstance(bloom_filter, Broadcast):
-        handle = bloom_filter
-    elif isinstance(bloom_filter, SplitBlockBloomFilter):
-        handle = session.sparkContext.broadcast(bloom_filter)
-    else:
+    if not isinstance(bloom_filter, Broadcast | SplitBlockBloomFilter):
         raise TypeError(
             "bloom_filter must be a SplitBlockBloomFilter or a Broadcast of one, not "
             f"{type(bloom_filter).__name__}"
         )
     layout = SparkLayout.of(session)
     values = F.col(column) if isinstance(column, str) else column
-    # typeof() is folded to a constant once the plan is analysed, so Spark keeps one branch:
-    # a column of a type hashed natively never reaches Python.
-    return F.when(
-        _hashed_by_spark(F.typeof(values), layout), _expression_probe(handle.value, values, session)
-    ).otherwise(arrow_probe(handle, values, layout))
+    create_sql_functions(session)
+    no_bigint, no_boolean = F.lit(None).cast("bigint"), F.lit(None).cast("boolean")
+    if arrow_udf:
+        handle = (
+            bloom_filter
+            if isinstance(bloom_filter, Broadcast)
+            else session.sparkContext.broadcast(bloom_filter)
+        )
+        hashed, words, zeros = no_bigint, F.lit(None).cast("array<bigint>"), [no_boolean] * 2
+        blocks, python = no_bigint, arrow_probe(handle, values, layout)
+    else:
+        value = bloom_filter.value if isinstance(bloom_filter, Broadcast) else bloom_filter
+        hashed, words, python = sql_hash(values, layout), _words_column(value, session), no_boolean
+        blocks = F.lit(value.num_bytes // 32)
+        zeros = [F.lit(_holds_a_zero(value, t)) for t in ("FLOAT", "DOUBLE")]
+    type_name = F.typeof(values)
+    return F.call_function(
+        _MIGHT_CONTAIN_FUNCTION,
+        type_name,
+        values.isNull(),
+        hashed,
+        words,
+        blocks,
+        *zeros,
+        timestamp_micros(values, type_name) if layout.timestamps_rebased else no_bigint,
+        F.lit(layout.timestamps_rebased),
+        date_days(values, type_name) if layout.datetime_rebase_legacy else F.lit(None).cast("int"),
+        F.lit(layout.datetime_rebase_legacy),
+        F.lit(arrow_udf),
+        python,
+    )
+
+
+def _holds_a_zero(bloom_filter: SplitBlockBloomFilter, physical_type: str) -> bool:
+    """Whether the filter holds +0.0 or -0.0: Spark's = finds either zero for both."""
+    zeros = np.array([0.0, -0.0], np.float32 if physical_type == "FLOAT" else np.float64)
+    return bool(bloom_filter.find_hashes(plain.hash_values(zeros, physical_type)).any())
 
 
 def arrow_probe(
@@ -128,56 +187,6 @@ def _probe_batch(values: Any, bloom_filter: SplitBlockBloomFilter, layout: Spark
     return pa.array(found, type=pa.bool_())
 
 
-# Spark's xxhash64(a, b, ...) hashes each argument's bytes with XXH64, seeded with the hash of
-# the arguments before it, and starts from seed 42. For 8 bytes XXH64 is a bijection, so exactly
-# one long hashes to 0 under seed 42; with it first, xxhash64(SEED_ZERO_PREFIX, v) is XXH64 with
-# seed 0 of v's bytes: the Parquet filter's hash, for every type whose bytes Spark hashes the
-# way Parquet stores them. The long is found by running XXH64's last steps backwards from 0.
-def _xxh64_preimage_of_zero(seed: int) -> int:
-    m = (1 << 64) - 1
-    p1, p2, p3, p4, p5 = (int(p) for p in (xxh64.PRIME64_1, xxh64.PRIME64_2, xxh64.PRIME64_3,
-                                           xxh64.PRIME64_4, xxh64.PRIME64_5))  # fmt: skip
-
-    def rotr(x: int, r: int) -> int:
-        return ((x >> r) | (x << (64 - r))) & m
-
-    h = 0  # the target, through the avalanche backwards: xor-shifts and odd multipliers
-    h ^= h >> 32
-    h = h * pow(p3, -1, 1 << 64) & m
-    h ^= (h >> 29) ^ (h >> 58)
-    h = h * pow(p2, -1, 1 << 64) & m
-    h ^= h >> 33
-    h = rotr((h - p4) * pow(p1, -1, 1 << 64) & m, 27)  # h = rotl(h, 27) * P1 + P4
-    lane = h ^ ((seed + p5 + 8) & m)  # h ^= round(0, lane), from h = seed + P5 + 8
-    value = rotr(lane * pow(p1, -1, 1 << 64) & m, 31) * pow(p2, -1, 1 << 64) & m
-    return _signed(value)
-
-
-def _signed(value: Any) -> int:
-    """A uint64 as the Java long with the same bits."""
-    bits = int(value)
-    return bits - (1 << 64) if bits >> 63 else bits
-
-
-SPARK_HASH_SEED = 42  # XxHash64(children, seed = 42L), Spark's xxhash64()
-SEED_ZERO_PREFIX = _xxh64_preimage_of_zero(SPARK_HASH_SEED)
-
-# typeof() names of the types Spark's xxhash64 hashes as Parquet stores them: hashInt of the
-# 4-byte value for INT32 types, hashLong for INT64 ones, the bytes of (UTF8_BINARY) strings and
-# binaries, and the IEEE bits of floats (which the probe's zero and NaN cases see to).
-_NATIVE_TYPE_NAMES = (
-    "tinyint", "smallint", "int", "bigint", "date", "timestamp_ntz", "float", "double",
-    "string", "binary",
-)  # fmt: skip
-_DAY_TIME_FIELDS = ("day", "hour", "minute", "second")
-_DAY_TIME_INTERVALS = tuple(
-    f"interval {start}" if start == end else f"interval {start} to {end}"
-    for i, start in enumerate(_DAY_TIME_FIELDS)
-    for end in _DAY_TIME_FIELDS[i:]
-)
-# Spark hashes a decimal of precision <= 18 as hashLong of its unscaled value: the INT64 that
-# Parquet stores for 10..18 digits (INT32 below, minimal bytes above are hashed otherwise).
-_INT64_DECIMAL = r"^decimal\(1[0-8],"
 # Filters up to this size go into the plan as a literal array. Spark renders the plan as text,
 # literals in full, several times per query, which measured 0.3 s at 32 KiB and 4 s at 1 MiB
 # (with the expression built lookup by lookup); larger filters travel as the result of a scalar
@@ -185,77 +194,98 @@ _INT64_DECIMAL = r"^decimal\(1[0-8],"
 _LITERAL_MAX_BYTES = 4096
 
 
-def _hashed_by_spark(type_name: Column, layout: SparkLayout) -> Column:
-    """Whether xxhash64 hashes a value of this type as its Parquet filter does."""
-    names = _NATIVE_TYPE_NAMES + _DAY_TIME_INTERVALS
-    if layout.timestamp_type == "TIMESTAMP_MICROS":
-        names += ("timestamp",)
-    native = type_name.isin(*names)
-    return native if layout.legacy_decimal else native | type_name.rlike(_INT64_DECIMAL)
+def _might_contain_function_sql() -> str:
+    """might_contain's answer, a ``CASE`` whose branches Spark folds to one per column type:
+    what is not a lookup first (strings compared by a collation, which no lookup can rule
+    out; dates and timestamps LEGACY rebasing rewrites; unsupported types), then Spark's
+    equality for NaN and the zeros (Spark hashes every NaN, and both zeros, as one bit
+    pattern each), then the filter, where a null's hash, null, gives false; ``python``
+    replaces the last two under ``arrow_udf``. The lookup is the first thing Spark computes
+    for a row (outside a branch of a ``CASE``), so that it computes the hash once, not for
+    every use (Spark shares an expression's repeats only where it is sure to compute it).
 
-
-def _probe_function_sql() -> str:
-    """The SBBF probe (docs/format-notes.md, SBBF layout) as a SQL function of a hash and a
-    filter's words.
-
-    Spark's ANSI mode turns a long overflow into an error, so every product stays below 2**63:
-    the block index multiplies the hash's top 32 bits by the block count (at most 2**22), and
-    each salt is split into 16-bit halves, of which only the product's low 32 bits matter.
+    The lookup (docs/format-notes.md, SBBF layout): the block is the hash's top 32 bits times
+    the block count (at most 2**22, so below 2**63), over 2**32; each of its 8 words must have
+    the bit that the top 5 bits of the 32-bit product of the hash's low half and a salt name,
+    computed as ints that wrap (the function is created with ANSI mode off).
     """
-    block = "shiftrightunsigned(shiftrightunsigned(h, 32) * (size(words) div 8), 32)"
-    first_word = f"cast({block} * 8 + 1 as int)"  # element_at counts from 1
-    key = "(h & 4294967295)"
-    lanes = []
-    for i, salt in enumerate(int(s) for s in SALT):
-        high_half = f"shiftleft(({key} * {salt >> 16}) & 65535, 16)"
-        low32 = f"({key} * {salt & 0xFFFF} + {high_half}) & 4294967295"
-        bit = f"cast(shiftrightunsigned({low32}, 27) as int)"
-        lanes.append(f"getbit(element_at(words, {first_word} + {i}), {bit}) = 1")
-    return (
-        f"CREATE OR REPLACE TEMPORARY FUNCTION {_PROBE_FUNCTION}(h BIGINT, words ARRAY<INT>) "
-        f"RETURNS BOOLEAN RETURN {' AND '.join(lanes)}"
-    )
+    nan_f, zero_f = (signed64(h) for h in plain.hash_values(np.array([np.nan, 0.0], np.float32)))
+    nan_d, zero_d = (signed64(h) for h in plain.hash_values(np.array([np.nan, 0.0], np.float64)))
+    # The block's 8 words as 4 longs (the words' little-endian pairs): each lookup tests two
+    # bits, the first word's in the low half.
+    block = "cast(shiftrightunsigned(shiftrightunsigned(h, 32) * blocks, 32) as int) * 4"
+    bits = [  # the bit each word must have, as a long's bit (the salts as ints' bits)
+        f"shiftrightunsigned(cast(h as int) * {salt - (1 << 32) if salt >> 31 else salt}, 27)"
+        for salt in (int(s) for s in SALT)
+    ]
+    lanes = [
+        f"(~words[{block} + {i}] & (shiftleft(1L, {bits[2 * i]}) | "
+        f"shiftleft(1L, {bits[2 * i + 1]} + 32))) = 0"
+        for i in range(4)
+    ]
+    lookup = "\n    AND ".join(lanes)
+    return f"""
+CREATE OR REPLACE TEMPORARY FUNCTION {_MIGHT_CONTAIN_FUNCTION}(type_name STRING,
+    is_null BOOLEAN, h BIGINT, words ARRAY<BIGINT>, blocks BIGINT, float_zero BOOLEAN,
+    double_zero BOOLEAN, micros BIGINT, timestamps_rebased BOOLEAN, days INT,
+    dates_rebased BOOLEAN, use_python BOOLEAN, python BOOLEAN)
+RETURNS BOOLEAN RETURN CASE
+  WHEN type_name LIKE 'string collate %' AND type_name != 'string collate UTF8_BINARY'
+    THEN NOT is_null
+  WHEN dates_rebased AND type_name = 'date' AND days < {LAST_REBASED_DAY} THEN true
+  WHEN timestamps_rebased AND type_name = 'timestamp' AND micros < {LAST_REBASED_MICROS}L
+    THEN true
+  WHEN NOT (type_name IN ({NATIVE_TYPES_SQL}, 'timestamp') OR type_name LIKE 'decimal(%')
+    THEN raise_error(concat('might_contain: a column of type ', type_name,
+      ' has no Parquet Bloom filter'))
+  WHEN use_python THEN python
+  WHEN type_name = 'float' AND h = {nan_f}L THEN true
+  WHEN type_name = 'float' AND h = {zero_f}L THEN float_zero
+  WHEN type_name = 'double' AND h = {nan_d}L THEN true
+  WHEN type_name = 'double' AND h = {zero_d}L THEN double_zero
+  ELSE coalesce({lookup}, false)
+END"""
 
 
-# A temporary SQL function (inlined by Spark's analyser, its arguments computed once), created
-# once per session, rather than the same expression built Column by Column: some 170 calls into
-# the JVM, which cost 0.2 s per query. The version suffix keeps another release's body apart.
-_PROBE_FUNCTION = "parquet_bloom_sbbf_probe_v1"
-_PROBE_FUNCTION_SQL = _probe_function_sql()
+# Temporary SQL functions rather than the same expressions built Column by Column (hundreds
+# of calls into the JVM). Spark projects a SQL function's arguments below the query and
+# inlines its body; resolving a body costs 20 ms to 40 ms of planning, hence two, compact; and
+# as it pushes the filter through the projection, Spark copies the hash's expression into each
+# of its 12 uses in the lookup, hence a hash whose expression stays small (see
+# _types._hash_function_sql). The version suffixes keep another release's bodies apart.
+_MIGHT_CONTAIN_FUNCTION = "parquet_bloom_might_contain_v1"
+_FUNCTIONS_SQL = (HASH_FUNCTION_SQL, _might_contain_function_sql())
+_ANSI_CONF = "spark.sql.ansi.enabled"
+_CREATING = threading.Lock()  # one thread at a time turns ANSI mode off and back
 
 
-def _expression_probe(
-    bloom_filter: SplitBlockBloomFilter, values: Column, session: SparkSession
-) -> Column:
-    """might_contain in Spark's own expressions, in the JVM (module docstring)."""
-    if not session.catalog.functionExists(_PROBE_FUNCTION):  # 5 ms; creating it takes 0.2 s
-        session.sql(_PROBE_FUNCTION_SQL)
-    h = F.xxhash64(F.lit(SEED_ZERO_PREFIX), values)
-    hit = F.call_function(_PROBE_FUNCTION, h, _words_column(bloom_filter, session))
-    # Spark's = holds for NaN = NaN and 0.0 = -0.0, while the filter holds raw bits. Spark
-    # hashes every NaN and both zeros by one bit pattern each (Float.floatToIntBits of the value
-    # with -0.0 made 0.0), so the hash tells them apart without a per-type expression.
-    type_name = F.typeof(values)
-    answers = F.when(values.isNull(), F.lit(False))
-    for name, physical_type, dtype in (
-        ("float", "FLOAT", np.float32),
-        ("double", "DOUBLE", np.float64),
-    ):
-        nan_hash, zero_hash = plain.hash_values(np.array([np.nan, 0.0], dtype), physical_type)
-        zeros = np.array([0.0, -0.0], dtype)
-        zero_hit = bool(bloom_filter.find_hashes(plain.hash_values(zeros, physical_type)).any())
-        is_name = type_name == name
-        answers = answers.when(is_name & (h == _signed(nan_hash)), F.lit(True))
-        answers = answers.when(is_name & (h == _signed(zero_hash)), F.lit(zero_hit))
-    return answers.otherwise(hit)
+def create_sql_functions(session: SparkSession) -> None:
+    """Create the probe's SQL functions in this session, once (creating them costs 0.2 s,
+    checking 5 ms). A SQL function keeps the SQL settings in force when it is created, so ANSI
+    mode is off meanwhile: their arithmetic wraps and integers cast to bytes, whatever the
+    queries that call them run with. (A query run on the same session in those milliseconds
+    would see the setting too.)"""
+    if session.catalog.functionExists(_MIGHT_CONTAIN_FUNCTION):  # created last
+        return
+    with _CREATING:
+        before = session.conf.get(_ANSI_CONF, None)
+        session.conf.set(_ANSI_CONF, "false")
+        try:
+            for sql in _FUNCTIONS_SQL:
+                session.sql(sql)
+        finally:
+            if before is None:
+                session.conf.unset(_ANSI_CONF)
+            else:
+                session.conf.set(_ANSI_CONF, before)
 
 
 def _words_column(bloom_filter: SplitBlockBloomFilter, session: SparkSession) -> Column:
-    """The filter's 32-bit words as an array<int> Column (see _LITERAL_MAX_BYTES)."""
-    words = np.frombuffer(bloom_filter.to_bytes(), dtype="<i4")
+    """The filter's words as an array<bigint> Column, two to a long (see _LITERAL_MAX_BYTES)."""
+    words = np.frombuffer(bloom_filter.to_bytes(), dtype="<i8")
     if bloom_filter.num_bytes <= _LITERAL_MAX_BYTES:
-        return F.expr(f"array({', '.join(map(str, words.tolist()))})")
-    table = pa.table({"words": pa.array([words], pa.list_(pa.int32()))})
+        return F.expr(f"array({', '.join(f'{w}L' for w in words.tolist())})")
+    table = pa.table({"words": pa.array([words], pa.list_(pa.int64()))})
     with without_pandas_warning():
         return session.createDataFrame(table).scalar()
 
