@@ -50,13 +50,13 @@ from parquet_bloom.spark._types import (
     HASH_FUNCTION_SQL,
     LAST_REBASED_DAY,
     LAST_REBASED_MICROS,
-    NATIVE_TYPES_SQL,
     SEED_ZERO_PREFIX,
     SPARK_HASH_SEED,
     SparkLayout,
     arrow_hashes,
     check_spark_type,
     date_days,
+    native_type,
     signed64,
     sql_hash,
     timestamp_micros,
@@ -128,6 +128,7 @@ def might_contain(
     return F.call_function(
         _MIGHT_CONTAIN_FUNCTION,
         type_name,
+        native_type(type_name),
         values.isNull(),
         hashed,
         words,
@@ -226,16 +227,16 @@ def _might_contain_function_sql() -> str:
     lookup = "\n    AND ".join(lanes)
     return f"""
 CREATE OR REPLACE TEMPORARY FUNCTION {_MIGHT_CONTAIN_FUNCTION}(type_name STRING,
-    is_null BOOLEAN, h BIGINT, words ARRAY<BIGINT>, blocks BIGINT, float_zero BOOLEAN,
-    double_zero BOOLEAN, micros BIGINT, timestamps_rebased BOOLEAN, days INT,
-    dates_rebased BOOLEAN, use_python BOOLEAN, python BOOLEAN)
+    native BOOLEAN, is_null BOOLEAN, h BIGINT, words ARRAY<BIGINT>, blocks BIGINT,
+    float_zero BOOLEAN, double_zero BOOLEAN, micros BIGINT, timestamps_rebased BOOLEAN,
+    days INT, dates_rebased BOOLEAN, use_python BOOLEAN, python BOOLEAN)
 RETURNS BOOLEAN RETURN CASE
   WHEN type_name LIKE 'string collate %' AND type_name != 'string collate UTF8_BINARY'
     THEN NOT is_null
   WHEN dates_rebased AND type_name = 'date' AND days < {LAST_REBASED_DAY} THEN true
   WHEN timestamps_rebased AND type_name = 'timestamp' AND micros < {LAST_REBASED_MICROS}L
     THEN true
-  WHEN NOT (type_name IN ({NATIVE_TYPES_SQL}, 'timestamp') OR type_name LIKE 'decimal(%')
+  WHEN NOT (native OR type_name = 'timestamp' OR type_name LIKE 'decimal(%')
     THEN raise_error(concat('might_contain: a column of type ', type_name,
       ' has no Parquet Bloom filter'))
   WHEN use_python THEN python
@@ -253,7 +254,7 @@ END"""
 # as it pushes the filter through the projection, Spark copies the hash's expression into each
 # of its 12 uses in the lookup, hence a hash whose expression stays small (see
 # _types._hash_function_sql). The version suffixes keep another release's bodies apart.
-_MIGHT_CONTAIN_FUNCTION = "parquet_bloom_might_contain_v1"
+_MIGHT_CONTAIN_FUNCTION = "parquet_bloom_might_contain_v2"
 _FUNCTIONS_SQL = (HASH_FUNCTION_SQL, _might_contain_function_sql())
 _ANSI_CONF = "spark.sql.ansi.enabled"
 _CREATING = threading.Lock()  # one thread at a time turns ANSI mode off and back

@@ -286,7 +286,7 @@ NATIVE_TYPES_SQL = ", ".join(f"'{name}'" for name in _NATIVE_TYPE_NAMES + _DAY_T
 # with ANSI mode off (a SQL function keeps the SQL settings it was created with), where
 # integers cast to their big-endian bytes and long arithmetic wraps as Java's does. The
 # version suffix keeps another release's body apart.
-HASH_FUNCTION = "parquet_bloom_value_hash_v1"
+HASH_FUNCTION = "parquet_bloom_value_hash_v2"
 _JULIAN_EPOCH_MICROS = _JULIAN_DAY_OF_EPOCH * _MICROS_PER_DAY
 _TWO_64 = "18446744073709551616BD"
 # Decimal.minBytesForPrecision for precisions 1 to 38: the FIXED_LEN_BYTE_ARRAY's width.
@@ -325,11 +325,11 @@ def _hash_function_sql() -> str:
     hi = f"({u} div {_TWO_64} - if({r} < 0, 1, 0))"
     lo = f"cast(pmod({r} + 9223372036854775808BD, {_TWO_64}) - 9223372036854775808BD as bigint)"
     return f"""
-CREATE OR REPLACE TEMPORARY FUNCTION {HASH_FUNCTION}(type_name STRING, is_null BOOLEAN,
-    value_hash BIGINT, micros BIGINT, unscaled STRING, precision INT, width INT,
+CREATE OR REPLACE TEMPORARY FUNCTION {HASH_FUNCTION}(type_name STRING, native BOOLEAN,
+    is_null BOOLEAN, value_hash BIGINT, micros BIGINT, unscaled STRING, precision INT, width INT,
     timestamp_type STRING, legacy_decimal BOOLEAN)
 RETURNS BIGINT RETURN CASE
-  WHEN type_name IN ({NATIVE_TYPES_SQL}) THEN value_hash + {null}
+  WHEN native THEN value_hash + {null}
   WHEN type_name = 'timestamp' THEN CASE timestamp_type
     WHEN 'TIMESTAMP_MICROS' THEN value_hash + {null}
     WHEN 'INT96' THEN xxhash64({prefix}, {int96}) + {null}
@@ -366,6 +366,7 @@ def sql_hash(values: Column, layout: SparkLayout) -> Column:
     return F.call_function(
         HASH_FUNCTION,
         type_name,
+        native_type(type_name),
         values.isNull(),
         F.xxhash64(F.lit(SEED_ZERO_PREFIX), values),
         timestamp_micros(values, type_name)
@@ -377,6 +378,12 @@ def sql_hash(values: Column, layout: SparkLayout) -> Column:
         F.lit(layout.timestamp_type),
         F.lit(layout.legacy_decimal),
     )
+
+
+def native_type(type_name: Column) -> Column:
+    """Whether Spark's ``xxhash64`` hashes values of this ``typeof()`` as Parquet stores them
+    (a literal array: three calls into the JVM, where ``isin`` makes one a name)."""
+    return F.array_contains(F.expr(f"array({NATIVE_TYPES_SQL})"), type_name)
 
 
 def timestamp_micros(values: Column, type_name: Column) -> Column:
