@@ -16,6 +16,7 @@ BENCHMARKS = [
     "bench_rewrite",
     "bench_tables",
     "bench_spark",
+    "bench_spark_probe",
 ]
 
 
