@@ -58,6 +58,7 @@ from parquet_bloom._thrift.parquet import ttypes as tt
 from parquet_bloom._thrift.parquet.ttypes import Statistics
 from parquet_bloom.errors import CorruptFileError
 from parquet_bloom.testing import assert_bloom_filters_valid
+from tests import skips
 
 # Every test here runs with the compiled kernels and on numpy alone (see conftest.py).
 pytestmark = pytest.mark.usefixtures("implementation")
@@ -821,6 +822,87 @@ def test_rle_hybrid_on_any_bytes_decodes_or_is_corrupt(
         return
     assert len(packed) + sum(length for _, length in repeated) == count
     assert all(value < 1 << bit_width for value in packed.tolist())
+
+
+def scan_reference(
+    data: bytes, bit_width: int, count: int, num_marks: int, target: int
+) -> tuple[str, object, object]:
+    """What the compiled rle_scan must answer, from rle_hybrid and _refer's checks: the
+    entries marked and the values equal to ``target``, or the error, as _pages raises it."""
+    try:
+        packed, runs = rle_hybrid(np.frombuffer(data, dtype=np.uint8), bit_width, count)
+    except CorruptFileError as err:
+        return "corrupt", err.reason, None
+    except NeedsArrow as err:
+        return "arrow", str(err), None
+    values = [v for v, _ in runs] + packed.tolist()
+    if num_marks:
+        bad_runs = [v for v, _ in runs if v >= num_marks]
+        if bad_runs:
+            return "bad index", bad_runs[0], None
+        if packed.size and int(packed.max()) >= num_marks:
+            return "bad index", int(packed.max()), None
+    hits = sum(n for v, n in runs if v == target) + int(np.count_nonzero(packed == target))
+    return "ok", sorted(set(values)) if num_marks else [], hits
+
+
+def compiled_scan(
+    data: bytes, bit_width: int, count: int, num_marks: int, target: int
+) -> tuple[str, object, object]:
+    from parquet_bloom import _kernels
+    from parquet_bloom import _pages as pages
+
+    marks = np.zeros(num_marks, dtype=bool)
+    status, a, b = _kernels.rle_scan(np.frombuffer(data, np.uint8), bit_width, count, marks, target)
+    if status == 0:
+        assert a == np.count_nonzero(marks)  # newly marked: all of them, from none
+        return "ok", np.flatnonzero(marks).tolist(), b
+    if status == 4:
+        return "arrow", str(pages._cut_short(a, bit_width, b)), None
+    if status == 5:
+        return "bad index", a, None
+    reason = {
+        1: lambda: pages._short_stream(a, count).reason,
+        2: lambda: pages._LONG_RUN_HEADER,
+        3: lambda: pages._too_wide(a, bit_width),
+    }[status]()
+    return "corrupt", reason, None
+
+
+@settings(max_examples=300, deadline=None)
+@given(hybrid_streams(), st.data())
+def test_the_compiled_scan_marks_and_counts_what_rle_hybrid_decodes(
+    stream: tuple[int, list[RleRun | PackedRun]], data: st.DataObject
+) -> None:
+    # One pass in C instead of rle_hybrid's runs and numpy's unpacking: the same entries
+    # referred to (marks of any size, values past them reported as _refer reports them) and
+    # the same count of values at the maximum level, or the same error, on streams whole or
+    # cut short, and on any bytes.
+    if not skips.kernels_built():
+        pytest.skip(skips.KERNELS_NOT_BUILT)
+    bit_width, runs = stream
+    encoded = encode_hybrid(runs, bit_width)
+    count = data.draw(st.integers(0, total_values(runs) + 3))
+    cut = data.draw(st.integers(0, len(encoded)))
+    num_marks = data.draw(st.sampled_from([0, 1, 7, 1 << min(bit_width, 12)]))
+    target = data.draw(st.integers(-1, 4))
+    for stream_bytes in (encoded, encoded[:cut], data.draw(st.binary(max_size=64))):
+        for width in (bit_width, data.draw(st.integers(0, 32))):
+            args = (stream_bytes, width, count, num_marks, target)
+            assert compiled_scan(*args) == scan_reference(*args), args
+
+
+def test_the_compiled_scan_refuses_impossible_widths_and_counts() -> None:
+    if not skips.kernels_built():
+        pytest.skip(skips.KERNELS_NOT_BUILT)
+    from parquet_bloom import _kernels
+
+    marks = np.zeros(4, dtype=bool)
+    for width, count in ((33, 1), (-1, 1), (3, -1)):
+        with pytest.raises(ValueError, match="bit width"):
+            _kernels.rle_scan(b"\x02\x01", width, count, marks, 0)
+    with pytest.raises(TypeError):
+        _kernels.rle_scan(b"\x02\x01", 3, 1, b"read-only", 0)
 
 
 # -- damaged pages --------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-/* Optional compiled kernels: XXH64 of many values, where the PLAIN strings of a page lie, and
- * inserts into and probes of a split-block Bloom filter.
+/* Optional compiled kernels: XXH64 of many values, where the PLAIN strings of a page lie, which
+ * values an RLE / bit-packed stream holds, and inserts into and probes of a split-block Bloom
+ * filter.
  *
  * The Python code in _xxh64.py, _pages.py and _sbbf.py is the reference and the fallback; these
  * loops do the same work in one pass per value instead of one numpy pass per step (or, for the
@@ -231,6 +232,145 @@ static PyObject *byte_array_spans(PyObject *module, PyObject *args) {
     PyBuffer_Release(&starts);
     PyBuffer_Release(&lengths);
     return result;
+}
+
+/* rle_scan(data, bit_width, count, marks, target) -> (status, a, b): one pass over the first
+ * `count` values of an RLE / bit-packing hybrid stream (Encodings.md, "RLE"), the loop of
+ * _pages.rle_hybrid: marks[v] = 1 for each value v (when marks is not empty), and how many
+ * values equal `target`. Statuses, in the order _pages reports them (a stream that does not
+ * parse first, then values outside marks):
+ *   0: done; a = entries of marks newly set, b = values equal to target;
+ *   1: the stream ends after a values;  2: a run header longer than 5 bytes;
+ *   3: an RLE run of value a, wider than bit_width;
+ *   4: a bit-packed run of a groups with b bytes left in the stream (cut short);
+ *   5: value a (the first RLE run's, else the largest bit-packed one) outside marks.
+ * On a status other than 0, marks may be partly set. */
+static PyObject *rle_scan(PyObject *module, PyObject *args) {
+    Py_buffer data, marks;
+    int bit_width;
+    Py_ssize_t count;
+    long long target;
+    if (!PyArg_ParseTuple(args, "y*inw*L:rle_scan", &data, &bit_width, &count, &marks, &target))
+        return NULL;
+    if (bit_width < 0 || bit_width > 32 || count < 0) {
+        PyErr_Format(PyExc_ValueError, "rle_scan: bit width %d and count %zd", bit_width, count);
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&marks);
+        return NULL;
+    }
+    const uint8_t *bytes = (const uint8_t *)data.buf;
+    uint8_t *mark = (uint8_t *)marks.buf;
+    const uint64_t size = (uint64_t)data.len, num_marks = (uint64_t)marks.len;
+    const uint64_t value_bytes = ((uint64_t)bit_width + 7) / 8;
+    const uint64_t mask = bit_width == 32 ? 0xFFFFFFFFULL : ((1ULL << bit_width) - 1);
+    const int marking = num_marks > 0;
+    uint64_t pos = 0, remaining = (uint64_t)count, newly = 0, hits = 0;
+    int64_t bad_run = -1, bad_packed = -1;
+    long long status = 0, a = 0, b = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (remaining > 0) {
+        uint64_t header = 0;
+        int shift = 0;
+        for (;;) { /* ULEB128 */
+            if (pos >= size) {
+                status = 1;
+                a = (long long)((uint64_t)count - remaining);
+                goto done;
+            }
+            uint8_t byte = bytes[pos++];
+            header |= (uint64_t)(byte & 0x7F) << shift;
+            if (byte < 0x80)
+                break;
+            shift += 7;
+            if (shift > 28) {
+                status = 2;
+                goto done;
+            }
+        }
+        uint64_t groups = header >> 1, taken;
+        if ((header & 1) && bit_width == 0) { /* bit-packed zeros take no bytes */
+            taken = groups * 8 < remaining ? groups * 8 : remaining;
+            if (marking) {
+                newly += !mark[0];
+                mark[0] = 1;
+            }
+            if (target == 0)
+                hits += taken;
+        } else if (header & 1) { /* bit-packed: groups of 8 values, bit_width bytes each */
+            taken = groups * 8 < remaining ? groups * 8 : remaining;
+            uint64_t need = (taken * (uint64_t)bit_width + 7) / 8;
+            if (need > size - pos) {
+                status = 1;
+                a = (long long)((uint64_t)count - remaining);
+                goto done;
+            }
+            if (groups * (uint64_t)bit_width > size - pos) {
+                status = 4;
+                a = (long long)groups;
+                b = (long long)(size - pos);
+                goto done;
+            }
+            const uint8_t *run = bytes + pos;
+            for (uint64_t i = 0; i < taken; i++) {
+                uint64_t bit = i * (uint64_t)bit_width, at = bit >> 3, word = 0;
+                uint64_t avail = need - at; /* the value's bits lie within the run's need bytes */
+                memcpy(&word, run + at, avail < 8 ? avail : 8);
+                uint64_t value = (word >> (bit & 7)) & mask;
+                if ((long long)value == target)
+                    hits++;
+                if (marking) {
+                    if (value < num_marks) {
+                        newly += !mark[value];
+                        mark[value] = 1;
+                    } else if ((int64_t)value > bad_packed) {
+                        bad_packed = (int64_t)value;
+                    }
+                }
+            }
+            pos += groups * (uint64_t)bit_width;
+        } else { /* RLE: one value, repeated */
+            taken = groups < remaining ? groups : remaining;
+            if (value_bytes > size - pos) {
+                status = 1;
+                a = (long long)((uint64_t)count - remaining);
+                goto done;
+            }
+            uint64_t value = 0;
+            memcpy(&value, bytes + pos, value_bytes);
+            if (value >> bit_width) {
+                status = 3;
+                a = (long long)value;
+                goto done;
+            }
+            pos += value_bytes;
+            if ((long long)value == target)
+                hits += taken;
+            if (marking) {
+                if (value < num_marks) {
+                    newly += !mark[value];
+                    mark[value] = 1;
+                } else if (bad_run < 0) {
+                    bad_run = (int64_t)value;
+                }
+            }
+        }
+        remaining -= taken;
+    }
+    if (bad_run >= 0) {
+        status = 5;
+        a = bad_run;
+    } else if (bad_packed >= 0) {
+        status = 5;
+        a = bad_packed;
+    } else {
+        a = (long long)newly;
+        b = (long long)hits;
+    }
+done:
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&marks);
+    return Py_BuildValue("(LLL)", status, a, b);
 }
 
 /* docs/format-notes.md#sbbf-layout: the eight salts, one per 32-bit word of a block. */
@@ -567,6 +707,8 @@ static PyMethodDef methods[] = {
      "xxh64_spans(data, starts, lengths, out): XXH64 of each span of data."},
     {"byte_array_spans", byte_array_spans, METH_VARARGS,
      "byte_array_spans(data, count, starts, lengths): where count PLAIN BYTE_ARRAY values lie."},
+    {"rle_scan", rle_scan, METH_VARARGS,
+     "rle_scan(data, bit_width, count, marks, target): mark and count an RLE/bit-packed stream."},
     {"insert", insert, METH_VARARGS,
      "insert(words, hashes): insert 64-bit hashes into a split-block Bloom filter's words."},
     {"find", find, METH_VARARGS,

@@ -201,6 +201,7 @@ class _ChunkScan:
         self.looped = 0  # BYTE_ARRAY values split by the Python loop so far
         self.dictionary: _Values | None = None
         self.referenced: npt.NDArray[np.bool_] | None = None
+        self.referenced_count = 0  # the compiled scan's count of entries referenced
         self.all_referenced = False
         self.values_seen = 0  # the data pages' num_values (levels, nulls included)
         self.page_offset = self.start
@@ -230,9 +231,11 @@ class _ChunkScan:
                 offset=self.start,
             )
         if self.dictionary is not None and self.referenced is not None:
-            used = np.flatnonzero(self.referenced)
+            used = None if self.all_referenced else np.flatnonzero(self.referenced)
             self.hashes.add(
-                self.dictionary.hashes(used if used.size < self.referenced.size else None)
+                self.dictionary.hashes(
+                    used if used is not None and used.size < self.referenced.size else None
+                )
             )
         return self.hashes.hashes()
 
@@ -356,7 +359,12 @@ class _ChunkScan:
     def _count_defined(self, levels: np.ndarray, num_values: int) -> int:
         """How many of the page's ``num_values`` definition levels are the maximum, i.e. how
         many values the page stores."""
-        packed, runs = self._rle_hybrid(levels, self.max_def.bit_length(), num_values)
+        bit_width = self.max_def.bit_length()
+        compiled = kernels.compiled
+        if compiled is not None:
+            _, hits = self._scan_compiled(compiled, levels, bit_width, num_values, _NO_MARKS)
+            return hits
+        packed, runs = self._rle_hybrid(levels, bit_width, num_values)
         return int(np.count_nonzero(packed == self.max_def)) + sum(
             n for value, n in runs if value == self.max_def
         )
@@ -450,6 +458,12 @@ class _ChunkScan:
         bit_width = int(data[0])
         if bit_width > 32:
             raise self._corrupt(f"dictionary index bit width {bit_width}")
+        compiled = kernels.compiled
+        if compiled is not None and self.referenced.size:  # (none: every index is out of range)
+            newly, _ = self._scan_compiled(compiled, data[1:], bit_width, count, self.referenced)
+            self.referenced_count += newly
+            self.all_referenced = self.referenced_count == self.referenced.size
+            return
         packed, runs = self._rle_hybrid(data[1:], bit_width, count)
         size = self.referenced.size
         for value, _ in runs:
@@ -498,6 +512,34 @@ class _ChunkScan:
             return rle_hybrid(data, bit_width, count)
         except CorruptFileError as err:
             raise self._corrupt(err.reason) from None
+
+    def _scan_compiled(
+        self,
+        compiled: kernels.Kernels,
+        data: np.ndarray,
+        bit_width: int,
+        count: int,
+        marks: np.ndarray,
+    ) -> tuple[int, int]:
+        """:func:`rle_hybrid` and what is done with its values, by the compiled kernel in one
+        pass: sets ``marks[v]`` for each value ``v`` (a dictionary's referenced entries; not
+        with an empty ``marks``), and counts the values equal to the maximum definition level.
+        Returns (entries newly marked, that count); raises as :func:`rle_hybrid` and
+        :meth:`_refer` do."""
+        status, a, b = compiled.rle_scan(data, bit_width, count, marks, self.max_def)
+        if status == 0:
+            return a, b
+        if status == 1:
+            raise self._corrupt(_short_stream(a, count).reason)
+        if status == 2:
+            raise self._corrupt(_LONG_RUN_HEADER)
+        if status == 3:
+            raise self._corrupt(_too_wide(a, bit_width))
+        if status == 4:
+            raise _cut_short(a, bit_width, b)
+        if status == 5:
+            raise self._bad_index(a)
+        raise AssertionError(f"rle_scan status {status}")
 
     def _bad_index(self, index: int) -> CorruptFileError:
         assert self.referenced is not None
@@ -567,7 +609,7 @@ def rle_hybrid(
                 break
             shift += 7
             if shift > 28:
-                raise CorruptFileError("an RLE run header longer than 5 bytes")
+                raise CorruptFileError(_LONG_RUN_HEADER)
         if header & 1 and bit_width == 0:  # bit-packed zeros take no bytes: a run of zeros
             taken = min((header >> 1) * 8, remaining)
             runs.append((0, taken))
@@ -580,10 +622,7 @@ def rle_hybrid(
             # is either damage (a run header changed: its values would be read as other ones)
             # or an old Polars writer's quirk, which pyarrow reads. pyarrow decides.
             if pos + (header >> 1) * bit_width > size:
-                raise NeedsArrow(
-                    f"a bit-packed run of {header >> 1} groups of {bit_width}-bit values "
-                    f"with {size - pos} bytes left in its stream"
-                )
+                raise _cut_short(header >> 1, bit_width, size - pos)
             pieces.append(raw[pos : pos + need])
             pos += (header >> 1) * bit_width
             packed_count += taken
@@ -593,7 +632,7 @@ def rle_hybrid(
                 raise _short_stream(count - remaining, count)
             value = int.from_bytes(raw[pos : pos + value_bytes], "little")
             if value >> bit_width:
-                raise CorruptFileError(f"an RLE run of {value}, wider than {bit_width} bits")
+                raise CorruptFileError(_too_wide(value, bit_width))
             runs.append((value, taken))
             pos += value_bytes
         remaining -= taken
@@ -609,6 +648,22 @@ def _left_over(count: int, used: int, size: int) -> NeedsArrow:
 
 def _short_stream(done: int, count: int) -> CorruptFileError:
     return CorruptFileError(f"an RLE stream that ends after {done} of its {count} values")
+
+
+_LONG_RUN_HEADER = "an RLE run header longer than 5 bytes"
+# The compiled scan's marks when nothing is to be marked (definition levels).
+_NO_MARKS = np.zeros(0, dtype=np.uint8)
+
+
+def _too_wide(value: int, bit_width: int) -> str:
+    return f"an RLE run of {value}, wider than {bit_width} bits"
+
+
+def _cut_short(groups: int, bit_width: int, left: int) -> NeedsArrow:
+    return NeedsArrow(
+        f"a bit-packed run of {groups} groups of {bit_width}-bit values with {left} bytes "
+        "left in its stream"
+    )
 
 
 def _unpack(packed: bytes, bit_width: int, count: int) -> np.ndarray:

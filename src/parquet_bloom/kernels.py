@@ -62,6 +62,14 @@ class Kernels(Protocol):
     def byte_array_spans(self, data: Buffer, count: int, starts: Buffer, lengths: Buffer, /) -> int:
         """Where ``count`` PLAIN byte arrays lie in ``data``; returns the bytes they took."""
 
+    def rle_scan(
+        self, data: Buffer, bit_width: int, count: int, marks: Buffer, target: int, /
+    ) -> tuple[int, int, int]:
+        """One pass over the first ``count`` values of an RLE / bit-packed hybrid stream:
+        ``marks[v] = 1`` for each value ``v`` (unless ``marks`` is empty) and the count of
+        values equal to ``target``. Returns ``(0, newly marked, count)``, or a nonzero status
+        for a stream that does not parse or a value outside ``marks`` (see ``_kernels.c``)."""
+
     def insert(self, words: Buffer, hashes: Buffer, /) -> None:
         """Set each hash's eight bits in a split-block filter's words."""
 

@@ -141,6 +141,7 @@ def small_direct_copies(monkeypatch: pytest.MonkeyPatch) -> None:
     if sink.O_DIRECT is None:
         pytest.skip("no O_DIRECT on this platform")
     monkeypatch.setattr(sink, "DIRECT_COPY_MIN", sink.DIRECT_COPY_ALIGN)
+    monkeypatch.setattr(sink, "MAPPED_COPY_MIN", sink.DIRECT_COPY_ALIGN)
     monkeypatch.setattr(sink, "DIRECT_COPY_WINDOW", 4 * sink.DIRECT_COPY_ALIGN)
 
 
@@ -221,6 +222,61 @@ def test_the_body_is_copied_around_the_page_cache_in_the_kernel_and_through_a_bu
     assert direct.read_bytes() == kernel.read_bytes() == buffered.read_bytes()
     assert seeked.read_bytes() == buffered.read_bytes()
     check_rewrite(src, direct, rewrite_bloom_filters(src, direct, **options))
+
+
+@pytest.mark.usefixtures("small_direct_copies")
+@pytest.mark.parametrize(
+    ("written", "start", "way"),
+    [
+        (0, 0, "mapped"),  # a body copied from the start: source and output line up
+        (100, 100, "mapped"),  # both 100 bytes past a block: aligned from 4096 on
+        (0, 8192, "mapped"),
+        (100, 0, "buffer"),  # the output 100 bytes ahead of the source: through a buffer
+        (4096, 777, "buffer"),
+    ],
+)
+def test_direct_copies_write_the_sources_own_pages_where_they_line_up(
+    written: int, start: int, way: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Where a run's offsets in the source and the output are equal modulo the block, the
+    # source's pages are mapped and written as they are; otherwise they go through a buffer.
+    # The same bytes either way, the unaligned head and tail copied the usual way.
+    data = random.Random(start).randbytes(20 * sink.DIRECT_COPY_ALIGN + 123)
+    src = tmp_path / "src.bin"
+    src.write_bytes(data)
+    used: list[str] = []
+    for name in ("_write_mapped_windows", "_write_direct_windows"):
+        real = getattr(sink, name)
+
+        def recording(*args: Any, real: Any = real, name: str = name) -> int:
+            used.append(name)
+            return real(*args)  # type: ignore[no-any-return]
+
+        monkeypatch.setattr(sink, name, recording)
+    with sink.FileSink(str(tmp_path / "out.bin")) as out:
+        out.write(b"h" * written)
+        out.copy(ByteSource(str(src)), start, len(data), direct=True)
+    assert (tmp_path / "out.bin").read_bytes() == b"h" * written + data[start:]
+    expected = "_write_mapped_windows" if way == "mapped" else "_write_direct_windows"
+    assert used == [expected]
+
+
+@pytest.mark.usefixtures("small_direct_copies")
+@pytest.mark.parametrize("mapped", [True, False])
+def test_a_source_shorter_than_its_copy_is_reported_whichever_way(
+    mapped: bool, tmp_path: Path
+) -> None:
+    # A source cut short (truncated since its footer was read) cannot be mapped, or read into
+    # the buffer, to the end of the run: the usual copy goes on and reports where it ended.
+    src = tmp_path / "src.bin"
+    src.write_bytes(bytes(10 * sink.DIRECT_COPY_ALIGN))
+    with (
+        pytest.raises(pb.CorruptFileError, match="ended 4096 bytes early"),
+        sink.FileSink(str(tmp_path / "out.bin")) as out,
+    ):
+        out.write(b"" if mapped else b"h")
+        out.copy(ByteSource(str(src)), 0, 11 * sink.DIRECT_COPY_ALIGN, direct=True)
+    assert sorted(os.listdir(tmp_path)) == ["src.bin"]
 
 
 @pytest.mark.usefixtures("small_direct_copies")
@@ -352,6 +408,7 @@ def test_a_failure_while_building_filters_creates_no_file(
 ) -> None:
     if direct:  # the body copy, around the page cache, is told to stop
         monkeypatch.setattr(sink, "DIRECT_COPY_MIN", sink.DIRECT_COPY_ALIGN)
+        monkeypatch.setattr(sink, "MAPPED_COPY_MIN", sink.DIRECT_COPY_ALIGN)
         monkeypatch.setattr(sink, "DIRECT_COPY_WINDOW", sink.DIRECT_COPY_ALIGN)
 
     def interrupted(*args: object) -> None:

@@ -199,6 +199,9 @@ class ObjectSink(ABC):
     def sync(self) -> None:  # noqa: B027 (a sink that sends on completion has nothing to sync)
         """Nothing to do: the output is sent when the ``with`` block completes."""
 
+    def writeback(self) -> None:  # noqa: B027 (the same)
+        """Nothing to do: the output is sent when the ``with`` block completes."""
+
     @abstractmethod
     def write(self, data: bytes | memoryview) -> None:
         """Append ``data``."""

@@ -45,6 +45,8 @@ __all__ = [
     "DIRECT_COPY_MIN",
     "DIRECT_COPY_WINDOW",
     "KERNEL_COPY_SIZE",
+    "MAPPED_COPY_MIN",
+    "WRITEBACK_MIN",
     "Cancelled",
     "FileSink",
     "check_cancel",
@@ -66,19 +68,30 @@ _CANNOT_COPY_IN_KERNEL = frozenset(
 # Bytes per copy_file_range call: the copy can be cancelled between calls.
 KERNEL_COPY_SIZE = 64 * 1024 * 1024
 
-# Long runs of unchanged bytes are written around the page cache (O_DIRECT), read into one
-# buffer: copy_file_range on a file system that cannot share extents (ext4) copies every byte
-# into new page-cache pages, which must then be written back, at a CPU cost the filter builds
-# on the other threads would rather have (docs/performance.md, the rewrite). The copy is then
-# not in the page cache: a reader of the new file reads it from the disk.
+# Long runs of unchanged bytes are written around the page cache (O_DIRECT):
+# copy_file_range on a file system that cannot share extents (ext4) copies every byte into new
+# page-cache pages, which must then be written back, at a CPU cost the filter builds on the
+# other threads would rather have (docs/performance.md, the rewrite). Where the run's offsets in
+# the source and in the output are equal modulo the block (a body copied from the start, as
+# when filters are added to a file that had none), the source is mapped and its pages are
+# written as they are: the device reads them from the source's page cache, and no byte is
+# copied by the CPU. Otherwise the run is read into one buffer and written from there. The copy
+# is then not in the page cache: a reader of the new file reads it from the disk.
 # Direct I/O wants file offsets, lengths and memory aligned to the device's logical block: 4 KiB
 # is a multiple of the common ones (512 B, 4 KiB); a larger one refuses the writes (EINVAL) and
-# the kernel's copy takes over. The buffer, an anonymous mapping, starts on a page.
+# the kernel's copy takes over. Mappings, of the source or anonymous, start on a page.
 DIRECT_COPY_ALIGN = 4096
-# Shorter runs are not worth the set-up (changing the file's flags, the buffer).
+# Shorter runs are not worth the set-up: changing the file's flags, and for a run written from
+# a buffer, the buffer and the copy into it.
 DIRECT_COPY_MIN = 8 * 1024 * 1024
-# Bytes read and written at a time: the buffer's size.
+# The same for a run written from the source's own pages (no buffer, no copy).
+MAPPED_COPY_MIN = 1024 * 1024
+# Bytes read and written at a time: the buffer's size, or the source mapped at a time.
 DIRECT_COPY_WINDOW = 8 * 1024 * 1024
+# FileSink.writeback fsyncs only when at least this much went through the page cache since the
+# last sync: what went around it is on its way to the disk already, and an fsync costs a
+# journal commit and a flush of the device's cache whatever it has to write.
+WRITEBACK_MIN = 4 * 1024 * 1024
 O_DIRECT: int | None = getattr(os, "O_DIRECT", None)
 # Errors that say "not here" (a file system without direct I/O, a block larger than we align
 # to): the copy goes on through copy_file_range.
@@ -109,6 +122,7 @@ class FileSink:
         self._out: IO[bytes] | None = None
         self._inputs: dict[str, int] = {}  # local sources' descriptors, for the kernel's copies
         self._inputs_lock = threading.Lock()
+        self._cached = 0  # bytes written through the page cache since the last sync
 
     # -- lifetime -----------------------------------------------------------------------------
 
@@ -147,12 +161,21 @@ class FileSink:
     def write(self, data: bytes | memoryview) -> None:
         """Append ``data``."""
         write_all(self._file(), data)
+        self._cached += len(data)
 
     def sync(self) -> None:
         """Flush what was written and fsync it."""
         out = self._file()
         out.flush()
         os.fsync(out.fileno())
+        self._cached = 0
+
+    def writeback(self) -> None:
+        """Get what was written so far on its way to the disk, so that the sync that ends the
+        ``with`` block has little left to wait for: an fsync, if at least
+        :data:`WRITEBACK_MIN` bytes went through the page cache since the last one."""
+        if self._cached >= WRITEBACK_MIN:
+            self.sync()
 
     def copy(
         self,
@@ -170,8 +193,10 @@ class FileSink:
         out = self._file()
         if source.local_path is None:
             _copy_reads(source, out, start, end, cancel)
+            self._cached += end - start
             return
-        _copy_local(self._input(source.local_path), out, start, end, source.name, cancel, direct)
+        fd = self._input(source.local_path)
+        self._cached += _copy_local(fd, out, start, end, source.name, cancel, direct)
 
     def _file(self) -> IO[bytes]:
         if self._out is None:
@@ -262,15 +287,21 @@ def _copy_local(
     source: str,
     cancel: threading.Event | None,
     direct: bool,
-) -> None:
+) -> int:
+    """Copy ``fd[start:end]`` to the end of ``out``; returns how many bytes went through the
+    page cache (all but what direct I/O wrote, give or take its unaligned head)."""
     position = start
     if isinstance(out, io.FileIO):  # unbuffered: the kernel may write to its descriptor
         if direct and O_DIRECT is not None:
             position = copy_direct(fd, out, start, end, source, cancel)
+        cached_from = position
         if copy_file_range is not None:
             position = _copy_in_kernel(fd, out, position, end, cancel)
+    else:
+        cached_from = start
     if position < end:
         _copy_through_buffer(fd, out, position, end, source, cancel)
+    return end - cached_from
 
 
 # Positioned reads into a buffer (POSIX); where the platform has none (Windows), a seek and a
@@ -347,13 +378,14 @@ def copy_direct(
     (up to where ``out`` reaches an aligned offset, copied here first the usual way) and the
     tail (less than a block). Returns where it stopped, for the usual copy to go on from:
     ``start`` when the run is too short for direct I/O, else the tail's start, or wherever
-    direct I/O was refused."""
+    direct I/O was refused or the source ended."""
     import fcntl
 
     assert O_DIRECT is not None
     first = start + -out.tell() % DIRECT_COPY_ALIGN  # where the output is aligned
     last = first + (end - first) // DIRECT_COPY_ALIGN * DIRECT_COPY_ALIGN
-    if last - first < max(DIRECT_COPY_MIN, DIRECT_COPY_ALIGN):
+    mapped = first % DIRECT_COPY_ALIGN == 0  # and the source too: write its pages as they are
+    if last - first < max(MAPPED_COPY_MIN if mapped else DIRECT_COPY_MIN, DIRECT_COPY_ALIGN):
         return start
     _copy_local(fd, out, start, first, source, cancel, direct=False)
     out_fd = out.fileno()
@@ -365,6 +397,8 @@ def copy_direct(
             return first
         raise
     try:
+        if mapped:
+            return _write_mapped_windows(fd, out_fd, first, last, cancel)
         # Anonymous mappings are page-aligned, as direct I/O wants its memory.
         with mmap.mmap(-1, min(DIRECT_COPY_WINDOW, last - first)) as buffer:
             return _write_direct_windows(fd, out_fd, buffer, first, last, cancel)
@@ -387,17 +421,52 @@ def _write_direct_windows(
             with whole[:length] as window:
                 if os.preadv(src_fd, [window], position) < length:
                     return position  # the source ended early: the buffered copy reports it
-            done = 0
-            while done < length:
-                with whole[done:length] as rest:
-                    try:
-                        written = write_direct(fd, rest)
-                    except OSError as err:
-                        if err.errno in _CANNOT_WRITE_DIRECT:
-                            return position + done
-                        raise
-                done += written
-                if written % DIRECT_COPY_ALIGN:  # a short write left the output unaligned
-                    return position + done
-            position += length
+            done = _write_window(fd, whole, length)
+            position += done
+            if done < length:
+                return position
     return position
+
+
+def _write_mapped_windows(
+    src_fd: int, fd: int, start: int, end: int, cancel: threading.Event | None
+) -> int:
+    """Copy ``src[start:end]`` (aligned, as is the output) to ``fd`` (opened for direct I/O)
+    from the source's own pages, mapped a window at a time; returns where it stopped."""
+    position = start
+    while position < end:
+        check_cancel(cancel)
+        length = min(DIRECT_COPY_WINDOW, end - position)
+        try:
+            window = mmap.mmap(src_fd, length, access=mmap.ACCESS_READ, offset=position)
+        except (ValueError, OSError):  # shorter than that: the buffered copy reports it
+            return position
+        with window, memoryview(window) as whole:
+            try:
+                done = _write_window(fd, whole, length)
+            except OSError as err:
+                if err.errno != errno.EFAULT:
+                    raise
+                return position  # cut short under the mapping: the buffered copy reports it
+        position += done
+        if done < length:
+            return position
+    return position
+
+
+def _write_window(fd: int, whole: memoryview, length: int) -> int:
+    """Write ``whole[:length]`` to ``fd`` (opened for direct I/O); returns how much was
+    written before direct I/O was refused or a short write left the output unaligned."""
+    done = 0
+    while done < length:
+        with whole[done:length] as rest:
+            try:
+                written = write_direct(fd, rest)
+            except OSError as err:
+                if err.errno in _CANNOT_WRITE_DIRECT:
+                    return done
+                raise
+        done += written
+        if written % DIRECT_COPY_ALIGN:  # a short write left the output unaligned
+            return done
+    return done

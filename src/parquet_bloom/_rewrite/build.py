@@ -1,4 +1,4 @@
-"""Building the new filters: one per chosen column chunk, sized for the chunk, on two threads.
+"""Building the new filters: one per chosen column chunk, sized for the chunk, on the build threads.
 
 A chunk's values are hashed as the file stores them, straight from its pages
 (:mod:`parquet_bloom._pages`, reading through the rewrite's one
@@ -15,7 +15,7 @@ import math
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, wait
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -35,6 +35,7 @@ from parquet_bloom._sbbf import (
     bits_per_value,
     optimal_num_bytes,
 )
+from parquet_bloom._threads import BUILD_THREADS, build_pool
 from parquet_bloom.errors import BloomFilterError
 
 __all__ = [
@@ -56,10 +57,6 @@ __all__ = [
 # the GIL over between passes; docs/performance.md, the rewrite).
 INSERT_PART_SIZE = 1024 * 1024
 _HASHES_PER_BLOCK_PER_INSERT = 4
-
-# Threads building filters, each a whole chunk at a time (read, hash, insert): enough for two
-# cores, whose numpy passes release the GIL. Each holds one chunk's hashes, 8 bytes a value.
-BUILD_THREADS = 2
 
 # ndv="exact" without counting (see chunk_filter): the filter the count is estimated from is
 # built for every value being distinct at least at this rate, i.e. about 1.2 bits per value in
@@ -271,6 +268,13 @@ def _glibc_malloc_trim() -> Callable[[int], int] | None:
     return trim
 
 
+# Chunks of fewer values than this leave freed memory with the allocators (see
+# _release_freed_memory): several such chunks' worth is a few megabytes, and handing it back
+# after each small file only makes the next one fault it in again (a sixth of a table
+# rewrite's CPU time over 200 files of 125,000 rows; docs/performance.md, the table rewrite).
+RELEASE_MIN_VALUES = 1 << 20
+
+
 def _release_freed_memory() -> None:
     """Hand memory freed since the last call back to the operating system.
 
@@ -278,7 +282,8 @@ def _release_freed_memory() -> None:
     hashes and the inserts' temporaries through glibc for numpy); both allocators keep freed
     memory for reuse, and a chunk's blocks, of other sizes than the last one's, often cannot
     reuse it, so without this the peak RSS grows by several chunks' worth. A few milliseconds
-    a chunk.
+    a chunk, and the page faults of the memory taken back: called only after chunks of at
+    least RELEASE_MIN_VALUES values.
     """
     import pyarrow as pa
 
@@ -294,9 +299,10 @@ class FilterBuilds:
     """Builds one filter per target chunk, sized for the chunk, with every value in it; use as
     a context manager and take the filters with :meth:`result`, in order.
 
-    Chunks are built on BUILD_THREADS threads, each reading, hashing and inserting a whole
-    chunk (numpy, pyarrow and the file reads release the GIL), so at most that many chunks'
-    hashes are alive at once. A chunk's values are hashed from its pages
+    Chunks are built on the process's BUILD_THREADS build threads, shared by every rewrite
+    (:mod:`parquet_bloom._threads`), each reading, hashing and inserting a whole chunk (numpy,
+    pyarrow, the compiled loops and the file reads release the GIL), so at most that many
+    chunks' hashes are alive at once. A chunk's values are hashed from its pages
     (:mod:`parquet_bloom._pages`) or, for what that module does not read, through pyarrow, one
     chunk at a time: pyarrow's decoded batches are what memory is spent on, and two in flight
     would double it. Row groups tend to look alike, so each chunk's filter is first tried at
@@ -325,21 +331,28 @@ class FilterBuilds:
         # Each thread's hashes buffer, reused from chunk to chunk: a fresh one of megabytes for
         # every chunk costs page faults, and freed ones linger in each thread's malloc arena.
         self._scratch = threading.local()
-        self._pool = ThreadPoolExecutor(BUILD_THREADS, thread_name_prefix="parquet-bloom-build")
+        self._release = any(c.num_values >= RELEASE_MIN_VALUES for c in targets)
         self._futures: dict[tuple[int, int], Future[SplitBlockBloomFilter]] = {}
+        self._submitted: list[Future[SplitBlockBloomFilter]] = []
 
     def __enter__(self) -> FilterBuilds:
         # All at once: a chunk waiting for a thread holds nothing, a finished one its filter.
+        pool = build_pool()
         for chunk in self._targets:
-            self._futures[(chunk.row_group, chunk.column_index)] = self._pool.submit(
-                self._build, chunk
-            )
+            future = pool.submit(self._build, chunk)
+            self._futures[(chunk.row_group, chunk.column_index)] = future
+            self._submitted.append(future)
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)  # on an error, start nothing more
+        # On an error, start nothing more; either way, wait for the builds running (they read
+        # the source, which is closed next).
+        for future in self._submitted:
+            future.cancel()
+        wait(self._submitted)
         self._arrow_reader.close()
-        _release_freed_memory()
+        if self._release:
+            _release_freed_memory()
 
     def __contains__(self, key: tuple[int, int]) -> bool:
         return key in self._futures
@@ -385,5 +398,6 @@ class FilterBuilds:
         with self._arrow_lock:
             leaf = self._leaves[chunk.column_index]
             hashes = arrow_chunks.chunk_hashes(self._arrow_reader, chunk, leaf, meta, buffer)
-            _release_freed_memory()  # the batches' buffers
+            if chunk.num_values >= RELEASE_MIN_VALUES:
+                _release_freed_memory()  # the batches' buffers
         return hashes

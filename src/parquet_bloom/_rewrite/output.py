@@ -1,7 +1,7 @@
 """Assembling the new file in a sink: the unchanged bytes, then every filter, then the footer.
 
 The new file is the old one up to its footer with the plan's splices applied (the old filters
-cut out, moved offset indexes re-encoded), copied through the sink on a thread of its own while
+cut out, moved offset indexes re-encoded), copied through the sink on a copy thread while
 the filters are built (:class:`BodyCopy`: the copy waits on the disk, the builds on the CPU);
 then every filter, kept or new, together in (row group, column) order, so that a reader fetches
 them all in one read (:func:`write_filters`); then the relocated footer (:func:`write_footer`).
@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, wait
 from typing import Any
 
 from parquet_bloom import _format as fmt
@@ -25,6 +26,7 @@ from parquet_bloom._io.sink import FileSink
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._rewrite.build import FilterBuilds
 from parquet_bloom._rewrite.plan import OldFilter, Relocation
+from parquet_bloom._threads import copy_pool
 
 __all__ = ["BodyCopy", "Placements", "Sink", "is_s3", "open_sink", "write_filters", "write_footer"]
 
@@ -35,8 +37,9 @@ Placements = dict[tuple[int, int], tuple[int, int]]
 
 
 class BodyCopy:
-    """Copies the part of the file before the old footer, spliced, into the sink on a
-    background thread and fsyncs it, while the calling thread builds the filters.
+    """Copies the part of the file before the old footer, spliced, into the sink on one of the
+    process's copy threads (:mod:`parquet_bloom._threads`) and starts its writeback, while the
+    build threads build the filters.
 
     :meth:`finish` waits for the copy and raises its error, if any. Leaving the ``with`` block
     on an exception stops the copy after its current block and waits for it.
@@ -49,7 +52,7 @@ class BodyCopy:
         self._end = end
         self._cancel = threading.Event()
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="parquet-bloom-copy", daemon=True)
+        self._done: Future[None] | None = None
 
     def _run(self) -> None:
         try:
@@ -59,7 +62,7 @@ class BodyCopy:
                 self._sink.write(splice.replacement)
                 position = splice.end
             self._copy(position, self._end)
-            self._sink.sync()  # most of the file reaches the disk during the build
+            self._sink.writeback()  # most of the file reaches the disk during the build
         except BaseException as err:  # handed to the calling thread by finish()
             self._error = err
 
@@ -67,13 +70,14 @@ class BodyCopy:
         self._sink.copy(self._source, start, end, cancel=self._cancel, direct=True)
 
     def finish(self) -> None:
-        self._thread.join()
+        assert self._done is not None
+        wait([self._done])
         if self._error is not None:
             error, self._error = self._error, None
             raise error
 
     def __enter__(self) -> BodyCopy:
-        self._thread.start()
+        self._done = copy_pool().submit(self._run)
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
@@ -81,7 +85,9 @@ class BodyCopy:
             self.finish()
             return
         self._cancel.set()
-        self._thread.join()
+        assert self._done is not None
+        self._done.cancel()  # not started yet: it never will be
+        wait([self._done])
 
 
 def _protocols(filesystem: Any) -> tuple[str, ...]:
