@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from parquet_bloom import _format as fmt
 from parquet_bloom import _plain as plain
+from parquet_bloom import _xxh64 as xxh64
 from parquet_bloom import kernels
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom.errors import CorruptFileError
@@ -199,6 +200,7 @@ class _ChunkScan:
         self.num_values = int(meta.num_values)
         self.hashes = HashBuffer(self.num_values, out)
         self.looped = 0  # BYTE_ARRAY values split by the Python loop so far
+        self._spans: np.ndarray | None = None  # data pages' starts and lengths, reused
         self.dictionary: _Values | None = None
         self.referenced: npt.NDArray[np.bool_] | None = None
         self.referenced_count = 0  # the compiled scan's count of entries referenced
@@ -375,7 +377,7 @@ class _ChunkScan:
         if count == 0:
             return
         if encoding == fmt.Encoding.PLAIN:
-            self.hashes.add(self._plain(data, count).hashes())
+            self.hashes.add(self._plain(data, count, transient=True).hashes())
         elif encoding in _DICTIONARY_ENCODINGS:
             self._refer(data, count)
         elif encoding == fmt.Encoding.BYTE_STREAM_SPLIT and self.width is not None:
@@ -386,9 +388,11 @@ class _ChunkScan:
         else:
             raise NeedsArrow(f"data page encoding {encoding}")
 
-    def _plain(self, data: np.ndarray, count: int) -> _Values:
+    def _plain(self, data: np.ndarray, count: int, transient: bool = False) -> _Values:
         """PLAIN values (Encodings.md, "Plain"): fixed-width values back to back, or for
-        BYTE_ARRAY each value's bytes behind its 4-byte little-endian length."""
+        BYTE_ARRAY each value's bytes behind its 4-byte little-endian length. ``transient``:
+        hashed before the next page is read (a data page's; a dictionary's are kept), so the
+        compiled split may reuse the scan's arrays of starts and lengths."""
         if self.width is not None:
             self._check_size(count * self.width, data.size, count)
             return _Values(rows=data.reshape(count, self.width))
@@ -406,18 +410,23 @@ class _ChunkScan:
                     return _Values(rows=rows)
         compiled = kernels.compiled
         if compiled is not None:
-            return _Values(spans=self._split_compiled(compiled, data, count))
+            return _Values(spans=self._split_compiled(compiled, data, count, transient))
         self.looped += count
         if self.looped > MAX_LOOPED_VALUES:
             raise NeedsArrow("BYTE_ARRAY values of many lengths")
         return _Values(spans=self._split(data, count))
 
     def _split_compiled(
-        self, compiled: kernels.Kernels, data: np.ndarray, count: int
+        self, compiled: kernels.Kernels, data: np.ndarray, count: int, transient: bool
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`_split` by the compiled kernel, at any count."""
-        starts = np.empty(count, dtype=np.int64)
-        lengths = np.empty(count, dtype=np.int64)
+        """:meth:`_split` by the compiled kernel, at any count; into the scan's reused arrays
+        when ``transient`` (fresh ones cost page faults, page after page)."""
+        if not transient:
+            starts, lengths = np.empty((2, count), dtype=np.int64)
+        else:
+            if self._spans is None or self._spans.shape[1] < count:
+                self._spans = np.empty((2, count), dtype=np.int64)
+            starts, lengths = self._spans[:, :count]
         try:
             used = compiled.byte_array_spans(data, count, starts, lengths)
         except ValueError:
@@ -571,7 +580,7 @@ class _Values:
         data, starts, lengths = self.spans
         if select is not None:
             starts, lengths = starts[select], lengths[select]
-        return plain.xxh64_spans(data, starts, lengths)
+        return xxh64.hash_spans(data, starts, lengths)  # spans this module found: in bounds
 
 
 def rle_hybrid(

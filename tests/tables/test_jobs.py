@@ -80,6 +80,40 @@ def test_jobs_run_in_order_and_a_failure_is_returned_without_a_file(tmp_path: Pa
     assert run_job(jobs[0], FilterOptions(columns=["nope"])).error is not None
 
 
+def test_each_directory_is_fsynced_once_after_the_jobs_and_a_failure_fails_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The renames of a table's new files are made durable by one fsync of each directory they
+    # went to, once every job is done, instead of one per file; a file whose directory cannot
+    # be fsynced is not durable: deleted, and returned failed. run_job alone syncs its own.
+    from parquet_bloom._io import sink
+
+    parts = [tmp_path / "p=1", tmp_path / "p=2"]
+    sources = []
+    for part in parts:
+        part.mkdir()
+        sources += [_file(part / f"{i}.parquet", 100) for i in range(3)]
+    jobs = [RewriteJob(p.name, "new", str(p), new_file_path(str(p))) for p in sources]
+    synced: list[str] = []
+    real_fsync_directory = sink._fsync_directory
+
+    def recording(directory: str) -> None:
+        synced.append(directory)
+        if directory == str(parts[1]):
+            raise OSError(5, "Input/output error (simulated)")
+        real_fsync_directory(directory)
+
+    monkeypatch.setattr(sink, "_fsync_directory", recording)
+    outcomes = run_jobs(jobs, FilterOptions(columns=["id"]), max_workers=3)
+    assert sorted(synced) == sorted(map(str, parts))
+    assert [o.ok for o in outcomes] == [True] * 3 + [False] * 3
+    assert all("simulated" in (o.error or "") for o in outcomes[3:])
+    assert [Path(j.target).exists() for j in jobs] == [True] * 3 + [False] * 3
+    synced.clear()
+    assert run_job(jobs[0], FilterOptions(columns=["s"])).ok
+    assert synced == [str(parts[0])]
+
+
 def test_deleting_new_files_reports_only_what_could_not_go(tmp_path: Path) -> None:
     present = _file(tmp_path / "x.parquet", 10)
     locked = tmp_path / "locked"

@@ -32,8 +32,9 @@ import os
 import secrets
 import stat
 import threading
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from typing import IO
 
 from parquet_bloom._io.source import ByteSource
@@ -48,9 +49,11 @@ __all__ = [
     "MAPPED_COPY_MIN",
     "WRITEBACK_MIN",
     "Cancelled",
+    "DirectorySyncs",
     "FileSink",
     "check_cancel",
     "copy_direct",
+    "deferred_directory_syncs",
     "open_temporary",
     "write_all",
 ]
@@ -154,7 +157,11 @@ class FileSink:
                 with suppress(FileNotFoundError):
                     os.unlink(self._tmp_path)
         if committed:
-            _fsync_directory(self._directory)
+            deferred = _deferred_syncs.get()
+            if deferred is None:
+                _fsync_directory(self._directory)
+            else:
+                deferred.add(self._directory)
 
     # -- output -------------------------------------------------------------------------------
 
@@ -214,6 +221,50 @@ class FileSink:
             for fd in self._inputs.values():
                 os.close(fd)
             self._inputs.clear()
+
+
+class DirectorySyncs:
+    """Directories whose fsync, which makes a FileSink's rename durable, was put off (see
+    :func:`deferred_directory_syncs`): many files renamed into one directory then cost one
+    fsync of it, not one each."""
+
+    def __init__(self) -> None:
+        self._directories: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, directory: str) -> None:
+        with self._lock:
+            self._directories.add(directory)
+
+    def sync(self) -> dict[str, OSError]:
+        """Fsync each directory once; the error of each that failed (its files' renames may
+        not survive a crash)."""
+        with self._lock:
+            directories, self._directories = sorted(self._directories), set()
+        failed = {}
+        for directory in directories:
+            try:
+                _fsync_directory(directory)
+            except OSError as err:
+                failed[directory] = err
+        return failed
+
+
+_deferred_syncs: ContextVar[DirectorySyncs | None] = ContextVar(
+    "parquet_bloom_deferred_syncs", default=None
+)
+
+
+@contextmanager
+def deferred_directory_syncs(syncs: DirectorySyncs) -> Iterator[DirectorySyncs]:
+    """Within the block (in this thread or task), a FileSink's rename is not yet durable when
+    its ``with`` block ends: its directory goes to ``syncs`` instead, whose
+    :meth:`~DirectorySyncs.sync` the caller must run (and check) before relying on the files."""
+    token = _deferred_syncs.set(syncs)
+    try:
+        yield syncs
+    finally:
+        _deferred_syncs.reset(token)
 
 
 def open_temporary(directory: str, name: str) -> tuple[str, IO[bytes]]:

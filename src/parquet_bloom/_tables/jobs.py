@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from parquet_bloom._io import location
+from parquet_bloom._io import location, sink
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._rewrite.api import RewriteReport, check_options, rewrite_bloom_filters
 from parquet_bloom._rewrite.build import Ndv
@@ -235,16 +235,46 @@ def run_jobs(
     progress: Callable[[JobOutcome], None] | None = None,
 ) -> list[JobOutcome]:
     """:func:`run_job` over ``jobs``, ``max_workers`` at once; outcomes in the jobs' order.
-    ``progress(outcome)`` is called, on the calling thread, as each file finishes."""
+    ``progress(outcome)`` is called, on the calling thread, as each file finishes. The local
+    directories written to are fsynced once each at the end (a file whose directory could not
+    be is deleted and returned failed)."""
     if not isinstance(max_workers, int) or max_workers < 1:
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
+    # Local files are renamed into a few directories (a table's partitions): each is fsynced
+    # once at the end, not once a file, before any outcome is returned as done.
+    syncs = sink.DirectorySyncs()
+
+    def one(job: RewriteJob) -> JobOutcome:
+        with sink.deferred_directory_syncs(syncs):
+            return run_job(job, options, storage_options)
+
     outcomes: list[JobOutcome] = []
     with ThreadPoolExecutor(max_workers, thread_name_prefix="table-rewrite") as pool:
-        for outcome in pool.map(lambda job: run_job(job, options, storage_options), jobs):
+        for outcome in pool.map(one, jobs):
             outcomes.append(outcome)
             if progress is not None:
                 progress(outcome)
+    failed = syncs.sync()
+    if failed:
+        outcomes = [_unsynced(o, failed, storage_options) for o in outcomes]
     return outcomes
+
+
+def _unsynced(
+    outcome: JobOutcome, failed: Mapping[str, OSError], storage_options: Mapping[str, Any] | None
+) -> JobOutcome:
+    """A file renamed into a directory whose fsync failed is not durable: deleted, and failed."""
+    if not outcome.ok:
+        return outcome
+    filesystem, path = location.resolve(
+        outcome.job.target,
+        storage_options=storage_options if location.is_url(outcome.job.target) else None,
+    )
+    error = None if filesystem is not None else failed.get(os.path.dirname(os.path.abspath(path)))
+    if error is None:
+        return outcome
+    delete_files([outcome.job.target], storage_options)
+    return JobOutcome(outcome.job, error=f"{type(error).__name__}: {error}")
 
 
 def delete_files(
