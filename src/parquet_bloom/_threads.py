@@ -1,10 +1,10 @@
 """Thread pools shared by every rewrite in the process.
 
 A rewrite copies its unchanged bytes on one thread while others build its filters
-(:mod:`parquet_bloom._rewrite`). Starting those threads for every file cost more than a small
-file's whole rewrite on a busy machine (a new thread waits to be scheduled before ``start``
-returns: 2 ms each, three a file, measured over a table of 200 files), so they are started once
-and kept. Sharing also bounds the memory of many rewrites at once (a table's files, several at a
+(:mod:`parquet_bloom._rewrite`). Starting those threads for every file made each file wait
+about 6 ms on a busy machine (a new thread must be scheduled before ``start`` returns: 2 ms
+each, three a file, measured over a table of 200 files of 5 MB), so they are started once and
+kept. Sharing also bounds the memory of many rewrites at once (a table's files, several at a
 time): at most :data:`BUILD_THREADS` chunks' hashes are alive in the process, whatever the
 number of files in flight.
 
@@ -20,13 +20,22 @@ from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["BUILD_THREADS", "COPY_THREADS", "build_pool", "copy_pool"]
 
-# Threads building filters, each a whole chunk at a time (read, hash, insert): enough for two
-# cores, whose numpy passes and compiled loops release the GIL. Each holds one chunk's hashes,
-# 8 bytes a value.
-BUILD_THREADS = 2
+
+def _cores() -> int:
+    """The cores this process may run on (its affinity where the OS says, else the count)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+# Threads building filters, each a whole chunk at a time (read, hash, insert): one per core,
+# at least two (numpy's passes, pyarrow's decompression and the compiled loops release the
+# GIL), at most 32. Each holds one chunk's hashes, 8 bytes a value.
+BUILD_THREADS = min(max(_cores(), 2), 32)
 # Threads copying unchanged bytes (waiting on the disk or the store, not on the CPU): one per
-# file being rewritten at once, up to this many; more files wait for a free one.
-COPY_THREADS = 8
+# file being rewritten at once (a thread is started only when none is idle), up to this many;
+# more files wait for a free one.
+COPY_THREADS = 64
 
 _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _lock = threading.Lock()

@@ -42,9 +42,10 @@ __all__ = [
     "run_jobs",
 ]
 
-# Files rewritten at once by the local runner: each rewrite already overlaps its copy (IO) with
-# its filter builds (two threads), so a few files at once keep two cores busy on local disk and
-# hide a store's latency on object storage.
+# Files rewritten at once by the local runner: each rewrite overlaps its copy (IO) with its
+# filter builds, which run on the process's build threads (parquet_bloom._threads, one a core),
+# so a few files at once keep the cores busy on local disk and hide a store's latency on
+# object storage.
 DEFAULT_MAX_WORKERS = 4
 
 # The tag a rewritten file's name carries: ".bloom-" and 12 hex digits of a random UUID,

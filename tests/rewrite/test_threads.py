@@ -1,0 +1,49 @@
+"""The thread pools every rewrite shares (parquet_bloom._threads): made once per process, and
+made again in a forked child, which inherits the pool objects but not their threads."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from parquet_bloom import _threads, rewrite_bloom_filters
+from parquet_bloom.testing import assert_bloom_filters_valid
+
+
+def test_a_pool_is_made_once_per_process() -> None:
+    assert _threads.build_pool() is _threads.build_pool()
+    assert _threads.copy_pool() is _threads.copy_pool()
+    assert _threads.build_pool() is not _threads.copy_pool()
+    assert _threads.BUILD_THREADS >= 2
+
+
+def _rewrite_in_child(src: str, dst: str) -> None:
+    rewrite_bloom_filters(src, dst, columns=["id"])
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="fork is the start method under test")
+def test_a_forked_child_rewrites_with_pools_of_its_own(tmp_path: Path) -> None:
+    # The parent's pools have threads (a rewrite ran); the child's copies of them have none,
+    # and work submitted to them would wait forever: the child must make its own.
+    src = tmp_path / "src.parquet"
+    pq.write_table(pa.table({"id": np.arange(5000)}), src)
+    rewrite_bloom_filters(src, tmp_path / "parent.parquet", columns=["id"])
+    parent_pool = _threads.build_pool()
+    child = multiprocessing.get_context("fork").Process(
+        target=_rewrite_in_child, args=(str(src), str(tmp_path / "child.parquet"))
+    )
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():
+        child.kill()
+        pytest.fail("the forked child's rewrite did not finish: it waited on the parent's pools")
+    assert child.exitcode == 0
+    assert_bloom_filters_valid(tmp_path / "child.parquet")
+    assert (tmp_path / "child.parquet").read_bytes() == (tmp_path / "parent.parquet").read_bytes()
+    assert _threads.build_pool() is parent_pool
