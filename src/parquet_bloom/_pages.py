@@ -35,7 +35,6 @@ import numpy as np
 import numpy.typing as npt
 
 from parquet_bloom import _format as fmt
-from parquet_bloom import _plain as plain
 from parquet_bloom import _xxh64 as xxh64
 from parquet_bloom import kernels
 from parquet_bloom._io.source import ByteSource
@@ -117,13 +116,20 @@ class HashBuffer:
         self._count = 0
 
     def add(self, hashes: np.ndarray) -> None:
-        end = self._count + hashes.size
+        self.reserve(hashes.size)[:] = hashes
+        self._count += hashes.size
+
+    def reserve(self, n: int) -> np.ndarray:
+        """Room for the next ``n`` hashes, to be written there and then :meth:`commit`-ed."""
+        end = self._count + n
         if end > self._buffer.size:
             grown = np.empty(max(2 * self._buffer.size, end), dtype=np.uint64)
             grown[: self._count] = self._buffer[: self._count]
             self._buffer = grown
-        self._buffer[self._count : end] = hashes
-        self._count = end
+        return self._buffer[self._count : end]
+
+    def commit(self, n: int) -> None:
+        self._count += n
 
     def hashes(self) -> np.ndarray:
         """The hashes so far: a view of the buffer (``.base`` is the buffer, to keep)."""
@@ -234,11 +240,9 @@ class _ChunkScan:
             )
         if self.dictionary is not None and self.referenced is not None:
             used = None if self.all_referenced else np.flatnonzero(self.referenced)
-            self.hashes.add(
-                self.dictionary.hashes(
-                    used if used is not None and used.size < self.referenced.size else None
-                )
-            )
+            if used is not None and used.size == self.referenced.size:
+                used = None
+            self.dictionary.hash_into(self.hashes, used)
         return self.hashes.hashes()
 
     def _read(self, offset: int, length: int) -> bytes:
@@ -377,14 +381,14 @@ class _ChunkScan:
         if count == 0:
             return
         if encoding == fmt.Encoding.PLAIN:
-            self.hashes.add(self._plain(data, count, transient=True).hashes())
+            self._plain(data, count, transient=True).hash_into(self.hashes)
         elif encoding in _DICTIONARY_ENCODINGS:
             self._refer(data, count)
         elif encoding == fmt.Encoding.BYTE_STREAM_SPLIT and self.width is not None:
             # Encodings.md, "Byte Stream Split": byte k of every value, then byte k + 1, ...
             self._check_size(count * self.width, data.size, count)
             rows = data.reshape(self.width, count).T
-            self.hashes.add(plain.xxh64_fixed(rows))
+            _Values(rows=rows).hash_into(self.hashes)
         else:
             raise NeedsArrow(f"data page encoding {encoding}")
 
@@ -571,16 +575,27 @@ class _Values:
         self.rows = rows
         self.spans = spans
 
-    def hashes(self, select: np.ndarray | None = None) -> np.ndarray:
-        """The hashes of the values, or of those at the indices ``select``."""
+    def hashes(self, select: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        """The hashes of the values, or of those at the indices ``select``; into ``out`` when
+        given (room for as many)."""
         if self.rows is not None:
             rows = self.rows if select is None else self.rows[select]
-            return plain.xxh64_fixed(rows)  # copied to lanes a cache-sized part at a time
+            return xxh64.hash_rows(rows, out)  # copied to lanes a cache-sized part at a time
         assert self.spans is not None
         data, starts, lengths = self.spans
         if select is not None:
             starts, lengths = starts[select], lengths[select]
-        return xxh64.hash_spans(data, starts, lengths)  # spans this module found: in bounds
+        return xxh64.hash_spans(data, starts, lengths, out)  # spans found here: in bounds
+
+    def hash_into(self, buffer: HashBuffer, select: np.ndarray | None = None) -> None:
+        """Append the hashes to ``buffer``, written in place."""
+        if self.rows is not None:
+            n = self.rows.shape[0] if select is None else select.size
+        else:
+            assert self.spans is not None
+            n = self.spans[1].size if select is None else select.size
+        self.hashes(select, buffer.reserve(n))
+        buffer.commit(n)
 
 
 def rle_hybrid(

@@ -258,12 +258,16 @@ def _hash_rows_chunk(rows: U8) -> U64:
     return h
 
 
-def hash_rows(rows: U8) -> U64:
+def hash_rows(rows: U8, out: U64 | None = None) -> U64:
     """XXH64 of every row of a (n, width) uint8 array, contiguous or not (e.g. the values of
-    a page of length-prefixed strings of one length, a row every 4 + width bytes)."""
+    a page of length-prefixed strings of one length, a row every 4 + width bytes); into
+    ``out`` (n uint64, contiguous) when given."""
     compiled = kernels.compiled
     if compiled is not None:
-        return _compiled_rows(compiled, rows)
+        return _compiled_rows(compiled, rows, out)
+    if out is not None:
+        out[:] = hash_rows(rows)
+        return out
     n, width = rows.shape
     if width == 8:
         lanes = np.ascontiguousarray(rows).view("<u8").reshape(n)
@@ -285,13 +289,14 @@ def _lane_bytes(lanes: NDArray[Any]) -> U8:
     return np.ascontiguousarray(lanes).view(np.uint8).reshape(-1, lanes.dtype.itemsize)
 
 
-def _compiled_rows(compiled: kernels.Kernels, rows: U8) -> U64:
+def _compiled_rows(compiled: kernels.Kernels, rows: U8, out: U64 | None = None) -> U64:
     """XXH64 of every row of a (n, width) uint8 array, by the compiled kernel. Rows a fixed
     number of bytes apart, each contiguous (a page of strings of one length, every 4 + width
     bytes), are read where they lie: the kernel takes the bytes from the first row's start to
     the last row's end, and the distance between rows."""
     n, width = rows.shape
-    out = np.empty(n, dtype=np.uint64)
+    if out is None:
+        out = np.empty(n, dtype=np.uint64)
     if n == 0:
         return out
     stride = rows.strides[0]
@@ -537,20 +542,25 @@ def _hash_huge(data: U8, starts: I64, lengths: I64) -> U64:
     return np.fromiter(digests, dtype=np.uint64, count=starts.shape[0])
 
 
-def hash_spans(data: U8, starts: I64, lengths: I64) -> U64:
-    """XXH64 of every byte span data[starts[i] : starts[i] + lengths[i]]."""
+def hash_spans(data: U8, starts: I64, lengths: I64, out: U64 | None = None) -> U64:
+    """XXH64 of every byte span data[starts[i] : starts[i] + lengths[i]]; into ``out`` (n
+    uint64, contiguous) when given."""
     starts = starts.astype(np.int64, copy=False)
     lengths = lengths.astype(np.int64, copy=False)
     n = starts.shape[0]
     compiled = kernels.compiled
     if compiled is not None:
-        out = np.empty(n, dtype=np.uint64)
+        if out is None:
+            out = np.empty(n, dtype=np.uint64)
         compiled.xxh64_spans(
             np.ascontiguousarray(data),
             np.ascontiguousarray(starts),
             np.ascontiguousarray(lengths),
             out,
         )
+        return out
+    if out is not None:
+        out[:] = hash_spans(data, starts, lengths)
         return out
     if n and _back_to_back(starts, lengths):
         # Values of one length stored one after another (UUIDs or digests as text, fixed-width
