@@ -20,8 +20,9 @@ the candidates in turns, so the cache scan is in both sides of each ratio.
   ``df.filter(might_contain(f, "x")).count()`` against ``df.filter(col("x").isin(small))
   .count()``, with ``f`` the filter of the same small list; the Column is made inside the
   timing, as a user's query makes it. Also shown: a 2 MiB filter (its words reach the plan
-  through a scalar subquery), the Arrow UDF that probes the types Spark cannot hash itself, and
-  a scalar Arrow UDF that does nothing but return True, the floor any Python UDF pays here.
+  through a scalar subquery), ``might_contain(f, "x", arrow_udf=True)`` (the Arrow UDF
+  fallback, in Python; by default every type is probed in the JVM), and a scalar Arrow UDF that
+  does nothing but return True, the floor any Python UDF pays here.
 
 Ratios, not seconds, are the figures: the machine is shared and noisy.
 """
@@ -45,8 +46,6 @@ from timing import best_in_turns, report
 from parquet_bloom import SplitBlockBloomFilter
 from parquet_bloom import spark as pbs
 from parquet_bloom.spark import _build as spark_build
-from parquet_bloom.spark import _probe as spark_probe
-from parquet_bloom.spark._types import SparkLayout
 
 ROWS = 20_000_000
 PARTITIONS = (2, 8, 32, 200)
@@ -223,18 +222,16 @@ def probe_benchmark(spark: SparkSession, rows: int) -> bool:
 
     big = SplitBlockBloomFilter.from_ndv(1_000_000, FPP)  # words from a scalar subquery
     big.insert(np.asarray(small + list(range(1_000_000 - SMALL_LIST)), np.int64))
-    layout = SparkLayout.of(spark)
+    handle = spark.sparkContext.broadcast(bloom_filter)
+    forced = df.filter(pbs.might_contain(handle, "x", arrow_udf=True)).count()
+    assert forced == kept, (forced, kept)
 
     probes = best_in_turns(
         {
             "isin": lambda: df.filter(F.col("x").isin(small)).count(),
             "probe": lambda: df.filter(pbs.might_contain(bloom_filter, "x")).count(),
             "big": lambda: df.filter(pbs.might_contain(big, "x")).count(),
-            "udf": lambda: df.filter(
-                spark_probe.arrow_probe(
-                    spark.sparkContext.broadcast(bloom_filter), F.col("x"), layout
-                )
-            ).count(),
+            "udf": lambda: df.filter(pbs.might_contain(handle, "x", arrow_udf=True)).count(),
             "floor": lambda: df.filter(always("x")).count(),
         },
         PROBE_REPEATS,
@@ -247,11 +244,11 @@ def probe_benchmark(spark: SparkSession, rows: int) -> bool:
     )
     print(
         f"  isin scan {isin:.2f} s; might_contain {probe:.2f} s ({big.num_bytes >> 20} MiB "
-        f"filter {big_probe:.2f} s); the Arrow UDF {udf:.2f} s; do-nothing Arrow UDF {floor:.2f} s"
+        f"filter {big_probe:.2f} s); arrow_udf=True {udf:.2f} s; do-nothing Arrow UDF {floor:.2f} s"
     )
     ok = report("might_contain scan / isin scan", probe / isin, "<= 2", probe / isin <= 2)
     report(f"might_contain scan, {big.num_bytes >> 20} MiB filter / isin scan", big_probe / isin)
-    report("Arrow UDF probe (INT96 timestamps, some decimals) / isin scan", udf / isin)
+    report("might_contain(arrow_udf=True) scan / isin scan", udf / isin)
     report("do-nothing Arrow UDF scan / isin scan (any Python UDF's floor)", floor / isin)
     df.unpersist()
     return ok

@@ -42,7 +42,9 @@ _NDV_PADDING = 1.0 + 3 * NDV_RSD
 
 # Rows per Arrow batch that the build asks Spark for (see _arrow_batches_of_at_least). The
 # build's batches hold only the columns being built: 128 Ki fixed-width values are at most 2 MiB
-# a column (16-byte decimals), strings as long as they are.
+# a column (16-byte decimals); Spark also ends a batch at spark.sql.execution.arrow.
+# maxBytesPerBatch (64 MiB by default), which bounds batches of long strings. 1 Mi rows a batch
+# was no faster (docs/performance.md).
 MAX_RECORDS_PER_BATCH_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
 BUILD_BATCH_ROWS = 1 << 17
 
