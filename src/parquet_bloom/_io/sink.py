@@ -435,7 +435,9 @@ def copy_direct(
     assert O_DIRECT is not None
     first = start + -out.tell() % DIRECT_COPY_ALIGN  # where the output is aligned
     last = first + (end - first) // DIRECT_COPY_ALIGN * DIRECT_COPY_ALIGN
-    mapped = first % DIRECT_COPY_ALIGN == 0  # and the source too: write its pages as they are
+    # Where the source is aligned too (to what mmap needs: a page, 4 KiB on most machines), its
+    # pages are written as they are.
+    mapped = first % max(DIRECT_COPY_ALIGN, mmap.ALLOCATIONGRANULARITY) == 0
     if last - first < max(MAPPED_COPY_MIN if mapped else DIRECT_COPY_MIN, DIRECT_COPY_ALIGN):
         return start
     _copy_local(fd, out, start, first, source, cancel, direct=False)
