@@ -114,6 +114,21 @@ def test_each_directory_is_fsynced_once_after_the_jobs_and_a_failure_fails_its_f
     assert synced == [str(parts[0])]
 
 
+def test_an_interrupted_run_leaves_none_of_the_new_files(tmp_path: Path) -> None:
+    # Ctrl-C while the files are rewritten (here: the progress callback raising it after the
+    # first file): no further file is started, and every new file already written is deleted.
+    sources = [_file(tmp_path / f"{i}.parquet", 100) for i in range(8)]
+    jobs = [RewriteJob(p.name, "new", str(p), new_file_path(str(p))) for p in sources]
+
+    def interrupt(outcome: JobOutcome) -> None:
+        assert Path(outcome.job.target).exists()
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_jobs(jobs, FilterOptions(columns=["id"]), max_workers=2, progress=interrupt)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in sources)
+
+
 def test_deleting_new_files_reports_only_what_could_not_go(tmp_path: Path) -> None:
     present = _file(tmp_path / "x.parquet", 10)
     locked = tmp_path / "locked"

@@ -238,7 +238,9 @@ def run_jobs(
     """:func:`run_job` over ``jobs``, ``max_workers`` at once; outcomes in the jobs' order.
     ``progress(outcome)`` is called, on the calling thread, as each file finishes. The local
     directories written to are fsynced once each at the end (a file whose directory could not
-    be is deleted and returned failed)."""
+    be is deleted and returned failed). An exception (an interrupt, a failing ``progress``)
+    stops the files not yet started, and the new files of every job are deleted before it is
+    raised."""
     if not isinstance(max_workers, int) or max_workers < 1:
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
     # Local files are renamed into a few directories (a table's partitions): each is fsynced
@@ -250,11 +252,19 @@ def run_jobs(
             return run_job(job, options, storage_options)
 
     outcomes: list[JobOutcome] = []
-    with ThreadPoolExecutor(max_workers, thread_name_prefix="table-rewrite") as pool:
+    pool = ThreadPoolExecutor(max_workers, thread_name_prefix="table-rewrite")
+    try:
         for outcome in pool.map(one, jobs):
             outcomes.append(outcome)
             if progress is not None:
                 progress(outcome)
+    except BaseException:
+        # Interrupted (Ctrl-C) or a progress callback failed: start no more files, wait for
+        # those being written, and leave none of the new files behind.
+        pool.shutdown(wait=True, cancel_futures=True)
+        delete_files([job.target for job in jobs], storage_options)
+        raise
+    pool.shutdown(wait=True)
     failed = syncs.sync()
     if failed:
         outcomes = [_unsynced(o, failed, storage_options) for o in outcomes]
