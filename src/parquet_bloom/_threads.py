@@ -4,9 +4,10 @@ A rewrite copies its unchanged bytes on one thread while others build its filter
 (:mod:`parquet_bloom._rewrite`). Starting those threads for every file made each file wait
 about 6 ms on a busy machine (a new thread must be scheduled before ``start`` returns: 2 ms
 each, three a file, measured over a table of 200 files of 5 MB), so they are started once and
-kept. Sharing also bounds the memory of many rewrites at once (a table's files, several at a
-time): at most :data:`BUILD_THREADS` chunks' hashes are alive in the process, whatever the
-number of files in flight.
+kept. Sharing also bounds the work of many rewrites at once (a table's files, several at a
+time): at most :data:`BUILD_THREADS` chunks are being hashed in the process, whatever the
+number of files in flight (each rewrite in flight may also keep, until it ends, one spare hash
+buffer per build thread that built one of its chunks).
 
 A pool belongs to the process that made it: a forked child (a Spark worker, a multiprocessing
 pool) inherits the pool object but not its threads, so it makes its own.

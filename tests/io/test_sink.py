@@ -280,6 +280,32 @@ def test_a_source_shorter_than_its_copy_is_reported_whichever_way(
 
 
 @pytest.mark.usefixtures("small_direct_copies")
+def test_a_fault_after_a_short_mapped_write_goes_on_from_where_it_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A short write of whole blocks moves the output on; a fault (EFAULT) on the next one must
+    # not hand the usual copy the window's start, which would write those blocks twice.
+    data = random.Random(7).randbytes(12 * sink.DIRECT_COPY_ALIGN + 123)
+    src = tmp_path / "src.bin"
+    src.write_bytes(data)
+    real_write = sink.write_direct
+    calls = itertools.count()
+
+    def short_then_fault(fd: int, view: memoryview) -> int:
+        call = next(calls)
+        if call == 0:
+            return real_write(fd, view[: sink.DIRECT_COPY_ALIGN])
+        if call == 1:
+            raise OSError(errno.EFAULT, "Bad address (simulated)")
+        return real_write(fd, view)
+
+    monkeypatch.setattr(sink, "write_direct", short_then_fault)
+    with sink.FileSink(str(tmp_path / "out.bin")) as out:
+        out.copy(ByteSource(str(src)), 0, len(data), direct=True)
+    assert (tmp_path / "out.bin").read_bytes() == data
+
+
+@pytest.mark.usefixtures("small_direct_copies")
 @pytest.mark.parametrize("refused", ["flag", "first write", "later write"])
 def test_direct_io_refused_falls_back_to_the_same_bytes(
     sources: dict[str, Path], refused: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

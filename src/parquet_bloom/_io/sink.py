@@ -495,12 +495,7 @@ def _write_mapped_windows(
         except (ValueError, OSError):  # shorter than that: the buffered copy reports it
             return position
         with window, memoryview(window) as whole:
-            try:
-                done = _write_window(fd, whole, length)
-            except OSError as err:
-                if err.errno != errno.EFAULT:
-                    raise
-                return position  # cut short under the mapping: the buffered copy reports it
+            done = _write_window(fd, whole, length)
         position += done
         if done < length:
             return position
@@ -509,14 +504,16 @@ def _write_mapped_windows(
 
 def _write_window(fd: int, whole: memoryview, length: int) -> int:
     """Write ``whole[:length]`` to ``fd`` (opened for direct I/O); returns how much was
-    written before direct I/O was refused or a short write left the output unaligned."""
+    written before direct I/O was refused, a short write left the output unaligned, or the
+    memory could not be read (EFAULT: a mapped source cut short under the mapping), for the
+    usual copy to go on from there (and report a source that ended)."""
     done = 0
     while done < length:
         with whole[done:length] as rest:
             try:
                 written = write_direct(fd, rest)
             except OSError as err:
-                if err.errno in _CANNOT_WRITE_DIRECT:
+                if err.errno in _CANNOT_WRITE_DIRECT or err.errno == errno.EFAULT:
                     return done
                 raise
         done += written

@@ -237,10 +237,10 @@ def run_jobs(
 ) -> list[JobOutcome]:
     """:func:`run_job` over ``jobs``, ``max_workers`` at once; outcomes in the jobs' order.
     ``progress(outcome)`` is called, on the calling thread, as each file finishes. The local
-    directories written to are fsynced once each at the end (a file whose directory could not
-    be is deleted and returned failed). An exception (an interrupt, a failing ``progress``)
-    stops the files not yet started, and the new files of every job are deleted before it is
-    raised."""
+    directories written to are fsynced once each at the end: a file whose directory could not
+    be is deleted and returned failed (though ``progress`` saw it done). An exception (an
+    interrupt, a failing ``progress``) stops the files not yet started, and the new files of
+    every job are deleted before it is raised."""
     if not isinstance(max_workers, int) or max_workers < 1:
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
     # Local files are renamed into a few directories (a table's partitions): each is fsynced
@@ -284,8 +284,9 @@ def _unsynced(
     error = None if filesystem is not None else failed.get(os.path.dirname(os.path.abspath(path)))
     if error is None:
         return outcome
-    delete_files([outcome.job.target], storage_options)
-    return JobOutcome(outcome.job, error=f"{type(error).__name__}: {error}")
+    left = delete_files([outcome.job.target], storage_options)
+    kept = f"; the new file {left[0]} could not be deleted" if left else ""
+    return JobOutcome(outcome.job, error=f"{type(error).__name__}: {error}{kept}")
 
 
 def delete_files(
