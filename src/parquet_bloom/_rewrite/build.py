@@ -302,7 +302,8 @@ class FilterBuilds:
     Chunks are built on the process's BUILD_THREADS build threads, shared by every rewrite
     (:mod:`parquet_bloom._threads`), each reading, hashing and inserting a whole chunk (numpy,
     pyarrow, the compiled loops and the file reads release the GIL), so at most that many
-    chunks' hashes are alive at once. A chunk's values are hashed from its pages
+    chunks are hashed at once (each thread that built one of this file's chunks keeps its hash
+    buffer for the next, until the file is done). A chunk's values are hashed from its pages
     (:mod:`parquet_bloom._pages`) or, for what that module does not read, through pyarrow, one
     chunk at a time: pyarrow's decoded batches are what memory is spent on, and two in flight
     would double it. Row groups tend to look alike, so each chunk's filter is first tried at
