@@ -129,6 +129,28 @@ def test_an_interrupted_run_leaves_none_of_the_new_files(tmp_path: Path) -> None
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in sources)
 
 
+def test_a_job_in_place_replaces_its_source_and_refuses_a_tables_file(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    src = _file(tmp_path / "plain" / "a.parquet")
+    job = RewriteJob(src.name, src.name, str(src), str(src))
+    outcome = run_job(job, FilterOptions(columns=["id"]), in_place=True)
+    assert outcome.ok and outcome.size == src.stat().st_size
+    with BloomFilterReader(src) as reader:
+        assert reader.row_groups_might_contain("id", [123]) == [0]
+    assert sorted(p.name for p in src.parent.iterdir()) == ["a.parquet"]
+    table = tmp_path / "table"
+    (table / "_delta_log").mkdir(parents=True)
+    data = _file(table / "part-0.parquet")
+    before = data.read_bytes()
+    refused = run_job(
+        RewriteJob(data.name, data.name, str(data), str(data)),
+        FilterOptions(columns=["id"]),
+        in_place=True,
+    )
+    assert refused.error is not None and "TableFileError" in refused.error
+    assert data.read_bytes() == before
+
+
 def test_deleting_new_files_reports_only_what_could_not_go(tmp_path: Path) -> None:
     present = _file(tmp_path / "x.parquet", 10)
     locked = tmp_path / "locked"

@@ -181,16 +181,22 @@ def new_file_path(path: str) -> str:
 
 
 def run_job(
-    job: RewriteJob, options: FilterOptions, storage_options: Mapping[str, Any] | None = None
+    job: RewriteJob,
+    options: FilterOptions,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    in_place: bool = False,
 ) -> JobOutcome:
-    """Rewrite one file into its new name; a failure is returned, not raised (the rewrite
-    leaves no partial file behind). Options naming columns by field id cost one more footer
-    read, to find their paths in this file."""
+    """Rewrite one file into its new name (``in_place=True``: replace ``job.source`` itself,
+    never a table's data file); a failure is returned, not raised (the rewrite leaves no
+    partial file behind). Options naming columns by field id cost one more footer read, to
+    find their paths in this file."""
     try:
         columns, remove = _file_columns(job, options, storage_options)
         report = rewrite_bloom_filters(
             job.source,
-            job.target,
+            None if in_place else job.target,
+            in_place=in_place,
             columns=columns,
             fpp=options.fpp,
             ndv=options.ndv,

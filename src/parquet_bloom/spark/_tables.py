@@ -178,7 +178,7 @@ def rewrite_files(
     shipped = dict(storage_options) if storage_options else None
     if in_place:
         return _run_on_executors(
-            spark, jobs, partial(_in_place, options=options, storage_options=shipped)
+            spark, jobs, partial(run_job, options=options, storage_options=shipped, in_place=True)
         )
     return _run_on_executors(
         spark, jobs, partial(_into_directory, options=options, storage_options=shipped)
@@ -205,26 +205,3 @@ def _into_directory(
     if not location.is_url(job.target):
         os.makedirs(os.path.dirname(job.target) or ".", exist_ok=True)
     return run_job(job, options, storage_options)
-
-
-def _in_place(
-    job: RewriteJob, options: FilterOptions, storage_options: Mapping[str, Any] | None
-) -> JobOutcome:
-    """:func:`~parquet_bloom._tables.jobs.run_job` for a file that replaces itself."""
-    from parquet_bloom._rewrite.api import rewrite_bloom_filters
-
-    try:
-        report = rewrite_bloom_filters(
-            job.source,
-            in_place=True,
-            columns=options.columns,
-            fpp=options.fpp,
-            ndv=options.ndv,
-            num_bytes=options.num_bytes,
-            flavor=options.flavor,
-            remove=options.remove,
-            storage_options=storage_options,
-        )
-    except (ValueError, OSError) as err:  # BloomFilterError and TableFileError included
-        return JobOutcome(job, error=f"{type(err).__name__}: {err}")
-    return JobOutcome(job, size=report.bytes_after, report=report)
