@@ -41,7 +41,7 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from timing import best_in_turns, report
+from timing import best_in_turns, local_spark, report
 
 from parquet_bloom import SplitBlockBloomFilter
 from parquet_bloom import spark as pbs
@@ -103,15 +103,7 @@ def main() -> bool:
     parser.add_argument("--repeats", type=int, default=REPEATS, help="runs of each build (2)")
     parser.add_argument("--no-probe", action="store_true", help="time the builds only")
     args = parser.parse_args()
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "4g")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_spark()
     ok = build_benchmark(spark, args.rows, args.partitions, args.repeats)
     if not args.no_probe:
         ok &= probe_benchmark(spark, args.rows)

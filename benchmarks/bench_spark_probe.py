@@ -37,9 +37,9 @@ import numpy as np
 
 os.environ["PYSPARK_PYTHON"] = sys.executable
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from timing import best_in_turns, report
+from timing import best_in_turns, local_spark, report
 
 from parquet_bloom import SplitBlockBloomFilter
 from parquet_bloom import spark as pbs
@@ -96,16 +96,7 @@ def main() -> bool:
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--repeats", type=int, default=4)
     args = parser.parse_args()
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.parquet.outputTimestampType", "INT96")
-        .config("spark.driver.memory", "4g")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_spark({"spark.sql.parquet.outputTimestampType": "INT96"})
     x = F.xxhash64("id")  # random 64-bit values, distinct but for 1 in 10**5 pairs of runs
     df = spark.range(args.rows).select(
         "id",

@@ -1,9 +1,10 @@
-"""The timers and the report line the benchmark scripts share."""
+"""The timers, the report line and the Spark session the benchmark scripts share."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 
 def best_of(fn: Callable[[], object], repeat: int) -> float:
@@ -33,3 +34,22 @@ def report(name: str, ratio: float, target: str | None = None, ok: bool = True) 
     verdict = "" if target is None else f"target {target:<8} {'ok' if ok else 'MISSED'}"
     print(f"  {name:<62} {ratio:8.2f}x   {verdict}", flush=True)
     return ok
+
+
+def local_spark(conf: dict[str, str] | None = None) -> Any:
+    """The Spark session the Spark benchmarks run in: local[2], no UI, UTC, a 4 GiB driver,
+    quiet logs; ``conf``: more settings."""
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "4g")
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
