@@ -368,7 +368,9 @@ class _ChunkScan:
         bit_width = self.max_def.bit_length()
         compiled = kernels.compiled
         if compiled is not None:
-            _, hits = self._scan_compiled(compiled, levels, bit_width, num_values, _NO_MARKS)
+            _, hits = self._scan_compiled(
+                compiled, levels, bit_width, num_values, _NO_MARKS, self.max_def
+            )
             return hits
         packed, runs = self._rle_hybrid(levels, bit_width, num_values)
         return int(np.count_nonzero(packed == self.max_def)) + sum(
@@ -473,7 +475,9 @@ class _ChunkScan:
             raise self._corrupt(f"dictionary index bit width {bit_width}")
         compiled = kernels.compiled
         if compiled is not None and self.referenced.size:  # (none: every index is out of range)
-            newly, _ = self._scan_compiled(compiled, data[1:], bit_width, count, self.referenced)
+            newly, _ = self._scan_compiled(
+                compiled, data[1:], bit_width, count, self.referenced, _NO_TARGET
+            )
             self.referenced_count += newly
             self.all_referenced = self.referenced_count == self.referenced.size
             return
@@ -533,13 +537,14 @@ class _ChunkScan:
         bit_width: int,
         count: int,
         marks: np.ndarray,
+        target: int,
     ) -> tuple[int, int]:
         """:func:`rle_hybrid` and what is done with its values, by the compiled kernel in one
         pass: sets ``marks[v]`` for each value ``v`` (a dictionary's referenced entries; not
-        with an empty ``marks``), and counts the values equal to the maximum definition level.
-        Returns (entries newly marked, that count); raises as :func:`rle_hybrid` and
-        :meth:`_refer` do."""
-        status, a, b = compiled.rle_scan(data, bit_width, count, marks, self.max_def)
+        with an empty ``marks``), and counts the values equal to ``target`` (the maximum
+        definition level). Returns (entries newly marked, that count); raises as
+        :func:`rle_hybrid` and :meth:`_refer` do."""
+        status, a, b = compiled.rle_scan(data, bit_width, count, marks, target)
         if status == 0:
             return a, b
         if status == 1:
@@ -675,8 +680,10 @@ def _short_stream(done: int, count: int) -> CorruptFileError:
 
 
 _LONG_RUN_HEADER = "an RLE run header longer than 5 bytes"
-# The compiled scan's marks when nothing is to be marked (definition levels).
+# The compiled scan's marks when nothing is to be marked (definition levels), and its target
+# when nothing is to be counted (dictionary indexes: no value is negative).
 _NO_MARKS = np.zeros(0, dtype=np.uint8)
+_NO_TARGET = -1
 
 
 def _too_wide(value: int, bit_width: int) -> str:
