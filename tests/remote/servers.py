@@ -369,6 +369,26 @@ class _Running:
 _R = TypeVar("_R", bound=_Running)
 
 
+def json_objects(text: str) -> list[Any]:
+    """The JSON objects of moto's recording, one after another.
+
+    moto appends each entry with two writes (the JSON, then a newline) from the server's
+    request threads, without a lock. An entry larger than the write buffer goes out at once
+    and its newline later, so a concurrent request's entry can land between them: the file
+    then holds two whole objects on one line. Each write is one ``O_APPEND`` write, so objects
+    are never cut; only the newlines are unreliable, and whitespace is all this skips.
+    """
+    decoder = json.JSONDecoder()
+    rows, at = [], 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return rows
+        row, at = decoder.raw_decode(text, at)
+        rows.append(row)
+
+
 class _MotoApi:
     """moto's ``/moto-api/`` endpoints (the recorder, the reset) on ``endpoint_url``, over
     HTTP: the same whether moto serves in this process or in a child."""
@@ -397,7 +417,7 @@ class _MotoApi:
 
     def recorded(self) -> list[RecordedRequest]:
         """The requests recorded since the last reset, in order, without ``/moto-api/`` ones."""
-        rows = [json.loads(line) for line in self._recorder("download-recording").splitlines()]
+        rows = json_objects(self._recorder("download-recording").decode())
         requests = [RecordedRequest.from_entry(row) for row in rows if row]
         return [r for r in requests if r.bucket != "moto-api"]
 

@@ -5,6 +5,7 @@ serves exact ranges, and its misbehaving twins misbehave as they say."""
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 import urllib.error
 import urllib.request
@@ -19,6 +20,7 @@ from tests.remote.servers import (
     S3Faults,
     S3Requests,
     S3Session,
+    json_objects,
     parse_range,
     start_s3_server,
 )
@@ -90,6 +92,17 @@ def test_a_multipart_upload_is_recorded_part_by_part(
     ]
     assert s3.objects(bucket) == {"big.bin": 5 * MiB + 1000}
     assert s3.pending_uploads(bucket) == []
+
+
+def test_the_recording_is_read_when_entries_share_a_line() -> None:
+    # the shape a CI run recorded: one entry, then a second on the same line, then newlines
+    big = json.dumps({"url": "/b/a", "body": "x" * 10_000})
+    small = json.dumps({"url": "/b/b", "body": ""})
+    text = f"{big}{small}\n\n{small}\n"
+    assert [row["url"] for row in json_objects(text)] == ["/b/a", "/b/b", "/b/b"]
+    assert json_objects("") == [] and json_objects("\n") == []
+    with pytest.raises(json.JSONDecodeError):
+        json_objects(big[:-1] + "\n")
 
 
 def _s3_call(r: RecordedRequest) -> str:
