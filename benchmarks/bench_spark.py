@@ -4,17 +4,18 @@
 200 partitions (``--partitions``); every timing is the best of a few runs of a Spark action,
 the candidates in turns, so the cache scan is in both sides of each ratio.
 
-- build: ``build_filter(df, "x", ndv=n)`` against Spark's JVM ``df.stat.bloomFilter("x", n,
-  0.01)`` (Spark's own Bloom filter: one full-size filter per partition, tree-aggregated), at
-  each partition count. Targets: at most 1x at each partition count, and the ratio at the most
-  partitions within 1.5x of the ratio at the fewest. Shown: the driver's peak memory during
-  ``build_filter``, the most this process's resident set grew in any run (``VmHWM`` in
-  ``/proc/self/status``, reset before each build through ``/proc/self/clear_refs``; the first
-  run also pays one-time allocations), against the filter's size: by design two copies of the
-  filter. Also shown, at the fewest and the most partitions, the two ways of sizing without
-  ``ndv``: counting rows, building at that size and folding down (what ``ndv=None`` does
-  here), and ``approx_count_distinct`` first (what it does when filters sized for the rows
-  would be too large to receive).
+- build: ``build_filter(df, "x", ndv=n)`` with the JVM accelerator's jar (docs/spark.md) against
+  Spark's JVM ``df.stat.bloomFilter("x", n, 0.01)`` (Spark's own Bloom filter: one full-size filter
+  per partition, tree-aggregated), at each partition count; shown too, the build without the jar
+  (``jvm=False``, hashes inserted in Python workers). Targets: at most 1x at each partition count,
+  and the ratio at the most partitions within 1.5x of the ratio at the fewest. Shown: the driver's
+  peak memory during ``build_filter``, the most this process's resident set grew in any run
+  (``VmHWM`` in ``/proc/self/status``, reset before each build through ``/proc/self/clear_refs``;
+  the first run also pays one-time allocations), against the filter's size: by design two copies of
+  the filter. Also shown, at the fewest and the most partitions, the two ways of sizing without
+  ``ndv``: counting rows, building at that size and folding down (what ``ndv=None`` does here), and
+  ``approx_count_distinct`` first (what it does when filters sized for the rows would be too large
+  to receive).
 - probe (``--no-probe`` skips it; benchmarks/bench_spark_probe.py covers more types), on the
   rows cached as ``spark.range`` partitions them (2 here):
   ``df.filter(might_contain(f, "x")).count()`` against ``df.filter(col("x").isin(small))
@@ -103,7 +104,7 @@ def main() -> bool:
     parser.add_argument("--repeats", type=int, default=REPEATS, help="runs of each build (2)")
     parser.add_argument("--no-probe", action="store_true", help="time the builds only")
     args = parser.parse_args()
-    spark = local_spark()
+    spark = local_spark(jars=True)
     ok = build_benchmark(spark, args.rows, args.partitions, args.repeats)
     if not args.no_probe:
         ok &= probe_benchmark(spark, args.rows)
@@ -124,9 +125,13 @@ def build_benchmark(spark: SparkSession, rows: int, partitions: list[int], repea
     )
     print(
         f"  {'partitions':>10} {'ours':>8} {'JVM':>8} {'ratio':>7} {'driver peak':>15}"
-        "   ndv=None (fold)   estimate + build"
+        "   no jar   ndv=None (fold)   estimate + build"
     )
     ratios, peaks = {}, {}
+    # One small build of each kind first: the driver's one-time allocations (modules, Arrow's
+    # pools, py4j) are not the build's memory.
+    for jvm in (True, False):
+        pbs.build_filter(values(spark, 100_000), "x", FPP, ndv=100_000, jvm=jvm)
     for count in partitions:
         df = values(spark, rows).repartition(count).cache()
         assert df.count() == rows
@@ -145,7 +150,7 @@ def build_benchmark(spark: SparkSession, rows: int, partitions: list[int], repea
         )
         print(
             f"  {count:>10} {times['ours']:7.2f}s {times['jvm']:7.2f}s {ratios[count]:6.2f}x "
-            f"{peak:>15}{shown}",
+            f"{peak:>15} {times['python'] / times['jvm']:7.2f}x{shown}",
             flush=True,
         )
         df.unpersist()
@@ -177,7 +182,8 @@ def time_builds(
     memory = PeakMemory()
     candidates: dict[str, Callable[[], object]] = {
         "jvm": lambda: jvm_stat.bloomFilter("x", rows, FPP).bitSize(),
-        "ours": memory.wrap(lambda: pbs.build_filter(df, "x", FPP, ndv=rows)),
+        "ours": memory.wrap(lambda: pbs.build_filter(df, "x", FPP, ndv=rows, jvm=True)),
+        "python": lambda: pbs.build_filter(df, "x", FPP, ndv=rows, jvm=False),
     }
     if sizing:
         candidates["folded"] = lambda: pbs.build_filter(df, "x", FPP)  # count, build, fold

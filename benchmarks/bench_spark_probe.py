@@ -1,12 +1,13 @@
 """parquet_bloom.spark.might_contain against Spark's own ``isin``: scans of a cached DataFrame and
 of the Parquet files Spark wrote from it, in one run.
 
-20 M rows on ``local[2]``: random bigints (``xxhash64`` of the row number), strings (their hex
-form, 1 to 16 characters) and timestamps (the bigints shifted to within 2**54 microseconds of
-1970: years 1400 to 2540), probed in the session's layout for timestamps, INT96 (Spark's
-default, in which it writes the file: the probe assembles the 12 bytes in the JVM before it
-hashes them). For each type, ``df.filter(might_contain(f, c)).count()`` against
-``df.filter(col(c).isin(small)).count()``, with ``f`` the filter of the same 100 values (1 %):
+20 M rows on ``local[2]``: random bigints (``xxhash64`` of the row number), strings (their hex form,
+1 to 16 characters) and timestamps (the bigints shifted to within 2**54 microseconds of 1970: years
+1400 to 2540), probed in the session's layout for timestamps, INT96 (Spark's default, in which it
+writes the file: the JVM accelerator's jar hashes the 12 bytes in one Java UDF; without the jar,
+shown too, Spark's expressions assemble them before hashing). For each type,
+``df.filter(might_contain(f, c)).count()`` against ``df.filter(col(c).isin(small)).count()``, with
+``f`` the filter of the same 100 values (1 %):
 
 - on the DataFrame cached in memory: the rows cost almost nothing to read, so this is the
   predicates' own cost side by side;
@@ -80,12 +81,15 @@ def _candidates(
                 column: str = column,
                 bloom_filter: SplitBlockBloomFilter = bloom_filter,
                 arrow_udf: bool = False,
+                jvm: bool = True,
             ) -> int:
-                probe = pbs.might_contain(bloom_filter, column, arrow_udf=arrow_udf)
+                probe = pbs.might_contain(bloom_filter, column, arrow_udf=arrow_udf, jvm=jvm)
                 return df.filter(probe).count()
 
             candidates[f"{source} isin {column}"] = isin_scan
             candidates[f"{source} probe {column}"] = probe_scan
+            if column == "ts":
+                candidates[f"{source} no-jar ts"] = lambda p=probe_scan: p(jvm=False)
             if column == "ts" and source == "cached":
                 candidates["cached udf ts"] = lambda: probe_scan(arrow_udf=True)
     return candidates, false_positives
@@ -96,7 +100,7 @@ def main() -> bool:
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--repeats", type=int, default=4)
     args = parser.parse_args()
-    spark = local_spark({"spark.sql.parquet.outputTimestampType": "INT96"})
+    spark = local_spark({"spark.sql.parquet.outputTimestampType": "INT96"}, jars=True)
     x = F.xxhash64("id")  # random 64-bit values, distinct but for 1 in 10**5 pairs of runs
     df = spark.range(args.rows).select(
         "id",
@@ -126,6 +130,11 @@ def main() -> bool:
             for column, label in COLUMNS.items():
                 ratio = times[f"{source} probe {column}"] / times[f"{source} isin {column}"]
                 ok &= report(f"{source}, {label}", ratio, f"<= {TARGET}", ratio <= TARGET)
+        for source in sources:
+            report(
+                f"{source}, INT96 timestamps without the jar (jvm=False)",
+                times[f"{source} no-jar ts"] / times[f"{source} isin ts"],
+            )
         report(
             "cached, INT96 timestamps: the Arrow UDF probe",
             times["cached udf ts"] / times["cached isin ts"],

@@ -61,7 +61,8 @@ def _java_version() -> tuple[str, int | None]:
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A ``local[2]`` SparkSession: UTC, 4 shuffle partitions, no UI, a temporary warehouse."""
+    """A ``local[2]`` SparkSession: UTC, 4 shuffle partitions, no UI, a temporary warehouse,
+    and parquet_bloom.spark's JVM accelerator where javac can compile it."""
     java, major = _java_version()
     if major is None or major < MIN_JAVA_VERSION:
         found = "no working java" if major is None else f"Java {major} at {java}"
@@ -76,8 +77,15 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    builder = SparkSession.builder
+    if (
+        skips.javac_for_jar()
+    ):  # the JVM accelerator, compiled for this run (tests/spark/test_jvm.py)
+        from parquet_bloom.spark import jar_path
+
+        builder = builder.config("spark.jars", str(jar_path(tmp_path_factory.mktemp("jar"))))
     session = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("parquet-bloom-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

@@ -29,6 +29,14 @@ NO_C_COMPILER = "no C compiler here: the package runs on numpy alone"
 HUDI_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hudi"
 SHARED_ABSENT = "../shared/fixtures/hudi is absent: the real Hudi tables live there"
 NO_JAVAC = "no javac here: the Hadoop oracle is compiled with the local JDK"
+NO_JAVAC_FOR_JAR = "no javac here: the Spark accelerator's jar is compiled with the local JDK"
+
+
+def javac_for_jar() -> bool:
+    """Whether parquet_bloom.spark.jar_path can compile the jar here (javac on its path)."""
+    from parquet_bloom.spark import _jvm
+
+    return shutil.which("javac", path=_jvm.java_path()) is not None
 
 
 def c_compiler() -> str | None:
@@ -75,6 +83,7 @@ EXPECTED_SKIPS = (
     ExpectedSkip("no copy_file_range on this platform", lambda: not hasattr(os, "copy_file_range")),
     ExpectedSkip(SHARED_ABSENT, lambda: not HUDI_FIXTURES.is_dir()),
     ExpectedSkip(NO_JAVAC, lambda: shutil.which("javac") is None),
+    ExpectedSkip(NO_JAVAC_FOR_JAR, lambda: not javac_for_jar()),
 )
 
 

@@ -1,5 +1,6 @@
 """Spark-session fixtures shared by the tests of parquet_bloom.spark: the typed table as a cached
-DataFrame, and that DataFrame written by Spark in each way of WRITES. Package-scoped, so that
+DataFrame, that DataFrame written by Spark in each way of WRITES, and the choice of running with
+the JVM accelerator or without it. Package-scoped, so that
 Spark builds them once for every test module here."""
 
 from __future__ import annotations
@@ -13,7 +14,18 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from parquet_bloom.spark import _jvm
+from tests import skips
 from tests.spark.data import ROWS, WRITES, spark_write, typed_table
+
+
+@pytest.fixture(params=[True, False], ids=["jar", "no-jar"])
+def jvm(request: pytest.FixtureRequest, spark: SparkSession) -> bool:
+    """Run a test with the JVM accelerator (``jvm=True``) and without it (``jvm=False``): the
+    answers must be the same."""
+    if request.param and _jvm.accelerator(spark, None) is None:
+        pytest.skip(skips.NO_JAVAC_FOR_JAR)
+    return bool(request.param)
 
 
 @pytest.fixture(scope="package")

@@ -32,14 +32,14 @@ def file_filter(path: Path, column: str) -> SplitBlockBloomFilter:
 
 @pytest.mark.parametrize("partitions", [1, 3, 8])
 def test_build_filters_equal_the_filters_spark_writes(
-    typed_df: DataFrame, written: dict[str, Path], partitions: int
+    typed_df: DataFrame, written: dict[str, Path], partitions: int, jvm: bool
 ) -> None:
     path = written["int96_no_dictionary"]
     expected = {column: file_filter(path, column) for column in COLUMNS}
     sizes = {column: f.num_bytes for column, f in expected.items()}
     df = typed_df.repartition(partitions)
     with session_conf(typed_df.sparkSession, WRITES["int96_no_dictionary"]["conf"]):
-        built = pbs.build_filters(df, COLUMNS, num_bytes=sizes)
+        built = pbs.build_filters(df, COLUMNS, num_bytes=sizes, jvm=jvm)
     assert list(built) == COLUMNS
     assert [c for c in COLUMNS if built[c] != expected[c]] == []
 

@@ -14,9 +14,11 @@ import parquet_bloom as pb
 from parquet_bloom import spark as pbs
 from parquet_bloom._sbbf import SplitBlockBloomFilter, optimal_num_bytes
 from parquet_bloom.spark import _build as build
+from parquet_bloom.spark import _jvm
 from parquet_bloom.spark import _slices as slices
 from parquet_bloom.spark._types import SparkLayout
 from tests.spark.data import session_conf
+from tests.spark.test_probe_layouts import uses_python
 
 pytestmark = pytest.mark.spark
 
@@ -74,11 +76,12 @@ def test_distributed_build_equals_the_local_build(
     monkeypatch: pytest.MonkeyPatch,
     partitions: int,
     coalesced: bool,
+    jvm: bool,
 ) -> None:
     if not coalesced:  # every partition its own map task, sending its own partial filter
         monkeypatch.setattr(build, "MAP_TASKS_PER_CORE", 1000)
     with session_conf(typed_df.sparkSession, LAYOUT):
-        built = pbs.build_filters(skewed(typed_df, partitions), COLUMNS, fpp=FPP, ndv=NDV)
+        built = pbs.build_filters(skewed(typed_df, partitions), COLUMNS, fpp=FPP, ndv=NDV, jvm=jvm)
     expected = {}
     for column in COLUMNS:
         if column in NDV:
@@ -94,13 +97,21 @@ def test_distributed_build_equals_the_local_build(
 
 
 def test_the_driver_receives_each_slice_once(
-    typed_df: DataFrame, monkeypatch: pytest.MonkeyPatch
+    typed_df: DataFrame, monkeypatch: pytest.MonkeyPatch, jvm: bool
 ) -> None:
     monkeypatch.setattr(slices, "SLICE_BYTES", 256)
     monkeypatch.setattr(build, "MAP_TASKS_PER_CORE", 1000)
     plans = slices.slice_plans([8192, 32])  # 32 slices, then 1
     df = skewed(typed_df, 8).select("long", "date")
-    received = build.reduce_scatter(df, plans, SparkLayout.of(typed_df.sparkSession)).toArrow()
+    layout = SparkLayout.of(typed_df.sparkSession)
+    if jvm:
+        accelerator = _jvm.accelerator(typed_df.sparkSession, True)
+        merged = build.jvm_reduce_scatter(accelerator, df, plans, layout)
+        assert uses_python(merged) == []
+    else:
+        merged = build.reduce_scatter(df, plans, layout)
+        assert uses_python(merged) != []
+    received = merged.toArrow()
     keys = received.column("slice").to_pylist()
     lengths = [len(b) for b in received.column("bitset").to_pylist()]
     assert sorted(zip(keys, lengths, strict=True)) == [(k, 256) for k in range(32)] + [(32, 32)]

@@ -24,7 +24,7 @@ from pyspark.sql import functions as F
 
 import parquet_bloom as pb
 from parquet_bloom._sbbf import SplitBlockBloomFilter
-from parquet_bloom.spark import might_contain
+from parquet_bloom.spark import _jvm, might_contain
 from parquet_bloom.spark._probe import create_sql_functions
 from parquet_bloom.spark._types import SparkLayout, arrow_hashes, sql_hash
 from tests.spark.data import session_conf
@@ -62,7 +62,7 @@ LAYOUTS = {
     },
     "micros": {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"},
 }
-PYTHON_NODES = ("ArrowEvalPython", "BatchEvalPython", "PythonUDF", "pythonUDF")
+PYTHON_NODES = ("ArrowEvalPython", "BatchEvalPython", "PythonUDF", "pythonUDF", "MapInArrow")
 
 
 def _edges_then_random(edges: list[Any], draw: Any, rng: np.random.Generator) -> list[Any]:
@@ -182,28 +182,31 @@ def python_hashes(
     return [next(hashes) if valid else None for valid in values.is_valid().to_pylist()]
 
 
-def jvm_hash(column: str, layout: SparkLayout) -> Column:
+def jvm_hash(column: str, layout: SparkLayout, accelerator: Any) -> Column:
     values = F.col(column)
     if column in COLLATIONS:  # the bytes a collated string is stored as
         values = F.collate(values, "UTF8_BINARY")
-    return sql_hash(values, layout)
+    return sql_hash(values, layout, accelerator)
 
 
 @pytest.mark.parametrize("name", list(LAYOUTS))
-def test_spark_expressions_hash_as_python_does(layout_df: DataFrame, name: str) -> None:
+def test_spark_expressions_hash_as_python_does(layout_df: DataFrame, name: str, jvm: bool) -> None:
     """Row for row, every type, every edge value: the same 64-bit hash in the JVM as in
-    Python, which the Spark-written files below check against parquet-java's."""
+    Python (with the accelerator's INT96 hash, and without), which the Spark-written files below
+    check against parquet-java's."""
     spark = layout_df.sparkSession
     with session_conf(spark, LAYOUTS[name]):
         layout = SparkLayout.of(spark)
         create_sql_functions(spark)
-        jvm = layout_df.select(*[jvm_hash(c, layout).alias(c) for c in COLUMNS]).toArrow()
+        accelerator = _jvm.accelerator(spark, jvm)
+        hashes = [jvm_hash(c, layout, accelerator).alias(c) for c in COLUMNS]
+        jvm_hashes = layout_df.select(*hashes).toArrow()
     arrow = layout_df.toArrow()
     for column in COLUMNS:
         expected = python_hashes(arrow, column, layout)
         got = [
             h if e is not None else None
-            for h, e in zip(jvm.column(column).to_pylist(), expected, strict=True)
+            for h, e in zip(jvm_hashes.column(column).to_pylist(), expected, strict=True)
         ]  # a null's is not the hash of anything
         assert got == expected, column
 
@@ -237,7 +240,7 @@ def python_answers(
 
 
 @pytest.mark.parametrize("name", list(LAYOUTS))
-def test_jvm_probe_answers_as_python_does(layout_df: DataFrame, name: str) -> None:
+def test_jvm_probe_answers_as_python_does(layout_df: DataFrame, name: str, jvm: bool) -> None:
     """might_contain in the JVM gives, row for row and type by type, the answer worked out in
     Python from the same filter: false positives alike."""
     spark = layout_df.sparkSession
@@ -246,7 +249,9 @@ def test_jvm_probe_answers_as_python_does(layout_df: DataFrame, name: str) -> No
         layout = SparkLayout.of(spark)
         hashes = {c: python_hashes(arrow, c, layout) for c in COLUMNS}
         bloom_filter = _even_rows_filter(hashes, 4096)
-        got = _answers(layout_df, [might_contain(bloom_filter, c).alias(c) for c in COLUMNS])
+        got = _answers(
+            layout_df, [might_contain(bloom_filter, c, jvm=jvm).alias(c) for c in COLUMNS]
+        )
     for column in COLUMNS:
         expected = python_answers(arrow, column, hashes[column], bloom_filter)
         assert got[column] == expected, column
@@ -333,14 +338,14 @@ def uses_python(df: DataFrame) -> list[str]:
 
 
 @pytest.mark.parametrize("name", list(LAYOUTS))
-def test_no_python_in_the_plan_of_any_layout(layout_df: DataFrame, name: str) -> None:
+def test_no_python_in_the_plan_of_any_layout(layout_df: DataFrame, name: str, jvm: bool) -> None:
     """For every supported type in every layout, the executed plan of a probe is Spark's
     alone (the forced fallback's plan shows the check sees a Python UDF: test above)."""
     spark = layout_df.sparkSession
     bloom_filter = SplitBlockBloomFilter(64)
     with session_conf(spark, LAYOUTS[name]):
         for column in COLUMNS:
-            query = layout_df.filter(might_contain(bloom_filter, column))
+            query = layout_df.filter(might_contain(bloom_filter, column, jvm=jvm))
             assert uses_python(query) == [], (name, column)
 
 

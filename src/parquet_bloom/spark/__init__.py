@@ -8,7 +8,8 @@ over DataFrame columns (:func:`build_filter`, :func:`build_filters`), probes the
 them to Parquet, so that its filters and Spark's agree.
 
 Needs PySpark (``pip install 'parquet-bloom[spark]'``), a Java 17+ runtime and a classic (not
-Spark Connect) session. Importing it starts no JVM. How to use it, and why it works as it does:
+Spark Connect) session. Importing it starts no JVM. An optional jar (:func:`jar_path`) takes the
+build and the INT96 hash into the JVM. How to use it, and why it works as it does:
 docs/spark.md.
 """
 
@@ -29,6 +30,7 @@ from parquet_bloom.spark._files import (
     bloom_filter_index,
     files_might_contain,
 )
+from parquet_bloom.spark._jvm import jar_path
 from parquet_bloom.spark._probe import might_contain, semi_join_prefilter
 from parquet_bloom.spark._tables import rewrite_files, rewrite_table
 
@@ -39,6 +41,7 @@ __all__ = [
     "build_filter",
     "build_filters",
     "files_might_contain",
+    "jar_path",
     "might_contain",
     "rewrite_files",
     "rewrite_table",

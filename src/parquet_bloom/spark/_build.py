@@ -27,11 +27,19 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
 from parquet_bloom import _sizing as sizing
 from parquet_bloom._sbbf import MAX_NUM_BYTES, SplitBlockBloomFilter, optimal_num_bytes
+from parquet_bloom.spark import _jvm
 from parquet_bloom.spark import _slices as slices
-from parquet_bloom.spark._types import SparkLayout, check_spark_type, without_pandas_warning
+from parquet_bloom.spark._types import (
+    SparkLayout,
+    check_spark_type,
+    sql_hash,
+    without_pandas_warning,
+)
 
 # approx_count_distinct's relative standard deviation when ndv is not given. 1 % costs Spark
 # 2**14 HyperLogLog++ registers a column in every task, whose setup and merge outweigh hashing
@@ -63,6 +71,7 @@ def build_filter(
     ndv: int | None = None,
     *,
     num_bytes: int | None = None,
+    jvm: bool | None = None,
 ) -> SplitBlockBloomFilter:
     """Build the Bloom filter of one column of ``df`` on the executors.
 
@@ -75,12 +84,15 @@ def build_filter(
             (one more scan; see the sizing section of docs/spark.md).
         num_bytes: build at exactly this size (a power of two from 32 B to 128 MiB) instead,
             e.g. to compare with, or replace, a filter of that size in a file.
+        jvm: whether to build with the JVM accelerator (:func:`jar_path`; docs/spark.md):
+            None does where the session has its jar, False never, True requires it. The
+            filter is the same, bit for bit, either way.
 
     Returns:
         the filter, bit for bit the :class:`SplitBlockBloomFilter` of that size after
         inserting every non-null value of the column, hashed as Spark writes it to Parquet.
     """
-    (bloom_filter,) = build_filters(df, [column], fpp, ndv, num_bytes=num_bytes).values()
+    (bloom_filter,) = build_filters(df, [column], fpp, ndv, num_bytes=num_bytes, jvm=jvm).values()
     return bloom_filter
 
 
@@ -91,6 +103,7 @@ def build_filters(
     ndv: int | Mapping[str, int] | None = None,
     *,
     num_bytes: int | Mapping[str, int] | None = None,
+    jvm: bool | None = None,
 ) -> dict[str, SplitBlockBloomFilter]:
     """:func:`build_filter` for several columns in one scan of ``df``.
 
@@ -114,9 +127,14 @@ def build_filters(
     for field, column in zip(selected.schema.fields, columns, strict=True):
         check_spark_type(field.dataType, column)
     layout = SparkLayout.of(df.sparkSession)  # a bad setting fails before the sizing scan
+    accelerator = _jvm.accelerator(df.sparkSession, jvm)
     sizes, fold = _sizes(selected, names, fpp, ndv, num_bytes)
     plans = slices.slice_plans([sizes[name] for name in names])
-    merged = reduce_scatter(selected.toDF(*_positional_names(len(names))), plans, layout)
+    positional = selected.toDF(*_positional_names(len(names)))
+    if accelerator is None:
+        merged = reduce_scatter(positional, plans, layout)
+    else:
+        merged = jvm_reduce_scatter(accelerator, positional, plans, layout)
     with _arrow_batches_of_at_least(df.sparkSession, BUILD_BATCH_ROWS):
         received = merged.toArrow().to_batches()
     filters = dict(zip(names, slices.assemble(received, plans), strict=True))
@@ -145,6 +163,40 @@ def reduce_scatter(
         return sliced.repartitionById(min(num_slices, cores), "slice").mapInArrow(
             reduce_task, slices.MERGED_SCHEMA
         )
+
+
+def jvm_reduce_scatter(
+    accelerator: Any, selected: DataFrame, plans: list[slices.SlicePlan], layout: SparkLayout
+) -> DataFrame:
+    """The same job with the JVM accelerator (parquet_bloom.spark._jvm): Spark's own
+    expressions hash the values (sql_hash), Java map tasks insert the hashes and Java reduce
+    tasks OR the slices (SliceBuild.java), with the same slices, sizes and thresholds; its rows
+    are the same MERGED_SCHEMA rows. Values are hashed by the bytes Spark stores, where
+    ``sql_hash`` follows Spark's equality instead: strings of another collation by their bytes,
+    floats and doubles by their raw bits (-0.0 and every NaN as they are)."""
+    from parquet_bloom.spark._probe import create_sql_functions  # _probe builds with this
+
+    session = selected.sparkSession
+    create_sql_functions(session)
+    hashes = []
+    for field in selected.schema.fields:
+        values = F.col(f"`{field.name}`")
+        if isinstance(field.dataType, T.FloatType | T.DoubleType):
+            bits = "floatBits" if isinstance(field.dataType, T.FloatType) else "doubleBits"
+            hashes.append(_jvm.java_hash(accelerator, bits, values).alias(field.name))
+            continue
+        if getattr(field.dataType, "collation", "UTF8_BINARY") != "UTF8_BINARY":
+            values = F.collate(values, "UTF8_BINARY")
+        hashes.append(sql_hash(values, layout, accelerator).alias(field.name))
+    num_slices = plans[-1].first + plans[-1].num_slices
+    built = accelerator.SliceBuild.build(
+        _coalesced(selected.select(*hashes))._jdf,
+        [plan.num_bytes for plan in plans],
+        [plan.slice_bits for plan in plans],
+        [plan.max_hashes for plan in plans],
+        min(num_slices, _cores(selected)),
+    )
+    return ClassicDataFrame(built, session)
 
 
 def _cores(df: DataFrame) -> int:

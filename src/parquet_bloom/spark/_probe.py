@@ -45,6 +45,7 @@ from pyspark.sql import types as T
 
 from parquet_bloom import _plain as plain
 from parquet_bloom._sbbf import SALT, SplitBlockBloomFilter
+from parquet_bloom.spark import _jvm
 from parquet_bloom.spark._build import build_filters
 from parquet_bloom.spark._types import (
     HASH_FUNCTION_SQL,
@@ -79,6 +80,7 @@ def might_contain(
     *,
     spark: SparkSession | None = None,
     arrow_udf: bool = False,
+    jvm: bool | None = None,
 ) -> Column:
     """A boolean Column: False where the column's value is certainly not in ``bloom_filter``.
 
@@ -96,6 +98,10 @@ def might_contain(
     instead, in Python, with the same answers, several times slower: to check the JVM's
     answers or to work around a problem in them (it needs pyspark >= 4.1, ``arrow_udf``; pass a
     ``Broadcast`` of the filter to reuse one copy on the executors).
+
+    ``jvm``: whether to hash INT96 timestamps with the JVM accelerator (:func:`jar_path`;
+    docs/spark.md): None does where the session has its jar, False never, True requires it.
+    The answers are the same either way.
     """
     session = spark if spark is not None else SparkSession.getActiveSession()
     if session is None:
@@ -109,6 +115,7 @@ def might_contain(
         )
     layout = SparkLayout.of(session)
     values = F.col(column) if isinstance(column, str) else column
+    accelerator = _jvm.accelerator(session, jvm)
     create_sql_functions(session)
     no_bigint, no_boolean = F.lit(None).cast("bigint"), F.lit(None).cast("boolean")
     if arrow_udf:
@@ -121,7 +128,8 @@ def might_contain(
         blocks, python = no_bigint, arrow_probe(handle, values, layout)
     else:
         value = bloom_filter.value if isinstance(bloom_filter, Broadcast) else bloom_filter
-        hashed, words, python = sql_hash(values, layout), _words_column(value, session), no_boolean
+        hashed = sql_hash(values, layout, accelerator)
+        words, python = _words_column(value, session), no_boolean
         blocks = F.lit(value.num_bytes // 32)
         zeros = [F.lit(_holds_a_zero(value, t)) for t in ("FLOAT", "DOUBLE")]
     type_name = F.typeof(values)
@@ -254,7 +262,7 @@ END"""
 # as it pushes the filter through the projection, Spark copies the hash's expression into each
 # of its 12 uses in the lookup, hence a hash whose expression stays small (see
 # _types._hash_function_sql). The version suffixes keep another release's bodies apart.
-_MIGHT_CONTAIN_FUNCTION = "parquet_bloom_might_contain_v2"
+_MIGHT_CONTAIN_FUNCTION = "parquet_bloom_might_contain_v3"
 _FUNCTIONS_SQL = (HASH_FUNCTION_SQL, _might_contain_function_sql())
 _ANSI_CONF = "spark.sql.ansi.enabled"
 _CREATING = threading.Lock()  # one thread at a time turns ANSI mode off and back

@@ -34,6 +34,7 @@ from pyspark.sql import types as T
 
 from parquet_bloom import _plain as plain
 from parquet_bloom import _xxh64 as xxh64
+from parquet_bloom.spark._jvm import java_hash
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -286,7 +287,7 @@ NATIVE_TYPES_SQL = ", ".join(f"'{name}'" for name in _NATIVE_TYPE_NAMES + _DAY_T
 # with ANSI mode off (a SQL function keeps the SQL settings it was created with), where
 # integers cast to their big-endian bytes and long arithmetic wraps as Java's does. The
 # version suffix keeps another release's body apart.
-HASH_FUNCTION = "parquet_bloom_value_hash_v2"
+HASH_FUNCTION = "parquet_bloom_value_hash_v3"
 _JULIAN_EPOCH_MICROS = _JULIAN_DAY_OF_EPOCH * _MICROS_PER_DAY
 _TWO_64 = "18446744073709551616BD"
 # Decimal.minBytesForPrecision for precisions 1 to 38: the FIXED_LEN_BYTE_ARRAY's width.
@@ -303,7 +304,8 @@ def _hash_function_sql() -> str:
       ``lpad`` puts together in one copy. (XXH64 of the two numbers in long arithmetic runs
       2x faster, but its rotations and shifts use each step twice, and Spark copies the hash's
       expression into each of its uses in the lookup as it plans: 64 copies of the first
-      step in each, 0.3 s to 0.4 s more planning a query.)
+      step in each, 0.3 s to 0.4 s more planning a query.) With the JVM accelerator, its
+      Java hash (``int96_hash``) instead: one static call in Spark's generated code.
     - TIMESTAMP_MILLIS: ``DateTimeUtils.microsToMillis``, a division rounding down.
     - Decimals of ``precision`` digits, from the unscaled value's digits: up to 9 an int's 4
       bytes; up to 18 the long that ``xxhash64`` hashes; FIXED_LEN_BYTE_ARRAY big-endian two's
@@ -327,12 +329,12 @@ def _hash_function_sql() -> str:
     return f"""
 CREATE OR REPLACE TEMPORARY FUNCTION {HASH_FUNCTION}(type_name STRING, native BOOLEAN,
     is_null BOOLEAN, value_hash BIGINT, micros BIGINT, unscaled STRING, precision INT, width INT,
-    timestamp_type STRING, legacy_decimal BOOLEAN)
+    timestamp_type STRING, legacy_decimal BOOLEAN, int96_hash BIGINT, use_int96_hash BOOLEAN)
 RETURNS BIGINT RETURN CASE
   WHEN native THEN value_hash + {null}
   WHEN type_name = 'timestamp' THEN CASE timestamp_type
     WHEN 'TIMESTAMP_MICROS' THEN value_hash + {null}
-    WHEN 'INT96' THEN xxhash64({prefix}, {int96}) + {null}
+    WHEN 'INT96' THEN if(use_int96_hash, int96_hash, xxhash64({prefix}, {int96})) + {null}
     ELSE xxhash64({prefix}, {millis}) + {null} END
   WHEN NOT legacy_decimal AND precision <= {_MAX_INT_DIGITS}
     THEN xxhash64({prefix}, cast(unscaled as int)) + {null}
@@ -347,7 +349,7 @@ END"""
 HASH_FUNCTION_SQL = _hash_function_sql()
 
 
-def sql_hash(values: Column, layout: SparkLayout) -> Column:
+def sql_hash(values: Column, layout: SparkLayout, accelerator: Any | None = None) -> Column:
     """XXH64 of the bytes Spark stores for each value, in Spark's own expressions: null for a
     null, and for a type without a Parquet Bloom filter. Needs the SQL function of
     :data:`HASH_FUNCTION_SQL` in the session.
@@ -357,26 +359,33 @@ def sql_hash(values: Column, layout: SparkLayout) -> Column:
     branch of the function's ``CASE`` remains; ``xxhash64`` of it; its microseconds, for a
     timestamp whose layout needs them; a decimal's unscaled digits (its plain string form
     without the point), precision and width. Whatever the branch left does not use is
-    dropped from the plan.
+    dropped from the plan. ``accelerator`` (parquet_bloom.spark._jvm): hash INT96 timestamps
+    with its Java method instead of assembling their bytes.
     """
     type_name = F.typeof(values)
     is_decimal = type_name.startswith("decimal(")
     precision = F.when(is_decimal, F.substring_index(F.substring(type_name, 9, 2), ",", 1))
     unscaled = F.when(is_decimal, F.replace(values.cast("string"), F.lit("."), F.lit("")))
+    micros = (
+        timestamp_micros(values, type_name)
+        if layout.timestamp_type != "TIMESTAMP_MICROS"
+        else F.lit(None).cast("bigint")
+    )
+    int96 = accelerator is not None and layout.timestamp_type == "INT96"
     return F.call_function(
         HASH_FUNCTION,
         type_name,
         native_type(type_name),
         values.isNull(),
         F.xxhash64(F.lit(SEED_ZERO_PREFIX), values),
-        timestamp_micros(values, type_name)
-        if layout.timestamp_type != "TIMESTAMP_MICROS"
-        else F.lit(None).cast("bigint"),
+        micros,
         unscaled,
         precision.cast("int"),
         F.element_at(F.expr(_DECIMAL_WIDTHS), precision.cast("int")),
         F.lit(layout.timestamp_type),
         F.lit(layout.legacy_decimal),
+        java_hash(accelerator, "int96", micros) if int96 else F.lit(None).cast("bigint"),
+        F.lit(int96),
     )
 
 
