@@ -12,9 +12,8 @@ cannot tell two sizes apart. Memory stays bounded by one chunk's hashes per thre
 from __future__ import annotations
 
 import math
-import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, wait
 from contextlib import suppress
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from parquet_bloom import _arrow_chunks as arrow_chunks
 from parquet_bloom import _format as fmt
 from parquet_bloom import _pages as pages
 from parquet_bloom._io.source import ByteSource
+from parquet_bloom._memory import release_freed_memory
 from parquet_bloom._sbbf import (
     BITS_PER_BLOCK,
     BYTES_PER_BLOCK,
@@ -257,42 +257,11 @@ def chunk_filter(
     raise AssertionError("a filter of the size for every hash distinct holds them all")
 
 
-def _glibc_malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or None under another C library."""
-    import ctypes
-
-    try:
-        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError):
-        return None
-    return trim
-
-
 # Chunks of fewer values than this leave freed memory with the allocators (see
-# _release_freed_memory): several such chunks' worth is a few megabytes, and handing it back
+# release_freed_memory): several such chunks' worth is a few megabytes, and handing it back
 # after each small file only makes the next one fault it in again (a sixth of a table
 # rewrite's CPU time over 200 files of 125,000 rows; docs/performance.md, the table rewrite).
 RELEASE_MIN_VALUES = 1 << 20
-
-
-def _release_freed_memory() -> None:
-    """Hand memory freed since the last call back to the operating system.
-
-    Each chunk allocates and frees megabytes (Arrow's batches through its mimalloc pool, the
-    hashes and the inserts' temporaries through glibc for numpy); both allocators keep freed
-    memory for reuse, and a chunk's blocks, of other sizes than the last one's, often cannot
-    reuse it, so without this the peak RSS grows by several chunks' worth. A few milliseconds
-    a chunk, and the page faults of the memory taken back: called only after chunks of at
-    least RELEASE_MIN_VALUES values.
-    """
-    import pyarrow as pa
-
-    pa.default_memory_pool().release_unused()
-    if _MALLOC_TRIM is not None:
-        _MALLOC_TRIM(0)
-
-
-_MALLOC_TRIM = _glibc_malloc_trim() if sys.platform.startswith("linux") else None
 
 
 class FilterBuilds:
@@ -353,7 +322,7 @@ class FilterBuilds:
         wait(self._submitted)
         self._arrow_reader.close()
         if self._release:
-            _release_freed_memory()
+            release_freed_memory()
 
     def __contains__(self, key: tuple[int, int]) -> bool:
         return key in self._futures
@@ -400,5 +369,5 @@ class FilterBuilds:
             leaf = self._leaves[chunk.column_index]
             hashes = arrow_chunks.chunk_hashes(self._arrow_reader, chunk, leaf, meta, buffer)
             if chunk.num_values >= RELEASE_MIN_VALUES:
-                _release_freed_memory()  # the batches' buffers
+                release_freed_memory()  # the batches' buffers
         return hashes

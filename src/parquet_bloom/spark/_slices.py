@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from parquet_bloom._memory import release_freed_memory
 from parquet_bloom._sbbf import SplitBlockBloomFilter, group_by_page
 from parquet_bloom.spark._types import SparkLayout, arrow_hashes
 
@@ -87,6 +88,17 @@ def slice_plans(sizes: Sequence[int]) -> list[SlicePlan]:
         plans.append(SlicePlan(num_bytes, num_slices.bit_length() - 1, first, max_hashes))
         first += num_slices
     return plans
+
+
+def slice_range_partition(reducers: int, num_slices: int) -> Any:
+    """The reduce task of each row of SLICES_SCHEMA: ``slice * reducers // num_slices``, so that
+    each task ORs a range of slices. The driver receives the tasks' slices in order, and fills
+    its filters front to back: with slices dealt round-robin instead, the first task's would
+    touch every 2 MiB of the filters, which transparent huge pages then make resident whole,
+    before the batches that filled them are given back."""
+    from pyspark.sql import functions as F
+
+    return F.expr(f"cast(slice * {reducers} div {num_slices} as int)")
 
 
 def in_slice(hashes: npt.NDArray[np.uint64], slice_bits: int) -> npt.NDArray[np.uint64]:
@@ -269,23 +281,20 @@ def assemble(
     """Driver side: the rows of MERGED_SCHEMA -> one filter per plan. A slice no row names is
     empty. ``batches`` may be a list, which is emptied as its batches are read.
 
-    The driver holds at most two copies of the filters' bytes: the bitsets the slices are
-    copied into, and the batches not copied yet or the filters made from the bitsets.
+    The slices are copied into the filters' own words, which take memory only as they are
+    written (zeroed pages come from the OS as they are touched), while each batch is given back
+    once copied: the driver holds about one copy of the filters' bytes, plus a batch.
     """
     owner = [(i, s) for i, plan in enumerate(plans) for s in range(plan.num_slices)]
-    bitsets = [np.zeros(plan.num_bytes, dtype=np.uint8) for plan in plans]
+    filters = [SplitBlockBloomFilter(plan.num_bytes) for plan in plans]
+    bitsets = [f._words.reshape(-1).view(np.uint8) for f in filters]  # little-endian words
     pending = batches if isinstance(batches, list) else list(batches)
     pending.reverse()
-    pool = pa.default_memory_pool()
     while pending:
         _copy_slices(pending.pop(), owner, plans, bitsets)
-        # Arrow's allocator keeps what a batch held, for reuse: give it back now, or it would
-        # count as a third copy once the filters are made.
-        pool.release_unused()
-    filters = []
-    bitsets.reverse()
-    while bitsets:
-        filters.append(SplitBlockBloomFilter.from_bytes(bitsets.pop().data))
+        # The allocators keep what a batch held, for reuse: give it back now, or it would
+        # count as a second copy.
+        release_freed_memory()
     return filters
 
 

@@ -27,7 +27,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
 
-import org.apache.spark.HashPartitioner;
+import org.apache.spark.Partitioner;
 import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.Row;
@@ -186,12 +186,33 @@ public final class SliceBuild {
         }
         JavaRDD<InternalRow> rows = hashes.queryExecution().toRdd().toJavaRDD();
         JavaPairRDD<Integer, Object> sent = rows.mapPartitionsToPair(it -> mapTask(it, plans));
-        JavaRDD<Row> merged = sent.partitionBy(new HashPartitioner(reducers))
+        JavaRDD<Row> merged = sent.partitionBy(new SliceRanges(reducers, first))
                 .mapPartitions(it -> reduceTask(it, owner));
         StructType schema = new StructType()
                 .add("slice", DataTypes.IntegerType, false)
                 .add("bitset", DataTypes.BinaryType, false);
         return hashes.sparkSession().createDataFrame(merged, schema);
+    }
+
+    /** Reduce task r gets the slices r * n / reducers to (r + 1) * n / reducers - 1, a range, so
+     * that the driver, receiving the tasks' slices in order, fills its filters front to back
+     * (_slices.slice_range_partition, the same for the Python build). */
+    static final class SliceRanges extends Partitioner {
+        private final int reducers;
+        private final int slices;
+
+        SliceRanges(int reducers, int slices) {
+            this.reducers = reducers;
+            this.slices = slices;
+        }
+
+        @Override
+        public int numPartitions() { return reducers; }
+
+        @Override
+        public int getPartition(Object key) {
+            return (int) ((long) (Integer) key * reducers / slices);
+        }
     }
 
     static Iterator<Tuple2<Integer, Object>> mapTask(Iterator<InternalRow> rows, Plan[] plans) {
