@@ -69,8 +69,8 @@ def test_the_cache_directory_comes_from_the_environment(
 def test_a_jar_of_another_release_is_ignored_or_refused(
     accelerated: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A session whose JVM lacks this release's classes: jvm=None runs without them (the
-    build's plan then has its Python tasks), jvm=True says how to add the jar."""
+    """A session whose JVM lacks this release's classes: jvm=None runs without them, and
+    jvm=True says how to add the jar."""
     monkeypatch.setattr(_jvm, "JAVA_PACKAGE", "parquet_bloom.spark.v0")
     monkeypatch.setattr(_jvm, "_FOUND", type(_jvm._FOUND)())
     df = accelerated.range(1000)
