@@ -48,8 +48,8 @@ public final class SliceBuild {
 
     private SliceBuild() {}
 
-    /** Sets the bits of {@code hash} in {@code words}, a filter of {@code numBlocks} blocks
-     * starting at block {@code firstBlock} of a filter of {@code totalBlocks}. */
+    /** Sets the bits of {@code hash} in {@code words}: the blocks from {@code firstBlock} on
+     * of a filter of {@code totalBlocks} blocks (a whole filter, or one of its slices). */
     static void insert(int[] words, long hash, long totalBlocks, long firstBlock) {
         long block = (((hash >>> 32) * totalBlocks) >>> 32) - firstBlock;
         if (block < 0 || (block + 1) * BLOCK_WORDS > words.length) {
