@@ -247,6 +247,24 @@ def test_find_matches_the_reference(
     assert out.tolist() == [int(ref.find(h)) for h in probes.tolist()]
 
 
+@pytest.mark.parametrize("num_bytes", [32, 64, 1024, 1 << 20])
+def test_insert_matches_the_reference(
+    find_loop: bool, compiled: ModuleType, num_bytes: int
+) -> None:
+    # Each loop (AVX2 where the CPU has it, scalar): the reference's bits, from an empty filter
+    # to a saturated one, the edges of the block index and the key included.
+    rng = np.random.default_rng(num_bytes)
+    hashes = np.concatenate([rng.integers(0, 2**64, num_bytes, dtype=np.uint64), EDGE_HASHES])
+    ref = ReferenceFilter(num_bytes)
+    words = np.zeros(num_bytes // 4, dtype="<u4")
+    for start in (0, 1, 17, hashes.size):  # calls of every length, short of and past the prefetch
+        for h in hashes[:start].tolist():
+            ref.insert(h)
+        compiled.insert(words, hashes[:start])
+        assert words.tobytes() == ref.to_bytes(), start
+        hashes = hashes[start:]
+
+
 def test_find_agrees_with_numpy_on_the_largest_filter(
     find_loop: bool, compiled: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:

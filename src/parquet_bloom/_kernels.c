@@ -388,45 +388,6 @@ static const uint32_t SALT[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b728
 #define PREFETCH_FOR_WRITE(address) ((void)(address))
 #endif
 
-/* insert(words, hashes): set each hash's eight bits in the filter whose blocks of eight
- * uint32 words are `words` (docs/format-notes.md#sbbf-layout: block ((h >> 32) * z) >> 32, which is always
- * below z; in word i, bit (key * SALT[i]) >> 27 of the low half key). */
-static PyObject *insert(PyObject *module, PyObject *args) {
-    Py_buffer words, hashes;
-    if (!PyArg_ParseTuple(args, "w*y*:insert", &words, &hashes))
-        return NULL;
-    PyObject *result = NULL;
-    if (words.len == 0 || words.len % 32) {
-        PyErr_Format(PyExc_ValueError, "insert: a filter of %zd bytes is not whole blocks",
-                     words.len);
-    } else if (hashes.len % 8) {
-        PyErr_Format(PyExc_ValueError, "insert: %zd bytes are not whole 64-bit hashes",
-                     hashes.len);
-    } else {
-        uint32_t *filter = (uint32_t *)words.buf;
-        const uint8_t *h = (const uint8_t *)hashes.buf;
-        uint64_t z = (uint64_t)(words.len / 32);
-        Py_ssize_t count = hashes.len / 8;
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < count; i++) {
-            uint64_t x = load64(h + 8 * i);
-            if (i + PREFETCH_DISTANCE < count) {
-                uint64_t ahead = load64(h + 8 * (i + PREFETCH_DISTANCE));
-                PREFETCH_FOR_WRITE(filter + 8 * (((ahead >> 32) * z) >> 32));
-            }
-            uint32_t key = (uint32_t)x;
-            uint32_t *block = filter + 8 * (((x >> 32) * z) >> 32);
-            for (int j = 0; j < 8; j++)
-                block[j] |= (uint32_t)1 << ((key * SALT[j]) >> 27);
-        }
-        Py_END_ALLOW_THREADS
-        result = Py_NewRef(Py_None);
-    }
-    PyBuffer_Release(&words);
-    PyBuffer_Release(&hashes);
-    return result;
-}
-
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH_FOR_READ(address) __builtin_prefetch((address), 0)
 #else
@@ -491,10 +452,88 @@ __attribute__((target("avx2"))) static void find_avx2(const uint32_t *filter, ui
 #define HAVE_AVX2_PATH 0
 #endif
 
-/* Whether the CPU has AVX2, and whether find uses it (set_vector_path turns it off, so that
- * the tests reach the scalar probe too). */
+/* Whether the CPU has AVX2, and whether find and insert use it (set_vector_path turns it off,
+ * so that the tests reach the scalar loops too). */
 static int avx2_available = 0;
 static int avx2_used = 0;
+
+/* The insert loop: SET(hash i)'s bits, asking for the block of the hash PREFETCH_DISTANCE
+ * ahead meanwhile (each hash's block is a cache miss in a filter larger than the cache). */
+#define INSERT_LOOP(SET)                                                                      \
+    for (Py_ssize_t i = 0; i < count; i++) {                                                   \
+        if (i + PREFETCH_DISTANCE < count) {                                                   \
+            uint64_t ahead = load64(h + 8 * (i + PREFETCH_DISTANCE));                          \
+            PREFETCH_FOR_WRITE(filter + 8 * (((ahead >> 32) * z) >> 32));                      \
+        }                                                                                      \
+        SET(filter, z, load64(h + 8 * i));                                                     \
+    }
+
+static inline void insert_one(uint32_t *filter, uint64_t z, uint64_t x) {
+    uint32_t key = (uint32_t)x;
+    uint32_t *block = filter + 8 * (((x >> 32) * z) >> 32);
+    for (int j = 0; j < 8; j++)
+        block[j] |= (uint32_t)1 << ((key * SALT[j]) >> 27);
+}
+
+static void insert_scalar(uint32_t *filter, uint64_t z, const uint8_t *h, Py_ssize_t count) {
+    INSERT_LOOP(insert_one)
+}
+
+#if HAVE_AVX2_PATH
+/* The same bits as find_one_avx2 computes, OR-ed into the block in one load and one store. */
+__attribute__((target("avx2"))) static inline void insert_one_avx2(uint32_t *filter, uint64_t z,
+                                                                   uint64_t x) {
+    const __m256i salt =
+        _mm256_setr_epi32((int)SALT[0], (int)SALT[1], (int)SALT[2], (int)SALT[3],
+                          (int)SALT[4], (int)SALT[5], (int)SALT[6], (int)SALT[7]);
+    __m256i lanes = _mm256_mullo_epi32(_mm256_set1_epi32((int)(uint32_t)x), salt);
+    __m256i bits = _mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_srli_epi32(lanes, 27));
+    __m256i *block = (__m256i *)(filter + 8 * (((x >> 32) * z) >> 32));
+    _mm256_storeu_si256(block, _mm256_or_si256(_mm256_loadu_si256(block), bits));
+}
+
+__attribute__((target("avx2"))) static void insert_avx2(uint32_t *filter, uint64_t z,
+                                                        const uint8_t *h, Py_ssize_t count) {
+    INSERT_LOOP(insert_one_avx2)
+}
+#endif
+
+/* insert(words, hashes): set each hash's eight bits in the filter whose blocks of eight
+ * uint32 words are `words` (docs/format-notes.md#sbbf-layout: block ((h >> 32) * z) >> 32, which is always
+ * below z; in word i, bit (key * SALT[i]) >> 27 of the low half key). */
+static PyObject *insert(PyObject *module, PyObject *args) {
+    Py_buffer words, hashes;
+    if (!PyArg_ParseTuple(args, "w*y*:insert", &words, &hashes))
+        return NULL;
+    PyObject *result = NULL;
+    if (words.len == 0 || words.len % 32) {
+        PyErr_Format(PyExc_ValueError, "insert: a filter of %zd bytes is not whole blocks",
+                     words.len);
+    } else if (hashes.len % 8) {
+        PyErr_Format(PyExc_ValueError, "insert: %zd bytes are not whole 64-bit hashes",
+                     hashes.len);
+    } else {
+        uint32_t *filter = (uint32_t *)words.buf;
+        const uint8_t *h = (const uint8_t *)hashes.buf;
+        uint64_t z = (uint64_t)(words.len / 32);
+        Py_ssize_t count = hashes.len / 8;
+        int vector = avx2_used;
+        Py_BEGIN_ALLOW_THREADS
+#if HAVE_AVX2_PATH
+        if (vector)
+            insert_avx2(filter, z, h, count);
+        else
+#endif
+            insert_scalar(filter, z, h, count);
+        Py_END_ALLOW_THREADS
+        (void)vector;
+        result = Py_NewRef(Py_None);
+    }
+    PyBuffer_Release(&words);
+    PyBuffer_Release(&hashes);
+    return result;
+}
+
 
 /* find(words, hashes, out): out[i] = 1 if all eight bits of hash i are set in the filter whose
  * blocks of eight uint32 words are `words` (it might have been inserted), else 0 (it certainly
@@ -537,8 +576,8 @@ static PyObject *find(PyObject *module, PyObject *args) {
     return result;
 }
 
-/* set_vector_path(use) -> bool: find uses the AVX2 loop if `use` is true and the CPU has
- * AVX2, the scalar loop otherwise; returns whether it now uses the AVX2 loop. */
+/* set_vector_path(use) -> bool: find and insert use their AVX2 loops if `use` is true and the
+ * CPU has AVX2, the scalar loops otherwise; returns whether they now use the AVX2 loops. */
 static PyObject *set_vector_path(PyObject *module, PyObject *arg) {
     int use = PyObject_IsTrue(arg);
     if (use < 0)
@@ -714,7 +753,8 @@ static PyMethodDef methods[] = {
     {"find", find, METH_VARARGS,
      "find(words, hashes, out): out[i] = whether hash i might be in the filter (1) or not (0)."},
     {"set_vector_path", set_vector_path, METH_O,
-     "set_vector_path(use): whether find uses its AVX2 loop (where the CPU has AVX2); returns it."},
+     "set_vector_path(use): whether find and insert use their AVX2 loops (where the CPU has "
+     "AVX2); returns it."},
     {"hudi_hashes", hudi_hashes, METH_VARARGS,
      "hudi_hashes(data, offsets, num_hashes, out): each key's chained Hudi MurmurHash2 hashes."},
     {NULL, NULL, 0, NULL},
