@@ -407,16 +407,20 @@ static inline uint8_t find_one(const uint32_t *filter, uint64_t z, uint64_t x) {
     return missing == 0;
 }
 
-/* The probe loop: found[i] = PROBE(hash i), asking for the block of the hash
- * PREFETCH_DISTANCE ahead meanwhile, as insert does. */
-#define FIND_LOOP(PROBE)                                                                      \
+/* The loop of insert and find: STATEMENT for each hash i, asking for the block of the hash
+ * PREFETCH_DISTANCE ahead meanwhile (with PREFETCH: for writing, or for reading). */
+#define EACH_HASH(PREFETCH, STATEMENT)                                                        \
     for (Py_ssize_t i = 0; i < count; i++) {                                                   \
         if (i + PREFETCH_DISTANCE < count) {                                                   \
             uint64_t ahead = load64(h + 8 * (i + PREFETCH_DISTANCE));                          \
-            PREFETCH_FOR_READ(filter + 8 * (((ahead >> 32) * z) >> 32));                       \
+            PREFETCH(filter + 8 * (((ahead >> 32) * z) >> 32));                                \
         }                                                                                      \
-        found[i] = PROBE(filter, z, load64(h + 8 * i));                                        \
+        STATEMENT;                                                                             \
     }
+
+/* The probe loop: found[i] = PROBE(hash i). */
+#define FIND_LOOP(PROBE)                                                                      \
+    EACH_HASH(PREFETCH_FOR_READ, found[i] = PROBE(filter, z, load64(h + 8 * i)))
 
 static void find_scalar(const uint32_t *filter, uint64_t z, const uint8_t *h, uint8_t *found,
                         Py_ssize_t count) {
@@ -431,16 +435,22 @@ static void find_scalar(const uint32_t *filter, uint64_t z, const uint8_t *h, ui
 #define HAVE_AVX2_PATH 1
 #include <immintrin.h>
 
-__attribute__((target("avx2"))) static inline uint8_t find_one_avx2(const uint32_t *filter,
-                                                                    uint64_t z, uint64_t x) {
+/* The bits hash x sets in its block, as eight 32-bit lanes: each lane's salt times the low
+ * half, its top five bits naming the bit. */
+__attribute__((target("avx2"))) static inline __m256i block_bits_avx2(uint64_t x) {
     const __m256i salt =
         _mm256_setr_epi32((int)SALT[0], (int)SALT[1], (int)SALT[2], (int)SALT[3],
                           (int)SALT[4], (int)SALT[5], (int)SALT[6], (int)SALT[7]);
     __m256i lanes = _mm256_mullo_epi32(_mm256_set1_epi32((int)(uint32_t)x), salt);
-    __m256i bits = _mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_srli_epi32(lanes, 27));
+    return _mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_srli_epi32(lanes, 27));
+}
+
+__attribute__((target("avx2"))) static inline uint8_t find_one_avx2(const uint32_t *filter,
+                                                                    uint64_t z, uint64_t x) {
     const uint32_t *block = filter + 8 * (((x >> 32) * z) >> 32);
-    /* testc: 1 when every bit of `bits` is set in the block */
-    return (uint8_t)_mm256_testc_si256(_mm256_loadu_si256((const __m256i *)block), bits);
+    /* testc: 1 when every bit of the hash's is set in the block */
+    return (uint8_t)_mm256_testc_si256(_mm256_loadu_si256((const __m256i *)block),
+                                       block_bits_avx2(x));
 }
 
 __attribute__((target("avx2"))) static void find_avx2(const uint32_t *filter, uint64_t z,
@@ -457,16 +467,8 @@ __attribute__((target("avx2"))) static void find_avx2(const uint32_t *filter, ui
 static int avx2_available = 0;
 static int avx2_used = 0;
 
-/* The insert loop: SET(hash i)'s bits, asking for the block of the hash PREFETCH_DISTANCE
- * ahead meanwhile (each hash's block is a cache miss in a filter larger than the cache). */
-#define INSERT_LOOP(SET)                                                                      \
-    for (Py_ssize_t i = 0; i < count; i++) {                                                   \
-        if (i + PREFETCH_DISTANCE < count) {                                                   \
-            uint64_t ahead = load64(h + 8 * (i + PREFETCH_DISTANCE));                          \
-            PREFETCH_FOR_WRITE(filter + 8 * (((ahead >> 32) * z) >> 32));                      \
-        }                                                                                      \
-        SET(filter, z, load64(h + 8 * i));                                                     \
-    }
+/* The insert loop: SET(hash i) sets its bits. */
+#define INSERT_LOOP(SET) EACH_HASH(PREFETCH_FOR_WRITE, SET(filter, z, load64(h + 8 * i)))
 
 static inline void insert_one(uint32_t *filter, uint64_t z, uint64_t x) {
     uint32_t key = (uint32_t)x;
@@ -480,16 +482,11 @@ static void insert_scalar(uint32_t *filter, uint64_t z, const uint8_t *h, Py_ssi
 }
 
 #if HAVE_AVX2_PATH
-/* The same bits as find_one_avx2 computes, OR-ed into the block in one load and one store. */
+/* The hash's bits OR-ed into its block in one load and one store. */
 __attribute__((target("avx2"))) static inline void insert_one_avx2(uint32_t *filter, uint64_t z,
                                                                    uint64_t x) {
-    const __m256i salt =
-        _mm256_setr_epi32((int)SALT[0], (int)SALT[1], (int)SALT[2], (int)SALT[3],
-                          (int)SALT[4], (int)SALT[5], (int)SALT[6], (int)SALT[7]);
-    __m256i lanes = _mm256_mullo_epi32(_mm256_set1_epi32((int)(uint32_t)x), salt);
-    __m256i bits = _mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_srli_epi32(lanes, 27));
     __m256i *block = (__m256i *)(filter + 8 * (((x >> 32) * z) >> 32));
-    _mm256_storeu_si256(block, _mm256_or_si256(_mm256_loadu_si256(block), bits));
+    _mm256_storeu_si256(block, _mm256_or_si256(_mm256_loadu_si256(block), block_bits_avx2(x)));
 }
 
 __attribute__((target("avx2"))) static void insert_avx2(uint32_t *filter, uint64_t z,
