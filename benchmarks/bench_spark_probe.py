@@ -4,7 +4,7 @@ of the Parquet files Spark wrote from it, in one run.
 20 M rows on ``local[2]``: random bigints (``xxhash64`` of the row number), strings (their hex form,
 1 to 16 characters) and timestamps (the bigints shifted to within 2**54 microseconds of 1970: years
 1400 to 2540), probed in the session's layout for timestamps, INT96 (Spark's default, in which it
-writes the file: the JVM accelerator's jar hashes the 12 bytes in one Java UDF; without the jar,
+writes the file: the JVM accelerator's jar hashes the 12 bytes in one Java method; without the jar,
 shown too, Spark's expressions assemble them before hashing). For each type,
 ``df.filter(might_contain(f, c)).count()`` against ``df.filter(col(c).isin(small)).count()``, with
 ``f`` the filter of the same 100 values (1 %):
