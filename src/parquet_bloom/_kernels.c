@@ -495,6 +495,23 @@ __attribute__((target("avx2"))) static void insert_avx2(uint32_t *filter, uint64
 }
 #endif
 
+/* Whether `words` is a filter of whole blocks and `hashes` whole 64-bit hashes; if not, sets a
+ * ValueError naming the kernel and returns 0. */
+static int filter_and_hashes_ok(const char *kernel, const Py_buffer *words,
+                                const Py_buffer *hashes) {
+    if (words->len == 0 || words->len % 32) {
+        PyErr_Format(PyExc_ValueError, "%s: a filter of %zd bytes is not whole blocks", kernel,
+                     words->len);
+        return 0;
+    }
+    if (hashes->len % 8) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes are not whole 64-bit hashes", kernel,
+                     hashes->len);
+        return 0;
+    }
+    return 1;
+}
+
 /* insert(words, hashes): set each hash's eight bits in the filter whose blocks of eight
  * uint32 words are `words` (docs/format-notes.md#sbbf-layout: block ((h >> 32) * z) >> 32, which is always
  * below z; in word i, bit (key * SALT[i]) >> 27 of the low half key). */
@@ -503,13 +520,7 @@ static PyObject *insert(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "w*y*:insert", &words, &hashes))
         return NULL;
     PyObject *result = NULL;
-    if (words.len == 0 || words.len % 32) {
-        PyErr_Format(PyExc_ValueError, "insert: a filter of %zd bytes is not whole blocks",
-                     words.len);
-    } else if (hashes.len % 8) {
-        PyErr_Format(PyExc_ValueError, "insert: %zd bytes are not whole 64-bit hashes",
-                     hashes.len);
-    } else {
+    if (filter_and_hashes_ok("insert", &words, &hashes)) {
         uint32_t *filter = (uint32_t *)words.buf;
         const uint8_t *h = (const uint8_t *)hashes.buf;
         uint64_t z = (uint64_t)(words.len / 32);
@@ -531,7 +542,6 @@ static PyObject *insert(PyObject *module, PyObject *args) {
     return result;
 }
 
-
 /* find(words, hashes, out): out[i] = 1 if all eight bits of hash i are set in the filter whose
  * blocks of eight uint32 words are `words` (it might have been inserted), else 0 (it certainly
  * was not); `out` holds one byte per hash (a numpy bool array). */
@@ -540,11 +550,8 @@ static PyObject *find(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*y*w*:find", &words, &hashes, &out))
         return NULL;
     PyObject *result = NULL;
-    if (words.len == 0 || words.len % 32) {
-        PyErr_Format(PyExc_ValueError, "find: a filter of %zd bytes is not whole blocks",
-                     words.len);
-    } else if (hashes.len % 8) {
-        PyErr_Format(PyExc_ValueError, "find: %zd bytes are not whole 64-bit hashes", hashes.len);
+    if (!filter_and_hashes_ok("find", &words, &hashes)) {
+        /* the error is set */
     } else if (out.len != hashes.len / 8) {
         PyErr_Format(PyExc_ValueError,
                      "find: %zd hashes need an output of %zd bytes (one a hash), not %zd",

@@ -150,7 +150,7 @@ def reduce_scatter(
     theirs, shuffled by slice index to reduce tasks (one a core at most), which OR them (see
     the _slices module)."""
     num_slices = plans[-1].first + plans[-1].num_slices
-    reducers = min(num_slices, _cores(selected))
+    reducers = _reducers(selected, plans)
 
     def map_task(batches: Iterator[Any]) -> Iterator[Any]:
         yield from slices.partition_slices(batches, plans, layout)
@@ -188,13 +188,12 @@ def jvm_reduce_scatter(
         if getattr(field.dataType, "collation", "UTF8_BINARY") != "UTF8_BINARY":
             values = F.collate(values, "UTF8_BINARY")
         hashes.append(sql_hash(values, layout, accelerator).alias(field.name))
-    num_slices = plans[-1].first + plans[-1].num_slices
     built = accelerator.SliceBuild.build(
         _coalesced(selected.select(*hashes))._jdf,
         [plan.num_bytes for plan in plans],
         [plan.slice_bits for plan in plans],
         [plan.max_hashes for plan in plans],
-        min(num_slices, _cores(selected)),
+        _reducers(selected, plans),
     )
     return ClassicDataFrame(built, session)
 
@@ -210,6 +209,11 @@ def _collect_batches(df: DataFrame) -> list[Any]:
         return list(df.toArrow().to_batches())
     batches: list[Any] = collect()
     return batches
+
+
+def _reducers(df: DataFrame, plans: list[slices.SlicePlan]) -> int:
+    """Reduce tasks of a build: one a core, at most one a slice."""
+    return min(plans[-1].first + plans[-1].num_slices, _cores(df))
 
 
 def _cores(df: DataFrame) -> int:
