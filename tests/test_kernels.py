@@ -135,42 +135,53 @@ def test_inserts_need_whole_blocks_and_hashes(compiled: ModuleType) -> None:
 
 
 @given(st.lists(st.binary(max_size=40), max_size=20), st.data())
-def test_byte_array_spans_of_a_page_cut_anywhere(values: list[bytes], data: st.DataObject) -> None:
+def test_byte_arrays_of_a_page_cut_anywhere(values: list[bytes], data: st.DataObject) -> None:
     # PLAIN BYTE_ARRAY (docs/format-notes.md, pages): each value behind its 4-byte little-endian
-    # length. Whole, the spans are the values'; cut short anywhere, the values run past the end.
+    # length. Whole, the hashes are the values' (short ones at the end of the page or not);
+    # cut short anywhere, the values run past the end.
     if not skips.kernels_built():
         pytest.skip(skips.KERNELS_NOT_BUILT)
     from parquet_bloom import _kernels
 
     page = b"".join(len(v).to_bytes(4, "little") + v for v in values)
-    starts = np.zeros(len(values), dtype=np.int64)
-    lengths = np.zeros(len(values), dtype=np.int64)
-    used = _kernels.byte_array_spans(np.frombuffer(page, np.uint8), len(values), starts, lengths)
+    out = np.zeros(len(values), dtype=np.uint64)
+    used = _kernels.xxh64_byte_arrays(np.frombuffer(page, np.uint8), len(values), out)
     assert used == len(page)
-    assert [page[s : s + n] for s, n in zip(starts, lengths, strict=True)] == values
+    assert out.tolist() == [xxhash.xxh64_intdigest(v) for v in values]
     if values:
         cut = data.draw(st.integers(0, len(page) - 1))
         with pytest.raises(ValueError, match=f"runs past the {cut} bytes"):
-            _kernels.byte_array_spans(
-                np.frombuffer(page[:cut], np.uint8), len(values), starts, lengths
-            )
+            _kernels.xxh64_byte_arrays(np.frombuffer(page[:cut], np.uint8), len(values), out)
 
 
-def test_byte_array_spans_need_room_and_a_count(compiled: ModuleType) -> None:
+def test_short_byte_arrays_hash_as_xxhash_does(compiled: ModuleType) -> None:
+    # Values under 16 bytes take a loop of their own, which reads the byte after the value:
+    # every length, every number of bytes left after the 8- and 4-byte steps, the last value
+    # of the page (nothing after it) and values in the middle of it.
+    values = [bytes(range(40 + n, 40 + 2 * n)) for n in range(20)] * 2
+    page = b"".join(len(v).to_bytes(4, "little") + v for v in values)
+    out = np.zeros(len(values), dtype=np.uint64)
+    for end in range(len(values) + 1):  # the page ends after value end - 1
+        size = sum(4 + len(v) for v in values[:end])
+        assert compiled.xxh64_byte_arrays(np.frombuffer(page[:size], np.uint8), end, out) == size
+        assert out[:end].tolist() == [xxhash.xxh64_intdigest(v) for v in values[:end]]
+
+
+def test_byte_arrays_need_room_and_a_count(compiled: ModuleType) -> None:
     page = np.frombuffer(b"\xff\xff\xff\xffab", np.uint8)  # a length of 4 GiB - 1
-    room = np.zeros(2, dtype=np.int64)
+    room = np.zeros(2, dtype=np.uint64)
     with pytest.raises(ValueError, match="value 0 of 1 runs past the 6 bytes"):
-        compiled.byte_array_spans(page, 1, room, room.copy())
+        compiled.xxh64_byte_arrays(page, 1, room)
     with pytest.raises(ValueError, match="do not fit"):
-        compiled.byte_array_spans(page, 3, room, room.copy())
+        compiled.xxh64_byte_arrays(page, 3, room)
     with pytest.raises(ValueError, match="do not fit"):
-        compiled.byte_array_spans(page, -1, room, room.copy())
-    assert compiled.byte_array_spans(page, 0, room, room.copy()) == 0
+        compiled.xxh64_byte_arrays(page, -1, room)
+    assert compiled.xxh64_byte_arrays(page, 0, room) == 0
     two = b"\x02\0\0\0ab\x01\0\0\0c"
     for cut in range(len(two)):  # every cut, inside a length or inside a value
         index = 0 if cut < 6 else 1
         with pytest.raises(ValueError, match=f"value {index} of 2 runs past the {cut} bytes"):
-            compiled.byte_array_spans(np.frombuffer(two[:cut], np.uint8), 2, room, room.copy())
+            compiled.xxh64_byte_arrays(np.frombuffer(two[:cut], np.uint8), 2, room)
 
 
 def test_rows_of_every_width_hash_as_xxhash_does(compiled: ModuleType) -> None:

@@ -49,6 +49,7 @@ from parquet_bloom._pages import (
     MAX_LOOPED_VALUES,
     MAX_PAGE_SIZE,
     PAGE_HEADER_GUESS,
+    HashBuffer,
     NeedsArrow,
     chunk_hashes,
     rle_hybrid,
@@ -1209,3 +1210,15 @@ def test_zero_width_dictionary_indices_cost_no_memory_per_value(tmp_path: Path) 
         tracemalloc.stop()
     assert same_hashes(ours, column_hashes(pa.array([7]), chunk.leaf))
     assert peak < (1 << 20), f"{peak} bytes allocated for a {len(data_page)}-byte page"
+
+
+def test_the_hashes_of_unused_dictionary_entries_are_dropped_in_place() -> None:
+    # The dictionary's hashes come first; once the pages have said which entries they use,
+    # the others go and the hashes of the pages' own values (PLAIN ones) move down after them.
+    buffer = HashBuffer(4)  # room grows past the footer's count
+    buffer.add(np.arange(10, 16, dtype=np.uint64))  # six dictionary entries
+    buffer.add(np.array([100, 101, 102], dtype=np.uint64))  # PLAIN values after a fallback
+    buffer.keep_of_first(6, np.array([1, 4]))
+    assert buffer.hashes().tolist() == [11, 14, 100, 101, 102]
+    buffer.keep_of_first(2, np.array([], dtype=np.int64))  # no entry used: all go
+    assert buffer.hashes().tolist() == [100, 101, 102]

@@ -131,6 +131,15 @@ class HashBuffer:
     def commit(self, n: int) -> None:
         self._count += n
 
+    def keep_of_first(self, n: int, keep: np.ndarray) -> None:
+        """Of the first ``n`` hashes, keep only those at the (ascending) indices ``keep``;
+        the hashes after them follow the ones kept."""
+        kept = self._buffer[:n][keep]
+        rest = self._count - n
+        self._buffer[kept.size : kept.size + rest] = self._buffer[n : self._count]  # overlapping
+        self._buffer[: kept.size] = kept
+        self._count = kept.size + rest
+
     def hashes(self) -> np.ndarray:
         """The hashes so far: a view of the buffer (``.base`` is the buffer, to keep)."""
         return self._buffer[: self._count]
@@ -206,8 +215,6 @@ class _ChunkScan:
         self.num_values = int(meta.num_values)
         self.hashes = HashBuffer(self.num_values, out)
         self.looped = 0  # BYTE_ARRAY values split by the Python loop so far
-        self._spans: np.ndarray | None = None  # data pages' starts and lengths, reused
-        self.dictionary: _Values | None = None
         self.referenced: npt.NDArray[np.bool_] | None = None
         self.referenced_count = 0  # the compiled scan's count of entries referenced
         self.all_referenced = False
@@ -238,11 +245,10 @@ class _ChunkScan:
                 f"entry says {self.num_values}",
                 offset=self.start,
             )
-        if self.dictionary is not None and self.referenced is not None:
-            used = None if self.all_referenced else np.flatnonzero(self.referenced)
-            if used is not None and used.size == self.referenced.size:
-                used = None
-            self.dictionary.hash_into(self.hashes, used)
+        if self.referenced is not None and not self.all_referenced:
+            used = np.flatnonzero(self.referenced)
+            if used.size < self.referenced.size:  # the entries no page refers to go
+                self.hashes.keep_of_first(self.referenced.size, used)
         return self.hashes.hashes()
 
     def _read(self, offset: int, length: int) -> bytes:
@@ -308,12 +314,15 @@ class _ChunkScan:
 
     def _dictionary_page(self, header: Any, body: bytes) -> None:
         sub = header.dictionary_page_header
-        if self.dictionary is not None or self.values_seen:
+        if self.referenced is not None or self.values_seen:
             raise self._corrupt("a dictionary page that is not the chunk's first page")
         if sub.encoding not in (fmt.Encoding.PLAIN, fmt.Encoding.PLAIN_DICTIONARY):
             raise NeedsArrow(f"dictionary page encoding {sub.encoding}")
         data = self._decompress(body, header.uncompressed_page_size)
-        self.dictionary = self._plain(data, sub.num_values)
+        # Every entry is hashed now, as the chunk's first hashes; run() drops those of the
+        # entries no page refers to, once the pages have said which (mostly none: writers
+        # store the values they were given).
+        self._hash_plain(data, sub.num_values)
         self.referenced = np.zeros(sub.num_values, dtype=bool)
         # Not "all referenced" when empty: a page of indices into an empty dictionary is read,
         # and is corrupt unless it stores only nulls.
@@ -383,7 +392,7 @@ class _ChunkScan:
         if count == 0:
             return
         if encoding == fmt.Encoding.PLAIN:
-            self._plain(data, count, transient=True).hash_into(self.hashes)
+            self._hash_plain(data, count)
         elif encoding in _DICTIONARY_ENCODINGS:
             self._refer(data, count)
         elif encoding == fmt.Encoding.BYTE_STREAM_SPLIT and self.width is not None:
@@ -394,11 +403,26 @@ class _ChunkScan:
         else:
             raise NeedsArrow(f"data page encoding {encoding}")
 
-    def _plain(self, data: np.ndarray, count: int, transient: bool = False) -> _Values:
-        """PLAIN values (Encodings.md, "Plain"): fixed-width values back to back, or for
-        BYTE_ARRAY each value's bytes behind its 4-byte little-endian length. ``transient``:
-        hashed before the next page is read (a data page's; a dictionary's are kept), so the
-        compiled split may reuse the scan's arrays of starts and lengths."""
+    def _hash_plain(self, data: np.ndarray, count: int) -> None:
+        """Hash ``count`` PLAIN values (Encodings.md, "Plain"): fixed-width values back to
+        back, or for BYTE_ARRAY each value's bytes behind its 4-byte little-endian length,
+        which the compiled kernel hashes as it walks them."""
+        compiled = kernels.compiled
+        if self.width is None and compiled is not None:
+            if count > data.size // 4:  # each value has its length: no room for them all
+                raise self._values_past_end(count, data.size)
+            try:
+                used = compiled.xxh64_byte_arrays(data, count, self.hashes.reserve(count))
+            except ValueError:
+                raise self._values_past_end(count, data.size) from None
+            if used != data.size:
+                raise _left_over(count, used, data.size)
+            self.hashes.commit(count)
+            return
+        self._plain(data, count).hash_into(self.hashes)
+
+    def _plain(self, data: np.ndarray, count: int) -> _Values:
+        """PLAIN values, split on numpy alone."""
         if self.width is not None:
             self._check_size(count * self.width, data.size, count)
             return _Values(rows=data.reshape(count, self.width))
@@ -414,32 +438,10 @@ class _ChunkScan:
                         (count, width), dtype=np.uint8, buffer=data, offset=4, strides=(stride, 1)
                     )
                     return _Values(rows=rows)
-        compiled = kernels.compiled
-        if compiled is not None:
-            return _Values(spans=self._split_compiled(compiled, data, count, transient))
         self.looped += count
         if self.looped > MAX_LOOPED_VALUES:
             raise NeedsArrow("BYTE_ARRAY values of many lengths")
         return _Values(spans=self._split(data, count))
-
-    def _split_compiled(
-        self, compiled: kernels.Kernels, data: np.ndarray, count: int, transient: bool
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`_split` by the compiled kernel, at any count; into the scan's reused arrays
-        when ``transient`` (fresh ones cost page faults, page after page)."""
-        if not transient:
-            starts, lengths = np.empty((2, count), dtype=np.int64)
-        else:
-            if self._spans is None or self._spans.shape[1] < count:
-                self._spans = np.empty((2, count), dtype=np.int64)
-            starts, lengths = self._spans[:, :count]
-        try:
-            used = compiled.byte_array_spans(data, count, starts, lengths)
-        except ValueError:
-            raise self._values_past_end(count, data.size) from None
-        if used != data.size:
-            raise _left_over(count, used, data.size)
-        return data, starts, lengths
 
     def _split(self, data: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(data, starts, lengths) of ``count`` length-prefixed BYTE_ARRAY values."""
@@ -580,27 +582,17 @@ class _Values:
         self.rows = rows
         self.spans = spans
 
-    def hashes(self, select: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
-        """The hashes of the values, or of those at the indices ``select``; into ``out`` when
-        given (room for as many)."""
+    def hash_into(self, buffer: HashBuffer) -> None:
+        """Append the hashes of the values to ``buffer``, written in place."""
         if self.rows is not None:
-            rows = self.rows if select is None else self.rows[select]
-            return xxh64.hash_rows(rows, out)  # copied to lanes a cache-sized part at a time
-        assert self.spans is not None
-        data, starts, lengths = self.spans
-        if select is not None:
-            starts, lengths = starts[select], lengths[select]
-        return xxh64.hash_spans(data, starts, lengths, out)  # spans found here: in bounds
-
-    def hash_into(self, buffer: HashBuffer, select: np.ndarray | None = None) -> None:
-        """Append the hashes to ``buffer``, written in place."""
-        if self.rows is not None:
-            n = self.rows.shape[0] if select is None else select.size
+            out = buffer.reserve(self.rows.shape[0])
+            xxh64.hash_rows(self.rows, out)  # copied to lanes a cache-sized part at a time
         else:
             assert self.spans is not None
-            n = self.spans[1].size if select is None else select.size
-        self.hashes(select, buffer.reserve(n))
-        buffer.commit(n)
+            data, starts, lengths = self.spans
+            out = buffer.reserve(starts.size)
+            xxh64.hash_spans(data, starts, lengths, out)  # spans found here: in bounds
+        buffer.commit(out.size)
 
 
 def rle_hybrid(

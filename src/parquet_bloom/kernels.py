@@ -4,8 +4,8 @@ The numpy code in :mod:`parquet_bloom._xxh64`, :mod:`parquet_bloom._pages` and
 :mod:`parquet_bloom._sbbf` is complete by itself: it is the reference, it runs wherever numpy
 does, and every test runs on it. Where the package was installed with a C compiler at hand, it
 also carries ``_kernels``, a small C extension (``_kernels.c``) with the loops that dominate
-building and probing filters: XXH64 of fixed-width rows, XXH64 of byte spans, finding where
-the PLAIN strings of a page lie, setting a hash's eight bits in its block, and testing them
+building and probing filters: XXH64 of fixed-width rows, of byte spans and of the PLAIN strings
+of a page where they lie, setting a hash's eight bits in its block, and testing them
 (with AVX2 where the CPU has it). They do in one pass per value what numpy does in a dozen
 passes per step (or Python in a loop), and they release the GIL, so the threads that build or
 probe filters run in parallel (the pattern of msgpack's ``_cmsgpack`` and pyiceberg's Cython
@@ -59,8 +59,9 @@ class Kernels(Protocol):
     def xxh64_spans(self, data: Buffer, starts: Buffer, lengths: Buffer, out: Buffer, /) -> None:
         """XXH64 of ``data[starts[i] : starts[i] + lengths[i]]`` (int64 starts and lengths)."""
 
-    def byte_array_spans(self, data: Buffer, count: int, starts: Buffer, lengths: Buffer, /) -> int:
-        """Where ``count`` PLAIN byte arrays lie in ``data``; returns the bytes they took."""
+    def xxh64_byte_arrays(self, data: Buffer, count: int, out: Buffer, /) -> int:
+        """XXH64 of the ``count`` PLAIN byte arrays at the start of ``data`` (each behind its
+        4-byte length); returns the bytes they took."""
 
     def rle_scan(
         self, data: Buffer, bit_width: int, count: int, marks: Buffer, target: int, /
