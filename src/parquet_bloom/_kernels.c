@@ -35,6 +35,14 @@ static inline uint64_t xxh_round(uint64_t acc, uint64_t lane) {
     return rotl64(acc, 31) * P1;
 }
 
+static inline uint64_t xxh_avalanche(uint64_t h) {
+    h ^= h >> 33;
+    h *= P2;
+    h ^= h >> 29;
+    h *= P3;
+    return h ^ (h >> 32);
+}
+
 static inline uint64_t xxh_merge(uint64_t h, uint64_t acc) {
     h ^= xxh_round(0, acc);
     return h * P1 + P4;
@@ -83,12 +91,7 @@ static ALWAYS_INLINE uint64_t xxh64(const uint8_t *p, size_t length) {
         h ^= (uint64_t)(*p) * P5;
         h = rotl64(h, 11) * P1;
     }
-    h ^= h >> 33;
-    h *= P2;
-    h ^= h >> 29;
-    h *= P3;
-    h ^= h >> 32;
-    return h;
+    return xxh_avalanche(h);
 }
 
 /* xxh64_rows(data, offset, stride, width, count, out): out[i] = XXH64 of the width bytes at
@@ -208,12 +211,7 @@ static ALWAYS_INLINE uint64_t xxh64_short(const uint8_t *p, size_t length) {
     h = left > 1 ? step : h;
     step = rotl64(h ^ ((uint64_t)p[left > 2 ? 2 : 0] * P5), 11) * P1;
     h = left > 2 ? step : h;
-    h ^= h >> 33;
-    h *= P2;
-    h ^= h >> 29;
-    h *= P3;
-    h ^= h >> 32;
-    return h;
+    return xxh_avalanche(h);
 }
 
 /* xxh64_byte_arrays(data, count, out) -> bytes used: out[i] = XXH64 of the i-th of the `count`
