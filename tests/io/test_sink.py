@@ -11,6 +11,7 @@ import itertools
 import os
 import random
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -137,12 +138,13 @@ def test_a_crash_mid_write_leaves_src_intact_and_no_dst(
 
 @pytest.fixture
 def small_direct_copies(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Direct I/O for the small test files too, in several windows each."""
+    """Direct I/O for the small test files too, in several windows (or pipefuls) each."""
     if sink.O_DIRECT is None:
         pytest.skip("no O_DIRECT on this platform")
     monkeypatch.setattr(sink, "DIRECT_COPY_MIN", sink.DIRECT_COPY_ALIGN)
     monkeypatch.setattr(sink, "MAPPED_COPY_MIN", sink.DIRECT_COPY_ALIGN)
     monkeypatch.setattr(sink, "DIRECT_COPY_WINDOW", 4 * sink.DIRECT_COPY_ALIGN)
+    monkeypatch.setattr(sink, "SPLICE_PIPE_SIZE", 4 * sink.DIRECT_COPY_ALIGN)
 
 
 def record_direct_copies(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
@@ -224,28 +226,96 @@ def test_the_body_is_copied_around_the_page_cache_in_the_kernel_and_through_a_bu
     check_rewrite(src, direct, rewrite_bloom_filters(src, direct, **options))
 
 
+def record_calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[Any, ...]]:
+    """The arguments of every call of ``sink.<name>`` from now on."""
+    real = getattr(sink, name)
+    calls: list[tuple[Any, ...]] = []
+
+    def recording(*args: Any) -> Any:
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(sink, name, recording)
+    return calls
+
+
+# The source's own pages are written through a pipe (splice), or from a mapping where the
+# kernel cannot splice: the tests of those writes run both ways.
+WAYS = ["spliced", "mapped"]
+
+
+def direct_writes(
+    monkeypatch: pytest.MonkeyPatch,
+    way: str,
+    behave: Callable[[int, int, Callable[[int], int]], int],
+) -> None:
+    """Route each direct write of the source's own pages through ``behave(call, length,
+    write)``: ``write(k)`` writes the first ``k`` of the ``length`` bytes for real and returns
+    how many it wrote; ``behave`` returns what the write is to return, or raises. ``way``:
+    through the pipe (splice) or, with splice taken away, from the mapping."""
+    calls = itertools.count()
+    if way == "mapped":
+        monkeypatch.setattr(sink, "splice", None)
+        real_write = sink.write_direct
+
+        def write_direct(fd: int, data: memoryview) -> int:
+            def write(k: int) -> int:
+                with data[:k] as part:  # released here, whatever a traceback holds
+                    return real_write(fd, part)
+
+            return behave(next(calls), len(data), write)
+
+        monkeypatch.setattr(sink, "write_direct", write_direct)
+        return
+    real_splice = sink.splice
+    assert real_splice is not None
+
+    def splice(src: int, dst: int, count: int, **offsets: Any) -> int:
+        if offsets:  # from the source into the pipe
+            return real_splice(src, dst, count, **offsets)
+        return behave(next(calls), count, lambda k: real_splice(src, dst, k))
+
+    monkeypatch.setattr(sink, "splice", splice)
+
+
+@pytest.fixture
+def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "spliced" and sink.splice is None:
+        pytest.skip("no splice(2) on this platform")
+    if request.param == "mapped":
+        monkeypatch.setattr(sink, "splice", None)
+    return str(request.param)
+
+
 @pytest.mark.usefixtures("small_direct_copies")
+@pytest.mark.parametrize("way", WAYS, indirect=True)
 @pytest.mark.parametrize(
-    ("written", "start", "way"),
+    ("written", "start", "aligned"),
     [
-        (0, 0, "mapped"),  # a body copied from the start: source and output line up
-        (100, 100, "mapped"),  # both 100 bytes past a block: aligned from 4096 on
-        (0, 8192, "mapped"),
-        (100, 0, "buffer"),  # the output 100 bytes ahead of the source: through a buffer
-        (4096, 777, "buffer"),
+        (0, 0, True),  # a body copied from the start: source and output line up
+        (100, 100, True),  # both 100 bytes past a block: aligned from 4096 on
+        (0, 8192, True),
+        (100, 0, False),  # the output 100 bytes ahead of the source: through a buffer
+        (4096, 777, False),
     ],
 )
 def test_direct_copies_write_the_sources_own_pages_where_they_line_up(
-    written: int, start: int, way: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    way: str,
+    written: int,
+    start: int,
+    aligned: bool,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Where a run's offsets in the source and the output are equal modulo the block, the
-    # source's pages are mapped and written as they are; otherwise they go through a buffer.
-    # The same bytes either way, the unaligned head and tail copied the usual way.
+    # source's pages are written as they are (through a pipe, else mapped); otherwise they go
+    # through a buffer. The same bytes every way, the unaligned head and tail copied the usual
+    # way.
     data = random.Random(start).randbytes(20 * sink.DIRECT_COPY_ALIGN + 123)
     src = tmp_path / "src.bin"
     src.write_bytes(data)
     used: list[str] = []
-    for name in ("_write_mapped_windows", "_write_direct_windows"):
+    for name in ("_write_spliced", "_write_mapped_windows", "_write_direct_windows"):
         real = getattr(sink, name)
 
         def recording(*args: Any, real: Any = real, name: str = name) -> int:
@@ -257,17 +327,23 @@ def test_direct_copies_write_the_sources_own_pages_where_they_line_up(
         out.write(b"h" * written)
         out.copy(ByteSource(str(src)), start, len(data), direct=True)
     assert (tmp_path / "out.bin").read_bytes() == b"h" * written + data[start:]
-    expected = "_write_mapped_windows" if way == "mapped" else "_write_direct_windows"
-    assert used == [expected]
+    if not aligned:
+        assert used == ["_write_direct_windows"]
+    elif way == "spliced":
+        assert used == ["_write_spliced"]
+    else:  # no splice here: the pipe writes nothing, the mapping all
+        assert used == ["_write_spliced", "_write_mapped_windows"]
 
 
 @pytest.mark.usefixtures("small_direct_copies")
+@pytest.mark.parametrize("way", WAYS, indirect=True)
 @pytest.mark.parametrize("mapped", [True, False])
 def test_a_source_shorter_than_its_copy_is_reported_whichever_way(
-    mapped: bool, tmp_path: Path
+    way: str, mapped: bool, tmp_path: Path
 ) -> None:
-    # A source cut short (truncated since its footer was read) cannot be mapped, or read into
-    # the buffer, to the end of the run: the usual copy goes on and reports where it ended.
+    # A source cut short (truncated since its footer was read) cannot be spliced, mapped or
+    # read into the buffer to the end of the run: the usual copy goes on and reports where it
+    # ended.
     src = tmp_path / "src.bin"
     src.write_bytes(bytes(10 * sink.DIRECT_COPY_ALIGN))
     with (
@@ -288,27 +364,29 @@ def test_a_fault_after_a_short_mapped_write_goes_on_from_where_it_stopped(
     data = random.Random(7).randbytes(12 * sink.DIRECT_COPY_ALIGN + 123)
     src = tmp_path / "src.bin"
     src.write_bytes(data)
-    real_write = sink.write_direct
-    calls = itertools.count()
 
-    def short_then_fault(fd: int, view: memoryview) -> int:
-        call = next(calls)
+    def short_then_fault(call: int, length: int, write: Callable[[int], int]) -> int:
         if call == 0:
-            return real_write(fd, view[: sink.DIRECT_COPY_ALIGN])
+            return write(sink.DIRECT_COPY_ALIGN)
         if call == 1:
             raise OSError(errno.EFAULT, "Bad address (simulated)")
-        return real_write(fd, view)
+        return write(length)
 
-    monkeypatch.setattr(sink, "write_direct", short_then_fault)
+    direct_writes(monkeypatch, "mapped", short_then_fault)
     with sink.FileSink(str(tmp_path / "out.bin")) as out:
         out.copy(ByteSource(str(src)), 0, len(data), direct=True)
     assert (tmp_path / "out.bin").read_bytes() == data
 
 
 @pytest.mark.usefixtures("small_direct_copies")
+@pytest.mark.parametrize("way", WAYS, indirect=True)
 @pytest.mark.parametrize("refused", ["flag", "first write", "later write"])
 def test_direct_io_refused_falls_back_to_the_same_bytes(
-    sources: dict[str, Path], refused: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sources: dict[str, Path],
+    way: str,
+    refused: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A file system may refuse O_DIRECT when the flag is set, or only at a write (EINVAL): the
     # copy goes on without it from where it stopped.
@@ -324,46 +402,59 @@ def test_direct_io_refused_falls_back_to_the_same_bytes(
 
         monkeypatch.setattr(fcntl, "fcntl", no_direct)
     else:
-        real_write = sink.write_direct
-        writes = itertools.count()
         refuse_from = 0 if refused == "first write" else 2
 
-        def refusing(fd: int, data: memoryview) -> int:
-            if next(writes) < refuse_from:
-                return real_write(fd, data)
+        def refusing(call: int, length: int, write: Callable[[int], int]) -> int:
+            if call < refuse_from:
+                return write(length)
             raise OSError(errno.EINVAL, "Invalid argument (simulated)")
 
-        monkeypatch.setattr(sink, "write_direct", refusing)
+        direct_writes(monkeypatch, way, refusing)
+    mapped = record_calls(monkeypatch, "_write_mapped_windows")
     ((start, stop),) = direct_runs_of_a_rewrite(sources["pyarrow-plain"], tmp_path, monkeypatch)
-    direct = 2 * sink.DIRECT_COPY_WINDOW if refused == "later write" else 0
-    assert stop == start + direct  # the body starts aligned: no head
+    if refused == "flag":
+        assert stop == start  # the body starts aligned: no head
+    elif way == "spliced":  # a splice refused: the mapping writes the rest, around the cache
+        assert mapped and stop > start
+    else:
+        direct = 2 * sink.DIRECT_COPY_WINDOW if refused == "later write" else 0
+        assert stop == start + direct
 
 
 @pytest.mark.usefixtures("small_direct_copies")
+@pytest.mark.parametrize("way", WAYS, indirect=True)
 @pytest.mark.parametrize("short", ["aligned", "unaligned"])
 def test_short_direct_writes_go_on_from_where_they_stopped(
-    sources: dict[str, Path], short: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sources: dict[str, Path], way: str, short: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # write(2) may write less than asked. A whole number of blocks: the next write goes on from
+    # A write may write less than asked. A whole number of blocks: the next write goes on from
     # there. Anything else would leave the output unaligned for direct I/O, so the copy goes on
     # without it (simulated by writing the odd length with the flag cleared).
     import fcntl
 
     src = sources["deltalake-filters"]
-    real_write = sink.write_direct
     align = sink.DIRECT_COPY_ALIGN
+    outputs: list[int] = []
+    real_fcntl = fcntl.fcntl
 
-    def partial(fd: int, data: memoryview) -> int:
-        if short == "aligned" or len(data) <= align:
-            return real_write(fd, data[: max(align, len(data) // 2 // align * align)])
-        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~sink.O_DIRECT)
+    def remember_output(fd: int, cmd: int, arg: int = 0) -> Any:
+        if cmd == fcntl.F_SETFL and arg & sink.O_DIRECT:
+            outputs.append(fd)
+        return real_fcntl(fd, cmd, arg)
+
+    monkeypatch.setattr(fcntl, "fcntl", remember_output)
+
+    def partial(call: int, length: int, write: Callable[[int], int]) -> int:
+        if short == "aligned" or length <= align:
+            return write(max(align, length // 2 // align * align))
+        flags = real_fcntl(outputs[-1], fcntl.F_GETFL)
+        real_fcntl(outputs[-1], fcntl.F_SETFL, flags & ~sink.O_DIRECT)
         try:
-            return real_write(fd, data[: align + 1])
+            return write(align + 1)
         finally:
-            fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+            real_fcntl(outputs[-1], fcntl.F_SETFL, flags)
 
-    monkeypatch.setattr(sink, "write_direct", partial)
+    direct_writes(monkeypatch, way, partial)
     runs = direct_runs_of_a_rewrite(src, tmp_path, monkeypatch)
     if short == "aligned":
         assert sum(stop - start for start, stop in runs) > src.stat().st_size // 2
@@ -372,23 +463,25 @@ def test_short_direct_writes_go_on_from_where_they_stopped(
 
 
 @pytest.mark.usefixtures("small_direct_copies")
+@pytest.mark.parametrize("way", WAYS, indirect=True)
 def test_a_disk_full_during_the_direct_copy_leaves_no_file(
-    sources: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sources: dict[str, Path], way: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     src = tmp_path / "src.parquet"
     src.write_bytes(sources["pyarrow-filters"].read_bytes())
     digest = hashlib.sha256(src.read_bytes()).hexdigest()
-    real_write = sink.write_direct
+    left = [0]  # direct writes before the disk is full
+
+    def full(call: int, length: int, write: Callable[[int], int]) -> int:
+        if left[0] > 0:
+            left[0] -= 1
+            return write(length)
+        raise OSError(errno.ENOSPC, "No space left on device (simulated)")
+
+    direct_writes(monkeypatch, way, full)
     for budget in (0, 1, 3):
-        writes = itertools.count()
-
-        def full(fd: int, data: memoryview, budget: int = budget, writes: Any = writes) -> int:
-            if next(writes) < budget:
-                return real_write(fd, data)
-            raise OSError(errno.ENOSPC, "No space left on device (simulated)")
-
-        monkeypatch.setattr(sink, "write_direct", full)
         for options in ({"in_place": True}, {"dst": tmp_path / "out.parquet"}):
+            left[0] = budget
             with pytest.raises(OSError, match="simulated"):
                 rewrite_bloom_filters(src, columns=["id"], **options)
             assert hashlib.sha256(src.read_bytes()).hexdigest() == digest

@@ -76,10 +76,13 @@ KERNEL_COPY_SIZE = 64 * 1024 * 1024
 # page-cache pages, which must then be written back, at a CPU cost the filter builds on the
 # other threads would rather have (docs/performance.md, the rewrite). Where the run's offsets in
 # the source and in the output are equal modulo the block (a body copied from the start, as
-# when filters are added to a file that had none), the source is mapped and its pages are
-# written as they are: the device reads them from the source's page cache, and no byte is
-# copied by the CPU. Otherwise the run is read into one buffer and written from there. The copy
-# is then not in the page cache: a reader of the new file reads it from the disk.
+# when filters are added to a file that had none), the source's own pages are written as they
+# are: the device reads them from the source's page cache, and no byte is copied by the CPU.
+# They go through a pipe (splice(2): the pipe holds references to the pages, and the direct
+# write takes them from it); where the kernel cannot splice, the source is mapped and written
+# from the mapping (whose page tables cost the CPU more). Otherwise the run is read into one
+# buffer and written from there. The copy is then not in the page cache: a reader of the new
+# file reads it from the disk.
 # Direct I/O wants file offsets, lengths and memory aligned to the device's logical block: 4 KiB
 # is a multiple of the common ones (512 B, 4 KiB); a larger one refuses the writes (EINVAL) and
 # the kernel's copy takes over. Mappings, of the source or anonymous, start on a page.
@@ -101,6 +104,15 @@ O_DIRECT: int | None = getattr(os, "O_DIRECT", None)
 _CANNOT_WRITE_DIRECT = frozenset({errno.EINVAL, errno.EOPNOTSUPP})
 # write(2) for direct I/O, under a name of its own so that tests can make it fail.
 write_direct = os.write
+# splice(2) (Linux), under a name of its own so that tests can make it fail or take it away;
+# None elsewhere. Errors that say "not for these files" (a file system that cannot splice, or
+# not into a direct write): the mapped copy takes over from where the pipe stopped.
+splice: Callable[..., int] | None = getattr(os, "splice", None)
+_CANNOT_SPLICE = frozenset({errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS})
+# Bytes a pipe of the spliced copy holds: asked for with F_SETPIPE_SZ (Linux lets anyone have
+# up to 1 MiB, /proc/sys/fs/pipe-max-size); refused, the pipe keeps its default (64 KiB).
+SPLICE_PIPE_SIZE = 1024 * 1024
+_F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, which Python names on Linux only
 
 
 class Cancelled(Exception):
@@ -451,7 +463,10 @@ def copy_direct(
         raise
     try:
         if mapped:
-            return _write_mapped_windows(fd, out_fd, first, last, cancel)
+            position = _write_spliced(fd, out_fd, first, last, cancel)
+            if position == last:
+                return position
+            return _write_mapped_windows(fd, out_fd, position, last, cancel)
         # Anonymous mappings are page-aligned, as direct I/O wants its memory.
         with mmap.mmap(-1, min(DIRECT_COPY_WINDOW, last - first)) as buffer:
             return _write_direct_windows(fd, out_fd, buffer, first, last, cancel)
@@ -479,6 +494,45 @@ def _write_direct_windows(
             if done < length:
                 return position
     return position
+
+
+def _write_spliced(
+    src_fd: int, fd: int, start: int, end: int, cancel: threading.Event | None
+) -> int:
+    """Copy ``src[start:end]`` (aligned, as is the output) to ``fd`` (opened for direct I/O)
+    through a pipe: the source's page-cache pages go into it and out of it into direct writes,
+    never mapped or copied. Returns where it stopped: ``end``, or where the kernel could not
+    splice these files, a write left the output unaligned or the source ended, for the mapped
+    copy, then the usual one, to go on from (what the pipe still held is dropped)."""
+    import fcntl
+
+    if splice is None:
+        return start
+    read_end, write_end = os.pipe()
+    try:
+        with suppress(OSError):
+            fcntl.fcntl(write_end, _F_SETPIPE_SZ, SPLICE_PIPE_SIZE)
+        position = start
+        while position < end:
+            check_cancel(cancel)
+            try:
+                held = splice(src_fd, write_end, end - position, offset_src=position)
+                if held == 0:
+                    return position  # the source ended early: the usual copy reports it
+                while held:
+                    written = splice(read_end, fd, held)
+                    position += written
+                    held -= written
+                    if written <= 0 or written % DIRECT_COPY_ALIGN:  # (unaligned from here)
+                        return position
+            except OSError as err:
+                if err.errno in _CANNOT_SPLICE:
+                    return position
+                raise
+        return position
+    finally:
+        os.close(read_end)
+        os.close(write_end)
 
 
 def _write_mapped_windows(
