@@ -341,22 +341,36 @@ static PyObject *rle_scan(PyObject *module, PyObject *args) {
                 goto done;
             }
             const uint8_t *run = bytes + pos;
-            for (uint64_t i = 0; i < taken; i++) {
-                uint64_t bit = i * (uint64_t)bit_width, at = bit >> 3, word = 0;
-                uint64_t avail = need - at; /* the value's bits lie within the run's need bytes */
-                memcpy(&word, run + at, avail < 8 ? avail : 8);
-                uint64_t value = (word >> (bit & 7)) & mask;
-                if ((long long)value == target)
-                    hits++;
-                if (marking) {
-                    if (value < num_marks) {
-                        newly += !mark[value];
-                        mark[value] = 1;
-                    } else if ((int64_t)value > bad_packed) {
-                        bad_packed = (int64_t)value;
-                    }
-                }
-            }
+/* Each value of the run to STATEMENT. Its bits lie within the run's need bytes: all but the
+ * last few values load 8 bytes at once, those the bytes left. */
+#define EACH_PACKED(STATEMENT)                                                                \
+    for (uint64_t i = 0; i < taken; i++) {                                                    \
+        uint64_t bit = i * (uint64_t)bit_width, at = bit >> 3, word = 0;                      \
+        if (at + 8 <= need)                                                                   \
+            word = load64(run + at);                                                          \
+        else                                                                                  \
+            memcpy(&word, run + at, need - at);                                               \
+        uint64_t value = (word >> (bit & 7)) & mask;                                          \
+        STATEMENT;                                                                            \
+    }
+#define COUNT(value) (hits += (long long)(value) == target)
+#define MARK(value)                                                                           \
+    if ((value) < num_marks) {                                                                \
+        newly += !mark[value];                                                                \
+        mark[value] = 1;                                                                      \
+    } else if ((int64_t)(value) > bad_packed) {                                               \
+        bad_packed = (int64_t)(value);                                                        \
+    }
+            /* A dictionary's indices are marked, definition levels counted: a loop for each. */
+            if (!marking)
+                EACH_PACKED(COUNT(value))
+            else if (target < 0)
+                EACH_PACKED(MARK(value))
+            else
+                EACH_PACKED(COUNT(value); MARK(value))
+#undef EACH_PACKED
+#undef COUNT
+#undef MARK
             pos += groups * (uint64_t)bit_width;
         } else { /* RLE: one value, repeated */
             taken = groups < remaining ? groups : remaining;
