@@ -248,6 +248,16 @@ class ByteSource:
 
     def read_exact(self, offset: int, length: int) -> bytes:
         """``length`` bytes at ``offset``; a short read raises ``CorruptFileError``."""
+        fd = self._fd
+        if fd is not None and pread is not None:
+            # A local file, read whole at once (the usual case, a page at a time while
+            # hashing): one pread, without read()'s lists; a short one goes the long way.
+            data = pread(fd, length, offset)
+            if len(data) == length:
+                with self._lock:
+                    self.reads += 1
+                    self.bytes_read += length
+                return data
         (data,) = self.read([ByteRange(offset, length)])
         return data
 
