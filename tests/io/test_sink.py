@@ -336,6 +336,38 @@ def test_direct_copies_write_the_sources_own_pages_where_they_line_up(
 
 
 @pytest.mark.usefixtures("small_direct_copies")
+@pytest.mark.parametrize("refusal", ["refused", "smaller"])
+def test_a_pipe_that_cannot_be_sized_leaves_the_copy_to_the_mapping(
+    refusal: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pipe left at its default size (F_SETPIPE_SZ refused, or granted less) would take many
+    # more calls and smaller direct writes than mapping the source: the mapping copies it all.
+    import fcntl
+
+    if sink.splice is None:
+        pytest.skip("no splice(2) on this platform")
+    real_fcntl = fcntl.fcntl
+
+    def limited(fd: int, cmd: int, arg: int = 0) -> Any:
+        if cmd == sink._F_SETPIPE_SZ:
+            if refusal == "refused":
+                raise OSError(errno.EPERM, "Operation not permitted (simulated)")
+            return real_fcntl(fd, cmd, arg // 2)
+        return real_fcntl(fd, cmd, arg)
+
+    monkeypatch.setattr(fcntl, "fcntl", limited)
+    spliced = record_calls(monkeypatch, "_write_spliced")
+    mapped = record_calls(monkeypatch, "_write_mapped_windows")
+    data = random.Random(3).randbytes(20 * sink.DIRECT_COPY_ALIGN + 5)
+    (tmp_path / "src.bin").write_bytes(data)
+    with sink.FileSink(str(tmp_path / "out.bin")) as out:
+        out.copy(ByteSource(str(tmp_path / "src.bin")), 0, len(data), direct=True)
+    assert (tmp_path / "out.bin").read_bytes() == data
+    ((_, _, start, end, _),) = spliced
+    assert mapped == [(mapped[0][0], mapped[0][1], start, end, None)]  # all of it, mapped
+
+
+@pytest.mark.usefixtures("small_direct_copies")
 @pytest.mark.parametrize("way", WAYS, indirect=True)
 @pytest.mark.parametrize("mapped", [True, False])
 def test_a_source_shorter_than_its_copy_is_reported_whichever_way(
