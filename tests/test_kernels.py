@@ -167,6 +167,27 @@ def test_short_byte_arrays_hash_as_xxhash_does(compiled: ModuleType) -> None:
         assert out[:end].tolist() == [xxhash.xxh64_intdigest(v) for v in values[:end]]
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_pages_of_strings_of_every_length_hash_as_xxhash_does(
+    vector_loops: bool, compiled: ModuleType, seed: int
+) -> None:
+    # Short values are hashed eight at a time where the CPU has AVX-512: groups of all-short
+    # values, groups with a long one (one by one), a group whose last value ends less than 16
+    # bytes before the page does (one by one), and the values after the last whole group.
+    rng = np.random.default_rng(seed)
+    lengths = np.where(
+        rng.random(1000) < 0.8, rng.integers(0, 16, 1000), rng.integers(16, 70, 1000)
+    )
+    values = [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in lengths]
+    page = b"".join(len(v).to_bytes(4, "little") + v for v in values)
+    out = np.zeros(len(values), dtype=np.uint64)
+    for count in (len(values), 8, 9, 15, 16, 17, 3, 0):
+        size = sum(4 + len(v) for v in values[:count])
+        data = np.frombuffer(page[:size], np.uint8)
+        assert compiled.xxh64_byte_arrays(data, count, out) == size
+        assert out[:count].tolist() == [xxhash.xxh64_intdigest(v) for v in values[:count]]
+
+
 def test_byte_arrays_need_room_and_a_count(compiled: ModuleType) -> None:
     page = np.frombuffer(b"\xff\xff\xff\xffab", np.uint8)  # a length of 4 GiB - 1
     room = np.zeros(2, dtype=np.uint64)
@@ -197,12 +218,13 @@ def test_rows_of_every_width_hash_as_xxhash_does(compiled: ModuleType) -> None:
             assert out.tolist() == [xxhash.xxh64_intdigest(r.tobytes()) for r in rows], width
 
 
-@pytest.fixture(params=["AVX2", "scalar"])
-def find_loop(request: pytest.FixtureRequest, compiled: ModuleType) -> Iterator[bool]:
-    """find with its AVX2 loop (where the CPU has AVX2; the scalar loop elsewhere), then with
-    the scalar one; yields whether the AVX2 loop is on."""
-    used = compiled.set_vector_path(request.param == "AVX2")
-    assert used <= (request.param == "AVX2")  # never on when asked to be off
+@pytest.fixture(params=["vector", "scalar"])
+def vector_loops(request: pytest.FixtureRequest, compiled: ModuleType) -> Iterator[bool]:
+    """The kernels with their vector loops (find and insert with AVX2, short strings' hashes
+    with AVX-512, where the CPU has them; the scalar loops elsewhere), then with the scalar
+    ones; yields whether the AVX2 loops are on."""
+    used = compiled.set_vector_path(request.param == "vector")
+    assert used <= (request.param == "vector")  # never on when asked to be off
     try:
         yield used
     finally:
@@ -240,7 +262,7 @@ EDGE_HASHES = np.array([0, 1, 2**32 - 1, 2**32, 2**63, 2**64 - 2**32, 2**64 - 1]
 @pytest.mark.parametrize("num_bytes", [32, 64, 1024, 1 << 20])
 @pytest.mark.parametrize("fill", [0, 1, 8, 64])
 def test_find_matches_the_reference(
-    find_loop: bool, compiled: ModuleType, num_bytes: int, fill: int
+    vector_loops: bool, compiled: ModuleType, num_bytes: int, fill: int
 ) -> None:
     # Filters from empty to saturated (fill: hashes inserted a block), probes spread over every
     # block plus the edges of the block index and the key; one byte out a probe, 1 or 0.
@@ -260,7 +282,7 @@ def test_find_matches_the_reference(
 
 @pytest.mark.parametrize("num_bytes", [32, 64, 1024, 1 << 20])
 def test_insert_matches_the_reference(
-    find_loop: bool, compiled: ModuleType, num_bytes: int
+    vector_loops: bool, compiled: ModuleType, num_bytes: int
 ) -> None:
     # Each loop (AVX2 where the CPU has it, scalar): the reference's bits, from an empty filter
     # to a saturated one, the edges of the block index and the key included.
@@ -277,7 +299,7 @@ def test_insert_matches_the_reference(
 
 
 def test_find_agrees_with_numpy_on_the_largest_filter(
-    find_loop: bool, compiled: ModuleType, monkeypatch: pytest.MonkeyPatch
+    vector_loops: bool, compiled: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # 128 MiB, 4 Mi blocks: block indexes up to the last block, offsets up to the last byte.
     f = pb.SplitBlockBloomFilter(128 << 20)  # the largest any reader takes
@@ -299,7 +321,7 @@ def test_find_agrees_with_numpy_on_the_largest_filter(
     assert out[:50].tolist() == [f.find_hash(h) for h in probes[:50].tolist()]
 
 
-def test_find_of_no_hashes(find_loop: bool, compiled: ModuleType) -> None:
+def test_find_of_no_hashes(vector_loops: bool, compiled: ModuleType) -> None:
     words = np.full((1, 8), 0xFFFFFFFF, dtype=np.uint32)
     compiled.find(words, np.empty(0, dtype=np.uint64), np.empty(0, dtype=bool))
     compiled.find(words, b"", bytearray())

@@ -1,6 +1,6 @@
-/* Optional compiled kernels: XXH64 of many values, where the PLAIN strings of a page lie, which
- * values an RLE / bit-packed stream holds, and inserts into and probes of a split-block Bloom
- * filter.
+/* Optional compiled kernels: XXH64 of many values (the PLAIN strings of a page where they lie),
+ * which values an RLE / bit-packed stream holds, and inserts into and probes of a split-block
+ * Bloom filter.
  *
  * The Python code in _xxh64.py, _pages.py and _sbbf.py is the reference and the fallback; these
  * loops do the same work in one pass per value instead of one numpy pass per step (or, for the
@@ -15,6 +15,20 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+/* On x86-64 with GCC or Clang, some loops have vector versions (AVX2, AVX-512), used where the
+ * CPU has the instructions (checked when the module loads) and set_vector_path leaves them on. */
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_VECTOR_PATHS 1
+#include <immintrin.h>
+#else
+#define HAVE_VECTOR_PATHS 0
+#endif
+/* Whether the CPU has AVX2 (find, insert) and AVX-512 F and DQ (short strings' hashes), and
+ * whether they are used (set_vector_path turns them off, so that the tests reach the scalar
+ * loops too). */
+static int avx2_available = 0, avx2_used = 0;
+static int avx512_available = 0, avx512_used = 0;
 
 /* XXH64 (https://github.com/Cyan4973/xxHash/blob/dev/doc/xxhash_spec.md), seed 0: the hash of
  * docs/format-notes.md#the-hash. */
@@ -214,6 +228,101 @@ static ALWAYS_INLINE uint64_t xxh64_short(const uint8_t *p, size_t length) {
     return xxh_avalanche(h);
 }
 
+/* The hash of a value of a page: xxh64_short where the value is short and a byte follows it in
+ * the page (value_end < size), xxh64 otherwise. */
+static ALWAYS_INLINE uint64_t xxh64_value(const uint8_t *value, uint32_t length,
+                                          Py_ssize_t value_end, Py_ssize_t size) {
+    return length < 16 && value_end < size ? xxh64_short(value, length) : xxh64(value, length);
+}
+
+#if HAVE_VECTOR_PATHS
+#define TARGET_AVX512 __attribute__((target("avx512f,avx512dq")))
+
+TARGET_AVX512 static inline __m512i mul_avx512(__m512i a, uint64_t c) {
+    return _mm512_mullo_epi64(a, _mm512_set1_epi64((long long)c));
+}
+
+/* xxh64_short of eight values at once, a 64-bit lane each: each value under 16 bytes, with 16
+ * bytes readable from its start. Its first 16 bytes are two gathered words; each of xxh64's
+ * steps is computed in every lane and kept in those whose value has the bytes for it (the
+ * 8-byte step where the length has bit 3, the 4-byte step where it has bit 2, the k-th one-byte
+ * step where its last two bits exceed k). 2.6 ns a value against 5.2 (docs/performance.md). */
+TARGET_AVX512 static void xxh64_short8_avx512(const uint8_t *bytes, const int64_t *starts,
+                                              const int64_t *lengths, uint8_t *out) {
+    const __m512i start = _mm512_loadu_si512(starts), length = _mm512_loadu_si512(lengths);
+    const __m512i first = _mm512_i64gather_epi64(start, (const void *)bytes, 1);
+    const __m512i second =
+        _mm512_i64gather_epi64(_mm512_add_epi64(start, _mm512_set1_epi64(8)), bytes, 1);
+    __m512i h = _mm512_add_epi64(_mm512_set1_epi64((long long)P5), length), step;
+    const __mmask8 has8 = _mm512_test_epi64_mask(length, _mm512_set1_epi64(8));
+    step = mul_avx512(_mm512_rol_epi64(mul_avx512(first, P2), 31), P1);
+    step = _mm512_add_epi64(mul_avx512(_mm512_rol_epi64(_mm512_xor_si512(h, step), 27), P1),
+                            _mm512_set1_epi64((long long)P4));
+    h = _mm512_mask_blend_epi64(has8, h, step);
+    /* The rest of the value lies in the word after the 8-byte step, if there was one. */
+    const __m512i rest = _mm512_mask_blend_epi64(has8, first, second);
+    const __mmask8 has4 = _mm512_test_epi64_mask(length, _mm512_set1_epi64(4));
+    step = mul_avx512(_mm512_and_si512(rest, _mm512_set1_epi64(0xFFFFFFFFLL)), P1);
+    step = _mm512_add_epi64(mul_avx512(_mm512_rol_epi64(_mm512_xor_si512(h, step), 23), P2),
+                            _mm512_set1_epi64((long long)P3));
+    h = _mm512_mask_blend_epi64(has4, h, step);
+    /* The last bytes: after the 4-byte step, if there was one. */
+    const __m512i tail = _mm512_srlv_epi64(
+        rest, _mm512_slli_epi64(_mm512_and_si512(length, _mm512_set1_epi64(4)), 3));
+    const __m512i left = _mm512_and_si512(length, _mm512_set1_epi64(3));
+    for (int k = 0; k < 3; k++) {
+        __m512i byte = _mm512_and_si512(_mm512_srli_epi64(tail, 8 * k), _mm512_set1_epi64(0xFF));
+        step = mul_avx512(_mm512_rol_epi64(_mm512_xor_si512(h, mul_avx512(byte, P5)), 11), P1);
+        h = _mm512_mask_blend_epi64(_mm512_cmpgt_epu64_mask(left, _mm512_set1_epi64(k)), h, step);
+    }
+    h = mul_avx512(_mm512_xor_si512(h, _mm512_srli_epi64(h, 33)), P2);
+    h = mul_avx512(_mm512_xor_si512(h, _mm512_srli_epi64(h, 29)), P3);
+    _mm512_storeu_si512(out, _mm512_xor_si512(h, _mm512_srli_epi64(h, 32)));
+}
+
+/* xxh64_byte_arrays' walk eight values at a time, each group hashed by xxh64_short8_avx512
+ * where its values are all short and 16 bytes are readable from the last one's start (else one
+ * by one). Stops before a group in which a value runs past the end (the scalar walk reports
+ * it); returns the values done, *position the bytes they took. */
+TARGET_AVX512 static Py_ssize_t byte_arrays_avx512(const uint8_t *bytes, Py_ssize_t size,
+                                                   Py_ssize_t count, uint8_t *hashes,
+                                                   Py_ssize_t *position) {
+    int64_t starts[8], lengths[8];
+    Py_ssize_t done = 0, at = *position;
+    while (count - done >= 8) {
+        Py_ssize_t walk = at;
+        int all_short = 1, k;
+        for (k = 0; k < 8; k++) {
+            if (size - walk < 4)
+                break;
+            uint32_t length = load32(bytes + walk);
+            walk += 4;
+            if ((uint64_t)length > (uint64_t)(size - walk))
+                break;
+            starts[k] = (int64_t)walk;
+            lengths[k] = (int64_t)length;
+            all_short &= length < 16;
+            walk += (Py_ssize_t)length;
+        }
+        if (k < 8)
+            break;
+        if (all_short && size - (Py_ssize_t)starts[7] >= 16) {
+            xxh64_short8_avx512(bytes, starts, lengths, hashes + 8 * done);
+        } else {
+            for (k = 0; k < 8; k++) {
+                uint64_t h = xxh64_value(bytes + starts[k], (uint32_t)lengths[k],
+                                         (Py_ssize_t)(starts[k] + lengths[k]), size);
+                memcpy(hashes + 8 * (done + k), &h, 8);
+            }
+        }
+        done += 8;
+        at = walk;
+    }
+    *position = at;
+    return done;
+}
+#endif
+
 /* xxh64_byte_arrays(data, count, out) -> bytes used: out[i] = XXH64 of the i-th of the `count`
  * PLAIN BYTE_ARRAY values at the start of data (Encodings.md, "Plain": a 4-byte little-endian
  * length, then that many bytes), hashed where they lie as the walk finds them. */
@@ -229,9 +338,13 @@ static PyObject *xxh64_byte_arrays(PyObject *module, PyObject *args) {
     } else {
         const uint8_t *bytes = (const uint8_t *)data.buf;
         uint8_t *hashes = (uint8_t *)out.buf; /* any alignment: memcpy */
-        Py_ssize_t size = data.len, position = 0, bad = -1;
+        Py_ssize_t size = data.len, position = 0, bad = -1, i = 0;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < count; i++) {
+#if HAVE_VECTOR_PATHS
+        if (avx512_used)
+            i = byte_arrays_avx512(bytes, size, count, hashes, &position);
+#endif
+        for (; i < count; i++) {
             if (size - position < 4) {
                 bad = i;
                 break;
@@ -244,9 +357,7 @@ static PyObject *xxh64_byte_arrays(PyObject *module, PyObject *args) {
             }
             const uint8_t *value = bytes + position;
             position += (Py_ssize_t)length;
-            /* xxh64_short reads one byte past the value: only where the buffer has it. */
-            uint64_t h = length < 16 && position < size ? xxh64_short(value, length)
-                                                        : xxh64(value, length);
+            uint64_t h = xxh64_value(value, length, position, size);
             memcpy(hashes + 8 * i, &h, 8);
         }
         Py_END_ALLOW_THREADS
@@ -475,9 +586,7 @@ static void find_scalar(const uint32_t *filter, uint64_t z, const uint8_t *h, ui
  * eight lanes' bits in one multiply and two shifts, tested against the block in one
  * instruction, where the scalar probe takes eight of each. Probing a filter that fits in the
  * caches is bound by those instructions, not by memory: 3x faster (docs/performance.md). */
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
-#define HAVE_AVX2_PATH 1
-#include <immintrin.h>
+#if HAVE_VECTOR_PATHS
 
 /* The bits hash x sets in its block, as eight 32-bit lanes: each lane's salt times the low
  * half, its top five bits naming the bit. */
@@ -502,14 +611,7 @@ __attribute__((target("avx2"))) static void find_avx2(const uint32_t *filter, ui
                                                       Py_ssize_t count) {
     FIND_LOOP(find_one_avx2)
 }
-#else
-#define HAVE_AVX2_PATH 0
 #endif
-
-/* Whether the CPU has AVX2, and whether find and insert use it (set_vector_path turns it off,
- * so that the tests reach the scalar loops too). */
-static int avx2_available = 0;
-static int avx2_used = 0;
 
 /* The insert loop: SET(hash i) sets its bits. */
 #define INSERT_LOOP(SET) EACH_HASH(PREFETCH_FOR_WRITE, SET(filter, z, load64(h + 8 * i)))
@@ -525,7 +627,7 @@ static void insert_scalar(uint32_t *filter, uint64_t z, const uint8_t *h, Py_ssi
     INSERT_LOOP(insert_one)
 }
 
-#if HAVE_AVX2_PATH
+#if HAVE_VECTOR_PATHS
 /* The hash's bits OR-ed into its block in one load and one store. */
 __attribute__((target("avx2"))) static inline void insert_one_avx2(uint32_t *filter, uint64_t z,
                                                                    uint64_t x) {
@@ -571,7 +673,7 @@ static PyObject *insert(PyObject *module, PyObject *args) {
         Py_ssize_t count = hashes.len / 8;
         int vector = avx2_used;
         Py_BEGIN_ALLOW_THREADS
-#if HAVE_AVX2_PATH
+#if HAVE_VECTOR_PATHS
         if (vector)
             insert_avx2(filter, z, h, count);
         else
@@ -608,7 +710,7 @@ static PyObject *find(PyObject *module, PyObject *args) {
         Py_ssize_t count = hashes.len / 8;
         int vector = avx2_used;
         Py_BEGIN_ALLOW_THREADS
-#if HAVE_AVX2_PATH
+#if HAVE_VECTOR_PATHS
         if (vector)
             find_avx2(filter, z, h, found, count);
         else
@@ -631,6 +733,7 @@ static PyObject *set_vector_path(PyObject *module, PyObject *arg) {
     if (use < 0)
         return NULL;
     avx2_used = use && avx2_available;
+    avx512_used = use && avx512_available;
     return PyBool_FromLong(avx2_used);
 }
 
@@ -815,10 +918,13 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__kernels(void) {
-#if HAVE_AVX2_PATH
+#if HAVE_VECTOR_PATHS
     __builtin_cpu_init();
     avx2_available = __builtin_cpu_supports("avx2") != 0;
+    avx512_available =
+        __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512dq") != 0;
 #endif
     avx2_used = avx2_available;
+    avx512_used = avx512_available;
     return PyModule_Create(&module);
 }

@@ -5,9 +5,10 @@ The numpy code in :mod:`parquet_bloom._xxh64`, :mod:`parquet_bloom._pages` and
 does, and every test runs on it. Where the package was installed with a C compiler at hand, it
 also carries ``_kernels``, a small C extension (``_kernels.c``) with the loops that dominate
 building and probing filters: XXH64 of fixed-width rows, of byte spans and of the PLAIN strings
-of a page where they lie, setting a hash's eight bits in its block, and testing them
-(with AVX2 where the CPU has it). They do in one pass per value what numpy does in a dozen
-passes per step (or Python in a loop), and they release the GIL, so the threads that build or
+of a page where they lie (short ones eight at a time with AVX-512), setting a hash's eight bits
+in its block, and testing them (with AVX2), where the CPU has those instructions. They do in
+one pass per value what numpy does in a dozen passes per step (or Python in a loop), and they
+release the GIL, so the threads that build or
 probe filters run in parallel (the pattern of msgpack's ``_cmsgpack`` and pyiceberg's Cython
 decoder, each with a pure-Python fallback).
 
