@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -33,6 +34,7 @@ from parquet_bloom._tables.delta_snapshot import (
     DeltaFile,
     deletion_vectors,
     file_location,
+    is_local,
     load_table,
     relative_path,
     snapshot_files,
@@ -237,8 +239,7 @@ def commit_rewrite(
             report.failed.append((job.key, outcome.error or "failed"))
             doomed.append(job)
     written = [results[j.key] for j in plan.jobs if j.key in results and results[j.key].ok]
-    store = DeltaStorageHandler(plan.table_uri, options)
-    infos = _file_infos(store, [_path(o.job.new_key) for o in written])
+    infos = _file_infos(plan, options, [_path(o.job.new_key) for o in written])
     pending = []
     for outcome in written:
         size, mtime = infos.get(_path(outcome.job.new_key), (None, None))
@@ -312,11 +313,25 @@ def _path(key: str) -> str:
     return unquote(key)
 
 
-def _file_infos(store: DeltaStorageHandler, paths: list[str]) -> dict[str, tuple[int, int | None]]:
-    """Size and modification time (ms, None if not known) of each path that exists."""
+def _file_infos(
+    plan: DeltaRewritePlan, options: dict[str, str] | None, paths: list[str]
+) -> dict[str, tuple[int, int | None]]:
+    """Size and modification time (ms, None if not known) of each path (under the table's root)
+    that exists: on local disk by stat (deltalake's storage handler took 85 us a file, a
+    sixth of the commit of 200 files), in a store through that handler."""
     import pyarrow.fs as pafs
 
     found: dict[str, tuple[int, int | None]] = {}
+    if is_local(plan.table):
+        for path in paths:
+            try:
+                info = os.stat(file_location(plan.table, path))
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                found[path] = (info.st_size, info.st_mtime_ns // 1_000_000)
+        return found
+    store = DeltaStorageHandler(plan.table_uri, options)
     for path, info in zip(paths, store.get_file_info(paths) if paths else [], strict=True):
         if info.type == pafs.FileType.File:
             mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else None
