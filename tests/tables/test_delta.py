@@ -524,6 +524,55 @@ def test_a_commit_given_up_leaves_no_new_file(plain: Path) -> None:
     assert "nothing committed" in str(report) and "6 to retry" in str(report)
 
 
+@pytest.mark.parametrize("other_commit_first", [False, True])
+def test_a_commit_whose_answer_is_lost_is_found_in_the_log(
+    plain: Path, other_commit_first: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The commit is written, then its answer lost (an error that is no conflict): the log says
+    # whether it is there. Right after the plan's version (read first), or later, after
+    # another writer's commit (the log searched from the latest version down).
+    from parquet_bloom._tables import delta_rewrite
+
+    plan = pbd.plan_rewrite(str(plain), columns=["id"])
+    outcomes = [pbd.run_job(job, plan.options) for job in plan.jobs]
+    if other_commit_first:
+        tables.write(str(plain), tables.rows(9000, 100), filters=False)
+    real_commit = delta_rewrite._commit
+
+    def committed_then_lost(*args: Any) -> None:
+        real_commit(*args)
+        raise OSError("connection reset after the commit was written (simulated)")
+
+    monkeypatch.setattr(delta_rewrite, "_commit", committed_then_lost)
+    report = pbd.commit_rewrite(plan, outcomes)
+    expected = plan.version + (2 if other_commit_first else 1)
+    assert report.version == expected == DeltaTable(str(plain)).version()
+    assert {o.job.key for o in report.rewritten} == {j.key for j in plan.jobs}
+    assert all((plain / o.job.new_key).exists() for o in outcomes)
+
+
+def test_a_commit_that_fails_unwritten_raises_and_leaves_no_new_file(
+    plain: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An error that is no conflict, and the log has no commit of ours: the error is raised,
+    # after the new files are deleted; the table is as it was.
+    from parquet_bloom._tables import delta_rewrite
+
+    plan = pbd.plan_rewrite(str(plain), columns=["id"])
+    outcomes = [pbd.run_job(job, plan.options) for job in plan.jobs]
+    expected = _scan(plain)
+
+    def refused(*args: Any) -> None:
+        raise OSError("the store refused the commit (simulated)")
+
+    monkeypatch.setattr(delta_rewrite, "_commit", refused)
+    with pytest.raises(OSError, match="refused the commit"):
+        pbd.commit_rewrite(plan, outcomes)
+    assert DeltaTable(str(plain)).version() == plan.version
+    assert not [k for k in _data_files(plain) if TAG in k]
+    assert _scan(plain).equals(expected)
+
+
 # -- the file rewrite's refusal on a table's data file ----------------------------------------
 
 

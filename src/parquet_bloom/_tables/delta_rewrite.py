@@ -209,6 +209,7 @@ def commit_rewrite(
     storage_options: Mapping[str, str] | None = None,
     file_storage_options: Mapping[str, Any] | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    snapshot: DeltaTable | None = None,
 ) -> TableRewriteReport:
     """Commit the files the jobs wrote: one commit that removes each old file and adds its new
     one (``dataChange=false``, the old file's partition values and statistics, the new file's
@@ -221,7 +222,9 @@ def commit_rewrite(
     deleted (``to_retry``), up to ``max_attempts`` commits in all; then every new file is
     deleted. ``storage_options`` are deltalake's, for the log; ``file_storage_options``
     fsspec's, for deleting new files (default: :func:`file_storage_options` of
-    ``storage_options``). The old files stay, for the table's vacuum to remove."""
+    ``storage_options``). ``snapshot``: the table as the plan read it, if still at hand (else it
+    is loaded again, at the plan's version). The old files stay, for the table's vacuum to
+    remove."""
     if not isinstance(max_attempts, int) or max_attempts < 1:
         raise ValueError(f"max_attempts must be a positive integer, not {max_attempts!r}")
     report = TableRewriteReport(table=plan.table, format="delta", refused=list(plan.refused))
@@ -254,7 +257,9 @@ def commit_rewrite(
     report.leftovers += _delete(doomed, file_storage_options)
     token = uuid.uuid4().hex
     table: DeltaTable | None = None
-    if pending:
+    if pending and snapshot is not None and snapshot.version() == plan.version:
+        table = snapshot
+    elif pending:
         try:
             table = DeltaTable(plan.table_uri, plan.version, options)
         except Exception:  # the plan's version is gone: the latest, below
@@ -414,18 +419,39 @@ def _commit(
 
 def _find_commit(plan: DeltaRewritePlan, options: dict[str, str] | None, token: str) -> int | None:
     """The version of the commit tagged ``token``, or None if the table has none: the commits
-    since the plan's version, read from the log. (Not ``DeltaTable.history``, which reads up to
-    its limit of commits; and each commit's size is looked up first, because deltalake 1.6.6
-    holds the GIL while its storage handler looks a size up itself, or lists the log for
-    ``history``: a store served from this process, as in the tests, would never answer.)"""
+    since the plan's version, read from the log. The one right after the plan's version is
+    read first: a commit that met no other is there, and then the table is not loaded to learn
+    its latest version. (Not ``DeltaTable.history``, which reads up to its limit of commits.)"""
+    found = _tagged_version(plan, options, [plan.version + 1], token)
+    if found is not None:
+        return found
     latest = DeltaTable(plan.table_uri, storage_options=options).version()
-    paths = [f"_delta_log/{v:020d}.json" for v in range(latest, plan.version, -1)]
+    return _tagged_version(plan, options, list(range(latest, plan.version + 1, -1)), token)
+
+
+def _tagged_version(
+    plan: DeltaRewritePlan, options: dict[str, str] | None, versions: list[int], token: str
+) -> int | None:
+    """The first of ``versions`` whose commit is tagged ``token``, None if none is (a version
+    the log does not have is passed over). Each commit's size is looked up first, because
+    deltalake 1.6.6 holds the GIL while its storage handler looks a size up itself, or lists
+    the log for ``history``: a store served from this process, as in the tests, would never
+    answer."""
+    import pyarrow.fs as pafs
+
+    paths = [f"_delta_log/{v:020d}.json" for v in versions]
     if not paths:
         return None
     store = DeltaStorageHandler(plan.table_uri, options)
-    sizes = {p: int(i.size) for p, i in zip(paths, store.get_file_info(paths), strict=True)}
+    sizes = {
+        p: int(i.size)
+        for p, i in zip(paths, store.get_file_info(paths), strict=True)
+        if i.type == pafs.FileType.File
+    }
     store = DeltaStorageHandler(plan.table_uri, options, sizes)
-    for version, path in zip(range(latest, plan.version, -1), paths, strict=True):
+    for version, path in zip(versions, paths, strict=True):
+        if path not in sizes:
+            continue
         data = store.open_input_file(path).read(sizes[path])
         for line in bytes(data).decode().splitlines():
             info = json.loads(line).get("commitInfo") if line.strip() else None
@@ -458,8 +484,9 @@ def rewrite_bloom_filters(
     :func:`commit_rewrite`. ``storage_options`` are deltalake's, for the log;
     ``file_storage_options`` fsspec's, for the data files (default: derived from
     ``storage_options`` by :func:`parquet_bloom._tables.delta_snapshot.file_storage_options`)."""
+    table = load_table(uri, None, storage_options)
     plan = plan_rewrite(
-        uri,
+        table,
         columns=columns,
         fpp=fpp,
         ndv=ndv,
@@ -467,7 +494,6 @@ def rewrite_bloom_filters(
         flavor=flavor,
         remove=remove,
         files=files,
-        storage_options=storage_options,
     )
     if isinstance(uri, DeltaTable) and storage_options is None:
         storage_options = getattr(uri, "_storage_options", None)  # what it was loaded with
@@ -486,4 +512,5 @@ def rewrite_bloom_filters(
         storage_options=storage_options,
         file_storage_options=file_storage_options,
         max_attempts=max_attempts,
+        snapshot=None if isinstance(uri, DeltaTable) else table,  # (a caller's own: not ours)
     )
