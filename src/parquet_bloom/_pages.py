@@ -10,9 +10,9 @@ reading the chunk with pyarrow, which makes an array of every value (a string ob
 only for us to take it apart again; and no type can be mistaken on the way, because what is
 hashed is what the writer hashed, byte for byte.
 
-Of a dictionary, only the entries some page refers to are hashed: a writer may store entries
-no row uses (Arrow C++ writes a pandas categorical's whole dictionary), and the filter must
-hold the chunk's values, sized for their count. Once every entry is referred to, the
+Of a dictionary, only the hashes of the entries some page refers to are kept: a writer may
+store entries no row uses (Arrow C++ writes a pandas categorical's whole dictionary), and the
+filter must hold the chunk's values, sized for their count. Once every entry is referred to, the
 remaining dictionary-encoded pages cannot add anything and are skipped unread.
 
 Read here (parquet-format ``Encodings.md``): data pages v1 and v2; PLAIN, PLAIN_DICTIONARY /

@@ -331,7 +331,7 @@ def _file_infos(
         for path in paths:
             try:
                 info = os.stat(file_location(plan.table, path))
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):
                 continue
             if stat.S_ISREG(info.st_mode):
                 found[path] = (info.st_size, info.st_mtime_ns // 1_000_000)
