@@ -642,6 +642,29 @@ __attribute__((target("avx2"))) static void insert_avx2(uint32_t *filter, uint64
 }
 #endif
 
+/* KERNEL's AVX2 loop where the CPU has it and set_vector_path left it on, else its scalar
+ * loop, without the GIL. Which one is read before the GIL is let go (set_vector_path changes
+ * it under the GIL). */
+#if HAVE_VECTOR_PATHS
+#define RUN_LOOP(KERNEL, ...)                                                                 \
+    do {                                                                                      \
+        int vector_ = avx2_used;                                                              \
+        Py_BEGIN_ALLOW_THREADS                                                                \
+        if (vector_)                                                                          \
+            KERNEL##_avx2(__VA_ARGS__);                                                       \
+        else                                                                                  \
+            KERNEL##_scalar(__VA_ARGS__);                                                     \
+        Py_END_ALLOW_THREADS                                                                  \
+    } while (0)
+#else
+#define RUN_LOOP(KERNEL, ...)                                                                 \
+    do {                                                                                      \
+        Py_BEGIN_ALLOW_THREADS                                                                \
+        KERNEL##_scalar(__VA_ARGS__);                                                         \
+        Py_END_ALLOW_THREADS                                                                  \
+    } while (0)
+#endif
+
 /* Whether `words` is a filter of whole blocks and `hashes` whole 64-bit hashes; if not, sets a
  * ValueError naming the kernel and returns 0. */
 static int filter_and_hashes_ok(const char *kernel, const Py_buffer *words,
@@ -671,17 +694,7 @@ static PyObject *insert(PyObject *module, PyObject *args) {
         uint32_t *filter = (uint32_t *)words.buf;
         const uint8_t *h = (const uint8_t *)hashes.buf;
         uint64_t z = (uint64_t)(words.len / 32);
-        Py_ssize_t count = hashes.len / 8;
-        int vector = avx2_used;
-        Py_BEGIN_ALLOW_THREADS
-#if HAVE_VECTOR_PATHS
-        if (vector)
-            insert_avx2(filter, z, h, count);
-        else
-#endif
-            insert_scalar(filter, z, h, count);
-        Py_END_ALLOW_THREADS
-        (void)vector;
+        RUN_LOOP(insert, filter, z, h, hashes.len / 8);
         result = Py_NewRef(Py_None);
     }
     PyBuffer_Release(&words);
@@ -708,17 +721,7 @@ static PyObject *find(PyObject *module, PyObject *args) {
         const uint8_t *h = (const uint8_t *)hashes.buf;
         uint8_t *found = (uint8_t *)out.buf;
         uint64_t z = (uint64_t)(words.len / 32);
-        Py_ssize_t count = hashes.len / 8;
-        int vector = avx2_used;
-        Py_BEGIN_ALLOW_THREADS
-#if HAVE_VECTOR_PATHS
-        if (vector)
-            find_avx2(filter, z, h, found, count);
-        else
-#endif
-            find_scalar(filter, z, h, found, count);
-        Py_END_ALLOW_THREADS
-        (void)vector;
+        RUN_LOOP(find, filter, z, h, found, hashes.len / 8);
         result = Py_NewRef(Py_None);
     }
     PyBuffer_Release(&words);
