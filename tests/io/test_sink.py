@@ -314,19 +314,13 @@ def test_direct_copies_write_the_sources_own_pages_where_they_line_up(
     data = random.Random(start).randbytes(20 * sink.DIRECT_COPY_ALIGN + 123)
     src = tmp_path / "src.bin"
     src.write_bytes(data)
-    used: list[str] = []
-    for name in ("_write_spliced", "_write_mapped_windows", "_write_direct_windows"):
-        real = getattr(sink, name)
-
-        def recording(*args: Any, real: Any = real, name: str = name) -> int:
-            used.append(name)
-            return real(*args)  # type: ignore[no-any-return]
-
-        monkeypatch.setattr(sink, name, recording)
+    ways = ("_write_spliced", "_write_mapped_windows", "_write_direct_windows")
+    calls = {name: record_calls(monkeypatch, name) for name in ways}
     with sink.FileSink(str(tmp_path / "out.bin")) as out:
         out.write(b"h" * written)
         out.copy(ByteSource(str(src)), start, len(data), direct=True)
     assert (tmp_path / "out.bin").read_bytes() == b"h" * written + data[start:]
+    used = [name for name in ways for _ in calls[name]]  # (each called at most once, in order)
     if not aligned:
         assert used == ["_write_direct_windows"]
     elif way == "spliced":

@@ -204,9 +204,7 @@ class ByteSource:
                 got = _suffix_read(self._fs, self.name, length)
             if got is not None:
                 data, size = got
-                with self._lock:
-                    self.reads += 1
-                    self.bytes_read += len(data)
+                self._count_read(len(data))
                 self._size = size
                 if len(data) != min(length, size):
                     raise CorruptFileError(
@@ -218,6 +216,13 @@ class ByteSource:
         size = self.size
         n = min(size, length)
         return size - n, self.read_exact(size - n, n)
+
+    def _count_read(self, length: int) -> None:
+        """One read of ``length`` bytes, in ``reads`` and ``bytes_read`` (threads share a
+        source: under its lock)."""
+        with self._lock:
+            self.reads += 1
+            self.bytes_read += length
 
     def read(self, ranges: Sequence[ByteRange]) -> list[bytes]:
         """The bytes of each range, in order; a short read raises ``CorruptFileError``."""
@@ -235,9 +240,7 @@ class ByteSource:
         else:
             datas = [self._read_one(r) for r in ranges]
         for r, data in zip(ranges, datas, strict=True):
-            with self._lock:
-                self.reads += 1
-                self.bytes_read += len(data)
+            self._count_read(len(data))
             if len(data) != r.length:
                 raise CorruptFileError(
                     f"short read: expected {r.length} bytes, got {len(data)}",
@@ -254,9 +257,7 @@ class ByteSource:
             # hashing): one pread, without read()'s lists; a short one goes the long way.
             data = pread(fd, length, offset)
             if len(data) == length:
-                with self._lock:
-                    self.reads += 1
-                    self.bytes_read += length
+                self._count_read(length)
                 return data
         (data,) = self.read([ByteRange(offset, length)])
         return data

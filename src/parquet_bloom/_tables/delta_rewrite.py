@@ -324,8 +324,6 @@ def _file_infos(
     """Size and modification time (ms, None if not known) of each path (under the table's root)
     that exists: on local disk by stat (deltalake's storage handler took 85 us a file, a
     sixth of the commit of 200 files), in a store through that handler."""
-    import pyarrow.fs as pafs
-
     found: dict[str, tuple[int, int | None]] = {}
     if is_local(plan.table):
         for path in paths:
@@ -336,6 +334,8 @@ def _file_infos(
             if stat.S_ISREG(info.st_mode):
                 found[path] = (info.st_size, info.st_mtime_ns // 1_000_000)
         return found
+    import pyarrow.fs as pafs
+
     store = DeltaStorageHandler(plan.table_uri, options)
     for path, info in zip(paths, store.get_file_info(paths) if paths else [], strict=True):
         if info.type == pafs.FileType.File:
