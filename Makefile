@@ -41,7 +41,8 @@ bench: $(STAMP)
 # The compiled kernels built with AddressSanitizer, under the tests that reach them: any read or
 # write outside a buffer fails the run. They are built into a copy of the package in a temporary
 # directory, first on the path, so the environment's own build is left as it is.
-ASAN_TESTS := tests/test_kernels.py tests/test_plain.py tests/test_pages.py tests/test_sbbf.py \
+ASAN_TESTS := tests/test_kernels.py tests/test_snappy.py tests/test_plain.py tests/test_pages.py \
+	tests/test_sbbf.py \
 	tests/test_logical.py tests/rewrite tests/io \
 	tests/hudi/test_murmur.py tests/hudi/test_filter.py tests/hudi/test_codec.py
 asan: $(STAMP)

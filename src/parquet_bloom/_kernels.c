@@ -1,6 +1,6 @@
 /* Optional compiled kernels: XXH64 of many values (the PLAIN strings of a page where they lie),
- * which values an RLE / bit-packed stream holds, and inserts into and probes of a split-block
- * Bloom filter.
+ * which values an RLE / bit-packed stream holds, Snappy pages decompressed, and inserts into
+ * and probes of a split-block Bloom filter.
  *
  * The Python code in _xxh64.py, _pages.py and _sbbf.py is the reference and the fallback; these
  * loops do the same work in one pass per value instead of one numpy pass per step (or, for the
@@ -529,6 +529,157 @@ done:
     return Py_BuildValue("(LLL)", status, a, b);
 }
 
+/* Snappy's raw block format (docs/format-notes.md#snappy), the codec of most Parquet pages:
+ * a varint of the decompressed length, then elements, each a literal (bytes to append) or a
+ * copy (bytes to repeat from earlier in the output). snappy_raw's statuses: */
+#define SNAPPY_OK 0
+#define SNAPPY_TRUNCATED 1  /* an element runs past the end of the input */
+#define SNAPPY_BAD_OFFSET 2 /* a copy from 0 bytes back, or from before the output's start */
+#define SNAPPY_TOO_LONG 3   /* the elements make more bytes than the stated length */
+#define SNAPPY_TOO_SHORT 4  /* ... or fewer */
+/* Where the output buffer has this much room past an element, its bytes are moved 16 or 8 at a
+ * time, writing up to this many bytes past the element's end (which the next elements
+ * overwrite); near the buffer's end, exactly. */
+#define SNAPPY_SLOP 16
+
+/* Append `length` bytes from `distance` back (1 <= distance <= bytes already out), as if one
+ * byte at a time: a copy may overlap itself (distance 1 repeats one byte). With room, 8-byte
+ * words, each read from bytes already written: a distance under 8 is first widened to the
+ * smallest multiple of it that is at least 8 (the bytes repeat with that period too). */
+static inline void snappy_copy(uint8_t *op, size_t distance, size_t length, size_t room) {
+    const uint8_t *src = op - distance;
+    if (room < length + SNAPPY_SLOP) {
+        for (size_t i = 0; i < length; i++)
+            op[i] = src[i];
+        return;
+    }
+    size_t done = 0;
+    if (distance < 8) {
+        for (; done < 8; done++) /* (length may be less: the slop) */
+            op[done] = src[done];
+        size_t period = distance;
+        while (period < 8)
+            period += distance;
+        distance = period;
+    }
+    for (; done < length; done += 8)
+        memcpy(op + done, op + done - distance, 8);
+}
+
+/* Decompress the elements in [ip, end) into out[0:length]; out has `capacity` >= length bytes,
+ * those past `length` free for the slop. */
+static int snappy_raw(const uint8_t *ip, const uint8_t *end, uint8_t *out, size_t length,
+                      size_t capacity) {
+    uint8_t *op = out;
+    const uint8_t *stop = out + length;
+    while (ip < end) {
+        uint32_t tag = *ip++;
+        size_t size, distance;
+        switch (tag & 3) {
+        case 0: /* literal: 1 + (tag >> 2) bytes, or past 60, a length in the next 1-4 bytes */
+            size = (tag >> 2) + 1;
+            if (size > 60) {
+                size_t extra = size - 60;
+                if ((size_t)(end - ip) < extra)
+                    return SNAPPY_TRUNCATED;
+                uint32_t value = 0;
+                memcpy(&value, ip, extra); /* little-endian, as the machine */
+                size = (size_t)value + 1;
+                ip += extra;
+            }
+            if ((size_t)(end - ip) < size)
+                return SNAPPY_TRUNCATED;
+            if ((size_t)(stop - op) < size)
+                return SNAPPY_TOO_LONG;
+            if (size <= 16 && end - ip >= 16 && capacity - (size_t)(op - out) >= SNAPPY_SLOP)
+                memcpy(op, ip, 16);
+            else
+                memcpy(op, ip, size);
+            op += size;
+            ip += size;
+            continue;
+        case 1: /* copy: 4-11 bytes, an 11-bit distance (3 bits in the tag) */
+            if (ip >= end)
+                return SNAPPY_TRUNCATED;
+            size = 4 + ((tag >> 2) & 7);
+            distance = ((size_t)(tag >> 5) << 8) | *ip++;
+            break;
+        case 2: /* copy: 1-64 bytes, a 16-bit distance */
+            if (end - ip < 2)
+                return SNAPPY_TRUNCATED;
+            size = 1 + (tag >> 2);
+            distance = (size_t)ip[0] | ((size_t)ip[1] << 8);
+            ip += 2;
+            break;
+        default: /* copy: 1-64 bytes, a 32-bit distance */
+            if (end - ip < 4)
+                return SNAPPY_TRUNCATED;
+            size = 1 + (tag >> 2);
+            distance = load32(ip);
+            ip += 4;
+            break;
+        }
+        if (distance == 0 || distance > (size_t)(op - out))
+            return SNAPPY_BAD_OFFSET;
+        if ((size_t)(stop - op) < size)
+            return SNAPPY_TOO_LONG;
+        snappy_copy(op, distance, size, capacity - (size_t)(op - out));
+        op += size;
+    }
+    return op == stop ? SNAPPY_OK : SNAPPY_TOO_SHORT;
+}
+
+/* snappy_decompress(data, out, length) -> None: decompress the raw Snappy block `data`, which
+ * must say it holds `length` bytes, into out[0:length] (the rest of out, if any, is scratch).
+ * Raises ValueError, before writing, for a stated length other than `length` or an `out`
+ * shorter; and for elements that do not decode to exactly that many bytes (out may then be
+ * partly written). */
+static PyObject *snappy_decompress(PyObject *module, PyObject *args) {
+    Py_buffer data, out;
+    Py_ssize_t length;
+    if (!PyArg_ParseTuple(args, "y*w*n:snappy_decompress", &data, &out, &length))
+        return NULL;
+    const uint8_t *ip = (const uint8_t *)data.buf, *end = ip + data.len;
+    uint64_t stated = 0;
+    int shift = 0, status = -1;
+    while (ip < end && shift <= 28) { /* a varint of at most 5 bytes (32 bits) */
+        uint8_t byte = *ip++;
+        stated |= (uint64_t)(byte & 0x7F) << shift;
+        shift += 7;
+        if (byte < 0x80) {
+            status = SNAPPY_OK;
+            break;
+        }
+    }
+    if (status != SNAPPY_OK) {
+        PyErr_SetString(PyExc_ValueError, "snappy_decompress: no length at the start");
+    } else if (length < 0 || stated != (uint64_t)length || out.len < length) {
+        PyErr_Format(PyExc_ValueError,
+                     "snappy_decompress: the data holds %llu bytes; %zd expected, %zd of room",
+                     (unsigned long long)stated, length, out.len);
+        status = -1;
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        status = snappy_raw(ip, end, (uint8_t *)out.buf, (size_t)length, (size_t)out.len);
+        Py_END_ALLOW_THREADS
+        if (status != SNAPPY_OK) {
+            static const char *const why[] = {
+                "",
+                "an element runs past the end of the data",
+                "a copy from before the start of the output",
+                "the elements make more bytes than stated",
+                "the elements make fewer bytes than stated",
+            };
+            PyErr_Format(PyExc_ValueError, "snappy_decompress: %s", why[status]);
+        }
+    }
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&out);
+    if (status != SNAPPY_OK)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* docs/format-notes.md#sbbf-layout: the eight salts, one per 32-bit word of a block. */
 static const uint32_t SALT[8] = {0x47b6137bU, 0x44974d91U, 0x8824ad5bU, 0xa2b7289dU,
                                  0x705495c7U, 0x2df1424bU, 0x9efc4947U, 0x5c6bfb31U};
@@ -903,6 +1054,8 @@ static PyMethodDef methods[] = {
      "xxh64_byte_arrays(data, count, out): XXH64 of count PLAIN BYTE_ARRAY values."},
     {"rle_scan", rle_scan, METH_VARARGS,
      "rle_scan(data, bit_width, count, marks, target): mark and count an RLE/bit-packed stream."},
+    {"snappy_decompress", snappy_decompress, METH_VARARGS,
+     "snappy_decompress(data, out, length): decompress a raw Snappy block into out[:length]."},
     {"insert", insert, METH_VARARGS,
      "insert(words, hashes): insert 64-bit hashes into a split-block Bloom filter's words."},
     {"find", find, METH_VARARGS,

@@ -17,9 +17,10 @@ remaining dictionary-encoded pages cannot add anything and are skipped unread.
 
 Read here (parquet-format ``Encodings.md``): data pages v1 and v2; PLAIN, PLAIN_DICTIONARY /
 RLE_DICTIONARY and BYTE_STREAM_SPLIT values; RLE levels; every codec pyarrow has except the
-ambiguous LZ4 (Hadoop-framed or raw). Anything else (the DELTA_* encodings, BIT_PACKED levels,
-a new page type, or, on numpy alone, BYTE_ARRAY pages holding many values of varying lengths,
-which only a value-by-value loop could split there) raises :class:`NeedsArrow`: the caller
+ambiguous LZ4 (Hadoop-framed or raw), Snappy by the compiled kernel where it is built. Anything
+else (the DELTA_* encodings, BIT_PACKED levels, a new page type, or, on numpy alone, BYTE_ARRAY
+pages holding many values of varying lengths, which only a value-by-value loop could split
+there) raises :class:`NeedsArrow`: the caller
 reads that chunk with pyarrow instead. So do pages whose values leave bytes over, or whose
 bit-packed runs are cut short: damage that would misread values, or a writer's quirk that
 pyarrow reads, and pyarrow tells which. Bytes that cannot be what they claim raise
@@ -89,6 +90,9 @@ MAX_LOOPED_VALUES = 64 * 1024
 # with a hash: nulls have none), at most this many at first (a corrupt footer cannot make us
 # reserve an absurd amount), grown if the footer was wrong.
 _INITIAL_HASHES = 1 << 26
+# Bytes past a page's end that the compiled Snappy kernel may write in its page buffer (its
+# SNAPPY_SLOP): with them it moves bytes 8 or 16 at a time up to the page's very end.
+SNAPPY_SLOP = 16
 
 _U32 = struct.Struct("<I")
 
@@ -204,7 +208,12 @@ class _ChunkScan:
             else _WIDTHS.get(leaf.physical_type, leaf.type_length)
         )
         codec_name = _CODECS[meta.codec]
-        if codec_name is None:
+        # Snappy pages are decompressed by the compiled kernel where there is one, into one
+        # buffer reused page after page (each page is done with before the next is read);
+        # every other codec, and Snappy on numpy alone, by pyarrow.
+        self.snappy = meta.codec == fmt.CompressionCodec.SNAPPY and kernels.compiled is not None
+        self._page_buffer = np.empty(0, dtype=np.uint8)
+        if codec_name is None or self.snappy:
             self.codec = None
         else:
             import pyarrow as pa
@@ -499,10 +508,12 @@ class _ChunkScan:
     # -- results and errors ---------------------------------------------------------------
 
     def _decompress(self, body: bytes, size: int) -> np.ndarray:
-        if self.codec is None:
+        if self.codec is None and not self.snappy:
             return np.frombuffer(body, dtype=np.uint8)
         if size < 0:
             raise self._corrupt(f"a page that decompresses to {size} bytes")
+        if self.codec is None:
+            return self._unsnappy(body, size)
         import pyarrow as pa
 
         try:
@@ -510,6 +521,20 @@ class _ChunkScan:
         except (pa.ArrowException, OSError, ValueError) as err:
             raise self._corrupt(f"cannot decompress a page: {err}") from err
         return np.frombuffer(out, dtype=np.uint8)
+
+    def _unsnappy(self, body: bytes, size: int) -> np.ndarray:
+        """The page's ``size`` bytes, decompressed by the compiled kernel into the scan's page
+        buffer (valid until the next page), which has room for the kernel's slop."""
+        compiled = kernels.compiled
+        assert compiled is not None
+        if self._page_buffer.size < size + SNAPPY_SLOP:
+            self._page_buffer = np.empty(size + SNAPPY_SLOP, dtype=np.uint8)
+        try:
+            compiled.snappy_decompress(body, self._page_buffer, size)
+        except ValueError as err:
+            reason = str(err).removeprefix("snappy_decompress: ")
+            raise self._corrupt(f"cannot decompress a page: {reason}") from None
+        return self._page_buffer[:size]
 
     def _corrupt(self, reason: str) -> CorruptFileError:
         return CorruptFileError(reason, offset=self.page_offset)

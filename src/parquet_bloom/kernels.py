@@ -6,7 +6,9 @@ does, and every test runs on it. Where the package was installed with a C compil
 also carries ``_kernels``, a small C extension (``_kernels.c``) with the loops that dominate
 building and probing filters: XXH64 of fixed-width rows, of byte spans and of the PLAIN strings
 of a page where they lie (short ones eight at a time with AVX-512), setting a hash's eight bits
-in its block, and testing them (with AVX2), where the CPU has those instructions. They do in
+in its block, and testing them (with AVX2), where the CPU has those instructions; and the
+decompression of Snappy pages (docs/format-notes.md#snappy) into one reused buffer, where numpy
+alone has pyarrow decompress each into a new one. They do in
 one pass per value what numpy does in a dozen passes per step (or Python in a loop), and they
 release the GIL, so the threads that build or
 probe filters run in parallel (the pattern of msgpack's ``_cmsgpack`` and pyiceberg's Cython
@@ -71,6 +73,12 @@ class Kernels(Protocol):
         ``marks[v] = 1`` for each value ``v`` (unless ``marks`` is empty) and the count of
         values equal to ``target``. Returns ``(0, newly marked, count)``, or a nonzero status
         for a stream that does not parse or a value outside ``marks`` (see ``_kernels.c``)."""
+
+    def snappy_decompress(self, data: Buffer, out: Buffer, length: int, /) -> None:
+        """Decompress the raw Snappy block ``data``, which must hold ``length`` bytes, into
+        ``out[:length]`` (``out`` may be longer: the rest is scratch, which lets the copies
+        move 8 or 16 bytes at a time up to the end). A block that does not decode to exactly
+        that raises ValueError, perhaps with ``out`` partly written."""
 
     def insert(self, words: Buffer, hashes: Buffer, /) -> None:
         """Set each hash's eight bits in a split-block filter's words."""
