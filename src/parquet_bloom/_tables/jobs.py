@@ -44,9 +44,11 @@ __all__ = [
 
 # Files rewritten at once by the local runner: each rewrite overlaps its copy (IO) with its
 # filter builds, which run on the process's build threads (parquet_bloom._threads, one a core),
-# so a few files at once keep the cores busy on local disk and hide a store's latency on
-# object storage.
-DEFAULT_MAX_WORKERS = 4
+# so a few files at once keep the cores and the disk busy on local disk and hide a store's
+# latency on object storage. On local disk the copies (which wait on the disk) must run ahead
+# of the builds (which wait on the cores): 6 files at once rewrote the benchmark's table 10 %
+# faster than 4 or 8 (docs/performance.md, the table rewrite).
+DEFAULT_MAX_WORKERS = 6
 
 # The tag a rewritten file's name carries: ".bloom-" and 12 hex digits of a random UUID,
 # replaced (not stacked) when a file is rewritten again.
