@@ -15,6 +15,10 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __linux__
+#include <errno.h>
+#include <fcntl.h> /* splice (Python.h asks for _GNU_SOURCE) */
+#endif
 
 /* On x86-64 with GCC or Clang, some loops have vector versions (AVX2, AVX-512), used where the
  * CPU has the instructions (checked when the module loads) and set_vector_path leaves them on. */
@@ -1045,6 +1049,59 @@ static PyObject *hudi_hashes(PyObject *module, PyObject *args) {
     return result;
 }
 
+#ifdef __linux__
+/* splice_copy(src_fd, dst_fd, start, end, pipe_read, pipe_write, align) -> (position, errno):
+ * _io.sink's copy through a pipe, its loop without the GIL: src's bytes from `start` go into
+ * the pipe (splice(2): references to src's page-cache pages) and out of it into dst, until
+ * `end`, a write that is not a multiple of `align` (dst, opened for direct I/O, would be
+ * unaligned from there), the end of src (nothing moved) or an error, whose errno is returned
+ * for the caller to decide (0: none). `position` is where src's bytes stopped going into dst;
+ * what the pipe still holds is the caller's to drop. */
+static PyObject *splice_copy(PyObject *module, PyObject *args) {
+    int src, dst, pipe_read, pipe_write;
+    long long start, end, align;
+    if (!PyArg_ParseTuple(args, "iiLLiiL:splice_copy", &src, &dst, &start, &end, &pipe_read,
+                          &pipe_write, &align))
+        return NULL;
+    if (start < 0 || end < start || align < 1) {
+        PyErr_Format(PyExc_ValueError, "splice_copy: start %lld, end %lld, align %lld", start,
+                     end, align);
+        return NULL;
+    }
+    long long position = start;
+    int error = 0, stop = 0;
+    Py_BEGIN_ALLOW_THREADS
+    while (!stop && position < end) {
+        loff_t offset = (loff_t)position;
+        ssize_t held = splice(src, &offset, pipe_write, NULL, (size_t)(end - position), 0);
+        if (held < 0 && errno == EINTR)
+            continue;
+        if (held <= 0) {
+            error = held < 0 ? errno : 0;
+            break;
+        }
+        while (held > 0) {
+            ssize_t written = splice(pipe_read, NULL, dst, NULL, (size_t)held, 0);
+            if (written < 0 && errno == EINTR)
+                continue;
+            if (written <= 0) {
+                error = written < 0 ? errno : 0;
+                stop = 1;
+                break;
+            }
+            position += written;
+            held -= written;
+            if (written % align) { /* unaligned from here */
+                stop = 1;
+                break;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("(Li)", position, error);
+}
+#endif
+
 static PyMethodDef methods[] = {
     {"xxh64_rows", xxh64_rows, METH_VARARGS,
      "xxh64_rows(data, offset, stride, width, count, out): XXH64 of count rows of width bytes."},
@@ -1056,6 +1113,11 @@ static PyMethodDef methods[] = {
      "rle_scan(data, bit_width, count, marks, target): mark and count an RLE/bit-packed stream."},
     {"snappy_decompress", snappy_decompress, METH_VARARGS,
      "snappy_decompress(data, out, length): decompress a raw Snappy block into out[:length]."},
+#ifdef __linux__
+    {"splice_copy", splice_copy, METH_VARARGS,
+     "splice_copy(src_fd, dst_fd, start, end, pipe_read, pipe_write, align): copy through a "
+     "pipe."},
+#endif
     {"insert", insert, METH_VARARGS,
      "insert(words, hashes): insert 64-bit hashes into a split-block Bloom filter's words."},
     {"find", find, METH_VARARGS,

@@ -18,6 +18,7 @@ from typing import IO, Any
 import pytest
 
 import parquet_bloom as pb
+from parquet_bloom import kernels
 from parquet_bloom._io import sink
 from parquet_bloom._io.object_sink import SOURCE, WRITTEN, Part, Piece, plan_parts
 from parquet_bloom._io.source import ByteSource
@@ -239,9 +240,10 @@ def record_calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[Any, 
     return calls
 
 
-# The source's own pages are written through a pipe (splice), or from a mapping where the
-# kernel cannot splice: the tests of those writes run both ways.
-WAYS = ["spliced", "mapped"]
+# The source's own pages are written through a pipe (splice), by the compiled kernels' loop
+# where they are built (and splice is the system's) or by the loop in Python, or from a mapping
+# where the kernel cannot splice: the tests of those writes run every way.
+WAYS = ["spliced", "spliced in Python", "mapped"]
 
 
 def direct_writes(
@@ -280,11 +282,71 @@ def direct_writes(
 
 @pytest.fixture
 def way(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "spliced" and sink.splice is None:
+    if request.param != "mapped" and sink.splice is None:
         pytest.skip("no splice(2) on this platform")
     if request.param == "mapped":
         monkeypatch.setattr(sink, "splice", None)
+    if request.param == "spliced in Python":
+        monkeypatch.setattr(kernels, "compiled", None)
+    elif request.param == "spliced" and sink._compiled_splice_loop() is None:
+        pytest.skip("the compiled kernels are not built or have no splice loop here")
     return str(request.param)
+
+
+def test_the_compiled_splice_loop_copies_stops_and_returns_errors(tmp_path: Path) -> None:
+    # The loop without the GIL: the bytes asked for; up to the end of a source shorter than
+    # that; up to a write that is not a multiple of `align`; an error's errno returned (a
+    # descriptor not open for writing), not raised.
+    loop = sink._compiled_splice_loop()
+    if loop is None:
+        pytest.skip("the compiled kernels are not built or have no splice loop here")
+    data = random.Random(5).randbytes(3_000_000)
+    (tmp_path / "src.bin").write_bytes(data)
+    src = os.open(tmp_path / "src.bin", os.O_RDONLY)
+    read_end, write_end = os.pipe()
+    try:
+        for start, end, align, reached in (
+            (0, len(data), 1, len(data)),
+            (1000, 200_000, 1, 200_000),
+            (4096, len(data) + 5000, 1, len(data)),  # the source ends first
+            (0, len(data), 7, None),
+        ):
+            out = tmp_path / "out.bin"
+            dst = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            try:
+                result = loop(src, dst, start, end, read_end, write_end, align)
+            finally:
+                os.close(dst)
+            if align == 7:  # the first write (what the pipe holds) is not a multiple of 7
+                reached = result[0]
+                assert 0 < reached < len(data) and reached % 7
+            assert result == (reached, 0)
+            assert out.read_bytes() == data[start:reached]
+        dst = os.open(tmp_path / "out.bin", os.O_RDONLY)
+        try:
+            assert loop(src, dst, 0, 10_000, read_end, write_end, 1) == (0, errno.EBADF)
+        finally:
+            os.close(dst)
+        with pytest.raises(ValueError, match="start -1"):
+            loop(src, src, -1, 10, read_end, write_end, 1)
+    finally:
+        for fd in (src, read_end, write_end):
+            os.close(fd)
+
+
+@pytest.mark.parametrize("way", ["spliced", "spliced in Python"], indirect=True)
+def test_an_error_while_splicing_is_raised_either_loop(way: str, tmp_path: Path) -> None:
+    # Not "cannot splice here" (EINVAL...): an error, from either loop.
+    (tmp_path / "src.bin").write_bytes(bytes(1 << 16))
+    src = os.open(tmp_path / "src.bin", os.O_RDONLY)
+    dst = os.open(tmp_path / "src.bin", os.O_RDONLY)
+    try:
+        with pytest.raises(OSError) as raised:
+            sink._write_spliced(src, dst, 0, 1 << 16, None)
+        assert raised.value.errno == errno.EBADF
+    finally:
+        os.close(src)
+        os.close(dst)
 
 
 @pytest.mark.usefixtures("small_direct_copies")
@@ -323,7 +385,7 @@ def test_direct_copies_write_the_sources_own_pages_where_they_line_up(
     used = [name for name in ways for _ in calls[name]]  # (each called at most once, in order)
     if not aligned:
         assert used == ["_write_direct_windows"]
-    elif way == "spliced":
+    elif way != "mapped":
         assert used == ["_write_spliced"]
     else:  # no splice here: the pipe writes nothing, the mapping all
         assert used == ["_write_spliced", "_write_mapped_windows"]
@@ -440,7 +502,7 @@ def test_direct_io_refused_falls_back_to_the_same_bytes(
     ((start, stop),) = direct_runs_of_a_rewrite(sources["pyarrow-plain"], tmp_path, monkeypatch)
     if refused == "flag":
         assert stop == start  # the body starts aligned: no head
-    elif way == "spliced":  # a splice refused: the mapping writes the rest, around the cache
+    elif way != "mapped":  # a splice refused: the mapping writes the rest, around the cache
         assert mapped and stop > start
     else:
         direct = 2 * sink.DIRECT_COPY_WINDOW if refused == "later write" else 0
