@@ -20,11 +20,10 @@ RLE_DICTIONARY and BYTE_STREAM_SPLIT values; RLE levels; every codec pyarrow has
 ambiguous LZ4 (Hadoop-framed or raw), Snappy by the compiled kernel where it is built. Anything
 else (the DELTA_* encodings, BIT_PACKED levels, a new page type, or, on numpy alone, BYTE_ARRAY
 pages holding many values of varying lengths, which only a value-by-value loop could split
-there) raises :class:`NeedsArrow`: the caller
-reads that chunk with pyarrow instead. So do pages whose values leave bytes over, or whose
-bit-packed runs are cut short: damage that would misread values, or a writer's quirk that
-pyarrow reads, and pyarrow tells which. Bytes that cannot be what they claim raise
-``CorruptFileError`` with the file offset of the page.
+there) raises :class:`NeedsArrow`: the caller reads that chunk with pyarrow instead. So do
+pages whose values leave bytes over, or whose bit-packed runs are cut short: damage that would
+misread values, or a writer's quirk that pyarrow reads, and pyarrow tells which. Bytes that
+cannot be what they claim raise ``CorruptFileError`` with the file offset of the page.
 """
 
 from __future__ import annotations

@@ -8,14 +8,16 @@ building and probing filters: XXH64 of fixed-width rows, of byte spans and of th
 of a page where they lie (short ones eight at a time with AVX-512), setting a hash's eight bits
 in its block, and testing them (with AVX2), where the CPU has those instructions; and the
 decompression of Snappy pages (docs/format-notes.md#snappy) into one reused buffer, where numpy
-alone has pyarrow decompress each into a new one. They do in
-one pass per value what numpy does in a dozen passes per step (or Python in a loop), and they
-release the GIL, so the threads that build or
-probe filters run in parallel (the pattern of msgpack's ``_cmsgpack`` and pyiceberg's Cython
-decoder, each with a pure-Python fallback).
+alone has pyarrow decompress each into a new one. They do in one pass per value what numpy
+does in a dozen passes per step (or Python in a loop), and they release the GIL, so the
+threads that build or probe filters run in parallel (the pattern of msgpack's ``_cmsgpack``
+and pyiceberg's Cython decoder, each with a pure-Python fallback).
 
 The extension also chains Hadoop's MurmurHash2 over record keys for Hudi's filters
-(:mod:`parquet_bloom._hudi.murmur`), the loop that hashes keys for probing and building them.
+(:mod:`parquet_bloom._hudi.murmur`), the loop that hashes keys for probing and building them;
+and, on Linux, runs the loop of a rewrite's copy through a pipe (``splice_copy``, used by
+:mod:`parquet_bloom._io.sink`) without the GIL, so that the disk gets its next write while
+other threads run Python.
 
 ``compiled`` is that extension module, or None when numpy does the work:
 

@@ -503,9 +503,11 @@ def _write_spliced(
 ) -> int:
     """Copy ``src[start:end]`` (aligned, as is the output) to ``fd`` (opened for direct I/O)
     through a pipe: the source's page-cache pages go into it and out of it into direct writes,
-    never mapped or copied. Returns where it stopped: ``end``, or where the kernel could not
-    splice these files, a write left the output unaligned or the source ended, for the mapped
-    copy, then the usual one, to go on from (what the pipe still held is dropped)."""
+    never mapped or copied; by the compiled kernels' loop where there is one, else by the loop
+    here, the same system calls either way. Returns where it stopped: ``end``, or where the
+    kernel could not splice these files, a write left the output unaligned or the source
+    ended, for the mapped copy, then the usual one, to go on from (what the pipe still held is
+    dropped)."""
     import fcntl
 
     if splice is None:
