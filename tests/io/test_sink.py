@@ -334,6 +334,45 @@ def test_the_compiled_splice_loop_copies_stops_and_returns_errors(tmp_path: Path
             os.close(fd)
 
 
+@pytest.mark.usefixtures("small_direct_copies")
+def test_the_compiled_loop_copies_a_slice_a_call_and_can_be_cancelled_between(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Where it is built, the compiled loop does the spliced copy, KERNEL_COPY_SIZE bytes a call
+    # (checking for a cancel before each); the same bytes.
+    loop = sink._compiled_splice_loop()
+    if loop is None:
+        pytest.skip("the compiled kernels are not built or have no splice loop here")
+    align = sink.DIRECT_COPY_ALIGN
+    monkeypatch.setattr(sink, "KERNEL_COPY_SIZE", 8 * align)
+    calls: list[tuple[int, int]] = []
+
+    def recording(src: int, dst: int, start: int, end: int, *rest: int) -> tuple[int, int]:
+        calls.append((start, end))
+        assert loop is not None
+        return loop(src, dst, start, end, *rest)
+
+    monkeypatch.setattr(kernels.compiled, "splice_copy", recording)
+    data = random.Random(11).randbytes(30 * align + 5)
+    (tmp_path / "src.bin").write_bytes(data)
+    with sink.FileSink(str(tmp_path / "out.bin")) as out:
+        out.copy(ByteSource(str(tmp_path / "src.bin")), 0, len(data), direct=True)
+    assert (tmp_path / "out.bin").read_bytes() == data
+    assert calls == [(k * align, min(k + 8, 30) * align) for k in range(0, 30, 8)]
+    cancel = threading.Event()
+    cancel.set()
+    calls.clear()
+    src = os.open(tmp_path / "src.bin", os.O_RDONLY)
+    dst = os.open(tmp_path / "out.bin", os.O_WRONLY)
+    try:
+        with pytest.raises(sink.Cancelled):
+            sink._write_spliced(src, dst, 0, 8 * align, cancel)
+    finally:
+        os.close(src)
+        os.close(dst)
+    assert calls == []
+
+
 @pytest.mark.parametrize("way", ["spliced", "spliced in Python"], indirect=True)
 def test_an_error_while_splicing_is_raised_either_loop(way: str, tmp_path: Path) -> None:
     # Not "cannot splice here" (EINVAL...): an error, from either loop.
