@@ -39,7 +39,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 # The compiled kernels built with AddressSanitizer, under the tests that reach them: any read or
-# write outside a buffer fails the run. They are built into a copy of the package in a temporary
+# write outside a buffer fails the run (Python's objects from malloc too, so that a read past a
+# small bytes object is seen). They are built into a copy of the package in a temporary
 # directory, first on the path, so the environment's own build is left as it is.
 ASAN_TESTS := tests/test_kernels.py tests/test_snappy.py tests/test_plain.py tests/test_pages.py \
 	tests/test_sbbf.py \
@@ -52,7 +53,7 @@ asan: $(STAMP)
 	suffix=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))'); \
 	cc -shared -fPIC -O1 -g -fsanitize=address -fno-omit-frame-pointer -I"$$include" \
 		src/parquet_bloom/_kernels.c -o "$$tmp/parquet_bloom/_kernels$$suffix"; \
-	export PYTHONPATH="$$tmp" ASAN_OPTIONS=detect_leaks=0 \
+	export PYTHONPATH="$$tmp" ASAN_OPTIONS=detect_leaks=0 PYTHONMALLOC=malloc \
 		LD_PRELOAD="$$(cc -print-file-name=libasan.so) $$(cc -print-file-name=libstdc++.so.6)"; \
 	$(BIN)/python -c "from parquet_bloom import kernels; \
 		assert kernels.compiled.__file__.startswith('$$tmp'), kernels.compiled"; \

@@ -990,6 +990,38 @@ def test_indices_into_an_empty_dictionary_are_corrupt(tmp_path: Path) -> None:
         chunk_hashes(io.BytesIO(b"PAR1" + pages), meta, leaf)
 
 
+@pytest.mark.parametrize("codec", ["SNAPPY", "GZIP", "ZSTD", "BROTLI", "LZ4_RAW"])
+def test_a_v2_page_of_nulls_without_value_bytes_is_read(tmp_path: Path, codec: str) -> None:
+    # A data page v2 of nulls only, whose values take no bytes at all (parquet-java and Spark
+    # write them so, compressed or not): nothing to decompress, no value to hash.
+    chunk = chunk_named(write_small(tmp_path / "small.parquet"), "i")
+    levels = bytes([3 << 1, 0])  # an RLE run of three definition levels 0
+    header = fmt.PageHeader(
+        type=fmt.PageType.DATA_PAGE_V2,
+        uncompressed_page_size=len(levels),
+        compressed_page_size=len(levels),
+        data_page_header_v2=tt.DataPageHeaderV2(
+            num_values=3,
+            num_nulls=3,
+            num_rows=3,
+            encoding=fmt.Encoding.PLAIN,
+            definition_levels_byte_length=len(levels),
+            repetition_levels_byte_length=0,
+            is_compressed=True,
+        ),
+    )
+    pages = encode_page_header(header) + levels
+    meta = copy.copy(chunk.meta)
+    meta.codec = getattr(fmt.CompressionCodec, codec)
+    meta.num_values = 3
+    meta.dictionary_page_offset = None
+    meta.data_page_offset = 4
+    meta.total_compressed_size = meta.total_uncompressed_size = len(pages)
+    leaf = dataclasses.replace(chunk.leaf, max_definition_level=1, max_repetition_level=0)
+    hashes = chunk_hashes(io.BytesIO(b"PAR1" + pages), meta, leaf)
+    assert hashes.size == 0
+
+
 @pytest.mark.parametrize("variant", DAMAGED_VARIANTS)
 def test_overwritten_page_bytes_decode_or_are_corrupt(tmp_path: Path, variant: str) -> None:
     # Each byte of each chunk overwritten in turn: the pages are corrupt, or give the true

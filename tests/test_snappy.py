@@ -46,10 +46,13 @@ def compiled() -> ModuleType:
 
 
 def stated_length(data: bytes) -> tuple[int, int] | None:
-    """(the decompressed length, where the elements start), or None: the varint (at most 5
-    bytes) does not end."""
+    """(the decompressed length, where the elements start), or None: the varint does not end
+    within 5 bytes, or holds more than 32 bits (a fifth byte over 0x0F), which Google's
+    library refuses."""
     value = 0
     for i, byte in enumerate(data[:5]):
+        if i == 4 and byte > 0x0F:
+            return None
         value |= (byte & 0x7F) << (7 * i)
         if byte < 0x80:
             return value, i + 1
@@ -73,7 +76,8 @@ def reference(data: bytes) -> bytes | str:
                 extra = size - 60
                 if pos + extra > len(data):
                     return "past the end"
-                size = int.from_bytes(data[pos : pos + extra], "little") + 1
+                # In 32 bits, as Google's library: a length field of 2^32 - 1 is 0 bytes.
+                size = (int.from_bytes(data[pos : pos + extra], "little") + 1) & 0xFFFFFFFF
                 pos += extra
             if pos + size > len(data):
                 return "past the end"
@@ -280,6 +284,16 @@ def test_each_refusal_names_its_reason(compiled: ModuleType) -> None:
     assert decoded(compiled, varint(0), 0, 0) == b""
 
 
+def test_where_the_text_is_unclear_google_s_library_decides(compiled: ModuleType) -> None:
+    # A literal whose 4-byte length field is 2^32 - 1: Google's library counts its length in
+    # 32 bits, so it is an empty literal, not one of 2^32 bytes running past the end.
+    for data in (b"\x01\x00a\xfc\xff\xff\xff\xff", b"\x01\xfc\xff\xff\xff\xff\x00a"):
+        expected = pa.Codec("snappy").decompress(data, decompressed_size=1, asbytes=True)
+        assert expected == b"a"
+        assert reference(data) == expected
+        assert decoded(compiled, data, 1, 1 + SLOP) == expected
+
+
 def test_lengths_are_checked_first(compiled: ModuleType) -> None:
     # A stated length other than the one expected (the page header's), or more than `out`
     # holds: refused before anything is written.
@@ -289,8 +303,11 @@ def test_lengths_are_checked_first(compiled: ModuleType) -> None:
         with pytest.raises(ValueError, match="the data holds 800 bytes"):
             compiled.snappy_decompress(block, out[:room], length)
         assert (out == SENTINEL).all()
-    with pytest.raises(ValueError, match="the data holds 34359738367 bytes"):
-        compiled.snappy_decompress(b"\xff\xff\xff\xff\x7f", out, 800)
+    with pytest.raises(ValueError, match="the data holds 4294967295 bytes"):
+        compiled.snappy_decompress(b"\xff\xff\xff\xff\x0f", out, 800)
+    for more_than_32_bits in (b"\xff\xff\xff\xff\x10", b"\x80\x80\x80\x80\x10\x00\x61"):
+        with pytest.raises(ValueError, match="no length at the start"):
+            compiled.snappy_decompress(more_than_32_bits, out, 800)
     with pytest.raises(TypeError):
         compiled.snappy_decompress(block, b"read-only" * 100, 800)
 

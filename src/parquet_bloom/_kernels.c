@@ -588,7 +588,7 @@ static int snappy_raw(const uint8_t *ip, const uint8_t *end, uint8_t *out, size_
                     return SNAPPY_TRUNCATED;
                 uint32_t value = 0;
                 memcpy(&value, ip, extra); /* little-endian, as the machine */
-                size = (size_t)value + 1;
+                size = (uint32_t)(value + 1u); /* in 32 bits, as Google's: 2^32 - 1 + 1 is 0 */
                 ip += extra;
             }
             if ((size_t)(end - ip) < size)
@@ -646,8 +646,11 @@ static PyObject *snappy_decompress(PyObject *module, PyObject *args) {
     const uint8_t *ip = (const uint8_t *)data.buf, *end = ip + data.len;
     uint64_t stated = 0;
     int shift = 0, status = -1;
-    while (ip < end && shift <= 28) { /* a varint of at most 5 bytes (32 bits) */
+    while (ip < end && shift <= 28) { /* a varint of at most 5 bytes, 32 bits (the fifth at
+                                         * most 0x0F, as Google's library reads it) */
         uint8_t byte = *ip++;
+        if (shift == 28 && byte > 0x0F)
+            break;
         stated |= (uint64_t)(byte & 0x7F) << shift;
         shift += 7;
         if (byte < 0x80) {
@@ -1074,16 +1077,26 @@ static PyObject *splice_copy(PyObject *module, PyObject *args) {
     while (!stop && position < end) {
         loff_t offset = (loff_t)position;
         ssize_t held = splice(src, &offset, pipe_write, NULL, (size_t)(end - position), 0);
-        if (held < 0 && errno == EINTR)
+        if (held < 0 && errno == EINTR) { /* Python's signal handlers run, as for os.splice */
+            Py_BLOCK_THREADS
+            stop = PyErr_CheckSignals() < 0; /* one raised: the copy stops with its error */
+            Py_UNBLOCK_THREADS
             continue;
+        }
         if (held <= 0) {
             error = held < 0 ? errno : 0;
             break;
         }
         while (held > 0) {
             ssize_t written = splice(pipe_read, NULL, dst, NULL, (size_t)held, 0);
-            if (written < 0 && errno == EINTR)
+            if (written < 0 && errno == EINTR) {
+                Py_BLOCK_THREADS
+                stop = PyErr_CheckSignals() < 0;
+                Py_UNBLOCK_THREADS
+                if (stop)
+                    break;
                 continue;
+            }
             if (written <= 0) {
                 error = written < 0 ? errno : 0;
                 stop = 1;
@@ -1098,6 +1111,8 @@ static PyObject *splice_copy(PyObject *module, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
+    if (PyErr_Occurred())
+        return NULL; /* a signal handler raised (KeyboardInterrupt) */
     return Py_BuildValue("(Li)", position, error);
 }
 #endif

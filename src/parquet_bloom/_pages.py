@@ -360,8 +360,13 @@ class _ChunkScan:
         if sub.num_nulls > sub.num_values:
             raise self._corrupt(f"{sub.num_nulls} nulls among {sub.num_values} values")
         values = body[levels:]
-        if sub.is_compressed is None or sub.is_compressed:
-            data = self._decompress(values, header.uncompressed_page_size - levels)
+        size = header.uncompressed_page_size - levels
+        if size == 0:
+            # No value bytes (a page of nulls): parquet-java writes none at all, not a codec's
+            # empty frame (docs/format-notes.md#pages); there is nothing to decompress.
+            data = np.empty(0, dtype=np.uint8)
+        elif sub.is_compressed is None or sub.is_compressed:
+            data = self._decompress(values, size)
         else:
             data = np.frombuffer(values, dtype=np.uint8)
         self._values(sub.encoding, data, sub.num_values - sub.num_nulls)

@@ -302,36 +302,34 @@ def test_the_compiled_splice_loop_copies_stops_and_returns_errors(tmp_path: Path
         pytest.skip("the compiled kernels are not built or have no splice loop here")
     data = random.Random(5).randbytes(3_000_000)
     (tmp_path / "src.bin").write_bytes(data)
-    src = os.open(tmp_path / "src.bin", os.O_RDONLY)
-    read_end, write_end = os.pipe()
-    try:
-        for start, end, align, reached in (
-            (0, len(data), 1, len(data)),
-            (1000, 200_000, 1, 200_000),
-            (4096, len(data) + 5000, 1, len(data)),  # the source ends first
-            (0, len(data), 7, None),
-        ):
-            out = tmp_path / "out.bin"
-            dst = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            try:
-                result = loop(src, dst, start, end, read_end, write_end, align)
-            finally:
-                os.close(dst)
-            if align == 7:  # the first write (what the pipe holds) is not a multiple of 7
-                reached = result[0]
-                assert 0 < reached < len(data) and reached % 7
-            assert result == (reached, 0)
-            assert out.read_bytes() == data[start:reached]
-        dst = os.open(tmp_path / "out.bin", os.O_RDONLY)
+    out = tmp_path / "out.bin"
+
+    def run(start: int, end: int, align: int, flags: int = os.O_WRONLY) -> tuple[int, int]:
+        # A pipe of its own each time, as _write_spliced has: one left holding bytes would
+        # block the next copy.
+        fds = [os.open(tmp_path / "src.bin", os.O_RDONLY), *os.pipe()]
+        fds.append(os.open(out, flags | os.O_CREAT | os.O_TRUNC))
         try:
-            assert loop(src, dst, 0, 10_000, read_end, write_end, 1) == (0, errno.EBADF)
+            assert loop is not None
+            return loop(fds[0], fds[3], start, end, fds[1], fds[2], align)
         finally:
-            os.close(dst)
-        with pytest.raises(ValueError, match="start -1"):
-            loop(src, src, -1, 10, read_end, write_end, 1)
-    finally:
-        for fd in (src, read_end, write_end):
-            os.close(fd)
+            for fd in fds:
+                os.close(fd)
+
+    for start, end, reached in (
+        (0, len(data), len(data)),
+        (1000, 200_000, 200_000),
+        (4096, len(data) + 5000, len(data)),  # the source ends first
+    ):
+        assert run(start, end, 1) == (reached, 0)
+        assert out.read_bytes() == data[start:reached]
+    reached, error = run(0, len(data), 7)  # the first write (a pipeful) is not a multiple of 7
+    assert error == 0 and 0 < reached < len(data) and reached % 7
+    assert out.read_bytes() == data[:reached]
+    assert run(0, 10_000, 1, os.O_RDONLY) == (0, errno.EBADF)
+    assert run(0, 10_000, 1, os.O_WRONLY | os.O_APPEND) == (0, errno.EINVAL)  # cannot splice
+    with pytest.raises(ValueError, match="start -1"):
+        run(-1, 10, 1)
 
 
 @pytest.mark.usefixtures("small_direct_copies")
@@ -371,6 +369,23 @@ def test_the_compiled_loop_copies_a_slice_a_call_and_can_be_cancelled_between(
         os.close(src)
         os.close(dst)
     assert calls == []
+
+
+@pytest.mark.parametrize("way", ["spliced", "spliced in Python"], indirect=True)
+def test_a_file_that_cannot_be_spliced_into_is_left_to_the_mapping_either_loop(
+    way: str, tmp_path: Path
+) -> None:
+    # splice(2) refuses an output opened to append (EINVAL): nothing is written, and the copy
+    # reports where the mapping is to go on from, its start.
+    (tmp_path / "src.bin").write_bytes(bytes(1 << 16))
+    src = os.open(tmp_path / "src.bin", os.O_RDONLY)
+    dst = os.open(tmp_path / "out.bin", os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        assert sink._write_spliced(src, dst, 4096, 1 << 16, None) == 4096
+    finally:
+        os.close(src)
+        os.close(dst)
+    assert (tmp_path / "out.bin").read_bytes() == b""
 
 
 @pytest.mark.parametrize("way", ["spliced", "spliced in Python"], indirect=True)
