@@ -954,22 +954,46 @@ def test_a_chunk_cut_short_anywhere_is_corrupt(tmp_path: Path, variant: str) -> 
                 assert outcome(file, chunk, cut)[0] == "corrupt", size
 
 
+def page_of(body: bytes, **header: Any) -> bytes:
+    """A hand-made page: its header (the ``PageHeader`` fields given, both sizes the body's)
+    and ``body``."""
+    return (
+        encode_page_header(
+            fmt.PageHeader(
+                uncompressed_page_size=len(body), compressed_page_size=len(body), **header
+            )
+        )
+        + body
+    )
+
+
+def meta_of_pages(
+    meta: Any, pages: bytes, *, codec: int, num_values: int, dictionary: bytes = b""
+) -> Any:
+    """A copy of a chunk's ``meta`` for hand-made ``pages`` written after the 4-byte magic,
+    the first of them the ``dictionary`` page (header and body; none when empty)."""
+    meta = copy.copy(meta)
+    meta.codec = codec
+    meta.num_values = num_values
+    meta.dictionary_page_offset = 4 if dictionary else None
+    meta.data_page_offset = 4 + len(dictionary)
+    meta.total_compressed_size = meta.total_uncompressed_size = len(pages)
+    return meta
+
+
 def test_indices_into_an_empty_dictionary_are_corrupt(tmp_path: Path) -> None:
     # An empty dictionary page, then a page of one index into it: no value to hash, and no
     # way to tell which was meant. (A dictionary of no entries must not count as one whose
     # entries were all seen, which would skip the page unread.)
     chunk = chunk_named(write_small(tmp_path / "small.parquet"), "i")
-    dictionary = fmt.PageHeader(
+    first = page_of(
+        b"",
         type=fmt.PageType.DICTIONARY_PAGE,
-        uncompressed_page_size=0,
-        compressed_page_size=0,
         dictionary_page_header=tt.DictionaryPageHeader(num_values=0, encoding=fmt.Encoding.PLAIN),
     )
-    body = bytes([1, 2, 0])  # index bit width 1, an RLE run of one 0
-    data = fmt.PageHeader(
+    pages = first + page_of(
+        bytes([1, 2, 0]),  # index bit width 1, an RLE run of one 0
         type=fmt.PageType.DATA_PAGE,
-        uncompressed_page_size=len(body),
-        compressed_page_size=len(body),
         data_page_header=tt.DataPageHeader(
             num_values=1,
             encoding=fmt.Encoding.RLE_DICTIONARY,
@@ -977,14 +1001,9 @@ def test_indices_into_an_empty_dictionary_are_corrupt(tmp_path: Path) -> None:
             repetition_level_encoding=fmt.Encoding.RLE,
         ),
     )
-    first = encode_page_header(dictionary)
-    pages = first + encode_page_header(data) + body
-    meta = copy.copy(chunk.meta)
-    meta.codec = fmt.CompressionCodec.UNCOMPRESSED
-    meta.num_values = 1
-    meta.dictionary_page_offset = 4
-    meta.data_page_offset = 4 + len(first)
-    meta.total_compressed_size = meta.total_uncompressed_size = len(pages)
+    meta = meta_of_pages(
+        chunk.meta, pages, codec=fmt.CompressionCodec.UNCOMPRESSED, num_values=1, dictionary=first
+    )
     leaf = dataclasses.replace(chunk.leaf, max_definition_level=0)
     with pytest.raises(CorruptFileError, match="index"):
         chunk_hashes(io.BytesIO(b"PAR1" + pages), meta, leaf)
@@ -996,10 +1015,9 @@ def test_a_v2_page_of_nulls_without_value_bytes_is_read(tmp_path: Path, codec: s
     # write them so, compressed or not): nothing to decompress, no value to hash.
     chunk = chunk_named(write_small(tmp_path / "small.parquet"), "i")
     levels = bytes([3 << 1, 0])  # an RLE run of three definition levels 0
-    header = fmt.PageHeader(
+    pages = page_of(
+        levels,
         type=fmt.PageType.DATA_PAGE_V2,
-        uncompressed_page_size=len(levels),
-        compressed_page_size=len(levels),
         data_page_header_v2=tt.DataPageHeaderV2(
             num_values=3,
             num_nulls=3,
@@ -1010,13 +1028,9 @@ def test_a_v2_page_of_nulls_without_value_bytes_is_read(tmp_path: Path, codec: s
             is_compressed=True,
         ),
     )
-    pages = encode_page_header(header) + levels
-    meta = copy.copy(chunk.meta)
-    meta.codec = getattr(fmt.CompressionCodec, codec)
-    meta.num_values = 3
-    meta.dictionary_page_offset = None
-    meta.data_page_offset = 4
-    meta.total_compressed_size = meta.total_uncompressed_size = len(pages)
+    meta = meta_of_pages(
+        chunk.meta, pages, codec=getattr(fmt.CompressionCodec, codec), num_values=3
+    )
     leaf = dataclasses.replace(chunk.leaf, max_definition_level=1, max_repetition_level=0)
     hashes = chunk_hashes(io.BytesIO(b"PAR1" + pages), meta, leaf)
     assert hashes.size == 0
