@@ -14,12 +14,15 @@
   ``list()`` of ``RecordedRequest`` (method, bucket, key, path, query, range, headers),
   ``count(method=None)``, ``reset()``. The fixtures' own set-up requests are not in it.
 - ``s3_faults``: ``fail(method, query_contains=None, nth=1, status=500, *, path_contains=None,
-  times=1, drop=False)``, ``delay`` (seconds before every request), ``injected`` (the
-  requests failed: moto never saw them, so the recorder has no row for them), ``clear()``
-  (done at the end of the test).
+  times=1, drop=False, mode=None)`` (``mode``: one of ``servers.FAULT_MODES``: an error status,
+  a dropped connection, a reply lost after moto handled the request, a body cut short or
+  reset, a stall), ``delay`` (seconds before every request), ``injected`` (the requests a
+  fault fired on), ``clear()`` (done at the end of the test; it ends stalled requests).
 - ``http_server`` (session): a directory served with Range support: ``root``, ``url(name)``,
   ``requests`` (``list()`` of ``HttpRequest`` (method, path, range), ``count(method=None)``,
   ``reset()``: shared by the session, so a test that counts resets it first).
+- ``http_faults``: ``http_server``'s ``Faults`` (the same ``fail(...)`` as ``s3_faults``),
+  cleared before and after the test.
 - ``http_short_server``, ``http_stall_server`` (session): the same, misbehaving: every GET's
   body half of its Content-Length; every request unanswered for ``STALL_SECONDS``.
 """
@@ -35,6 +38,7 @@ from tests.remote.servers import (
     ACCESS_KEY,
     REGION,
     SECRET_KEY,
+    Faults,
     HttpServer,
     S3Faults,
     S3Requests,
@@ -112,6 +116,15 @@ def _serve(
 @pytest.fixture(scope="session")
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
     yield from _serve(tmp_path_factory, "ok")
+
+
+@pytest.fixture
+def http_faults(http_server: HttpServer) -> Iterator[Faults]:
+    http_server.faults.clear()
+    try:
+        yield http_server.faults
+    finally:
+        http_server.faults.clear()
 
 
 @pytest.fixture(scope="session")

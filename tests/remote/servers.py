@@ -2,14 +2,16 @@
 
 - ``start_s3_server``: moto in server mode (the S3 protocol, as s3fs's own tests run it), its
   Flask app served by werkzeug on a free port, wrapped in ``S3Faults``: a WSGI middleware that
-  can fail the N-th request matching a predicate (an S3 error status, or a dropped connection)
-  and delay every request (object-store latency, for benchmarks). Requests are counted by
+  can fail the N-th request matching a predicate (``FAULT_MODES``: an S3 error status, a
+  dropped connection, a reply lost after the request was handled, a body cut short or reset,
+  a stall) and delay every request (object-store latency, for benchmarks). Requests are counted by
   moto's own recorder (``/moto-api/recorder/...``), read back as ``RecordedRequest`` rows.
 - ``start_http_server``: a stdlib ``ThreadingHTTPServer`` serving a directory with single
   byte-range support (``bytes=a-b``, ``bytes=a-``, ``bytes=-n``: 206 and Content-Range; 416 when
-  unsatisfiable), HEAD with Content-Length and Accept-Ranges, and a request log. Two
-  misbehaving modes: ``"short"`` sends fewer body bytes than its Content-Length announces and
-  closes; ``"stall"`` reads the request, sends nothing for ``stall`` seconds, then closes.
+  unsatisfiable), HEAD with Content-Length and Accept-Ranges, a request log and the same
+  ``Faults`` rules as the S3 server (``server.faults``). Two misbehaving server modes:
+  ``"short"`` sends fewer body bytes than its Content-Length announces and closes; ``"stall"``
+  reads the request, sends nothing for ``stall`` seconds, then closes.
 
 Every server runs on daemon threads and stops in bounded time (``stop()``, or ``with``).
 """
@@ -22,6 +24,7 @@ import json
 import os
 import socket
 import socketserver
+import struct
 import sys
 import tempfile
 import threading
@@ -93,10 +96,25 @@ class RecordedRequest:
         )
 
 
+# What a fault does to the request it fires on.
+# - "status": answered with an error status (an S3 error document on the S3 server); the
+#   server behind never sees the request.
+# - "drop": the connection closed without an answer; the server behind never sees it.
+# - "lose_reply": the server behind handles the request (an object is written, an upload
+#   started), then the connection is closed before its answer: the client sees a reset.
+# - "short": the answer's headers (with their Content-Length) and half its body, then the
+#   connection closes.
+# - "reset": the same, the connection then closed with a reset (SO_LINGER 0).
+# - "stall": nothing is sent until ``stall`` seconds pass or the faults are cleared (the end of
+#   the test) or the server stops; then the connection closes. The server behind never sees it.
+FAULT_MODES = ("status", "drop", "lose_reply", "short", "reset", "stall")
+
+
 @dataclass
 class FaultRule:
     """Fail the ``nth`` request matching (method, query and path substrings) and the
-    ``times - 1`` matching requests after it (``times=None``: every one from the ``nth`` on)."""
+    ``times - 1`` matching requests after it (``times=None``: every one from the ``nth`` on),
+    in ``mode`` (``FAULT_MODES``)."""
 
     method: str | None
     query_contains: str | None
@@ -104,7 +122,7 @@ class FaultRule:
     nth: int
     times: int | None
     status: int
-    drop: bool
+    mode: str = "status"
     seen: int = 0
 
     def matches(self, method: str, path: str, query: str) -> bool:
@@ -124,30 +142,28 @@ class FaultRule:
 
 @dataclass(frozen=True)
 class InjectedFault:
-    """A request ``S3Faults`` failed instead of passing it to moto (moto never saw it, so the
-    recorder has no row for it)."""
+    """A request a fault fired on: ``mode`` says what was done (see ``FAULT_MODES``); with
+    "status" and "drop" and "stall" the server behind never saw it (moto's recorder has no row
+    for it), with the other modes it did."""
 
     method: str
     path: str
     query: str
-    status: int | None  # None: the connection was dropped
+    status: int | None  # None: no status was sent
+    mode: str = "status"
 
 
-class S3Faults:
-    """WSGI middleware around moto's app: a delay before every request, and failures.
+class Faults:
+    """The rules of a faulty server, thread-safe: ``fail(...)``, ``clear()``, ``injected``,
+    ``delay`` (seconds added before every request), and ``released`` (set by ``clear()`` and at
+    the server's stop: a stalled request ends then)."""
 
-    Requests to ``/moto-api/`` (the recorder, the reset) are never delayed or failed. Requests
-    with a body are passed to moto one at a time: moto's recorder appends each request to its
-    file in more than one write once it is larger than a buffer, and concurrent uploads would
-    interleave their lines.
-    """
-
-    def __init__(self, app: WSGIApp) -> None:
-        self._app = app
+    def __init__(self, stall: float = 20.0) -> None:
         self._lock = threading.Lock()
-        self._body_lock = threading.Lock()
         self._rules: list[FaultRule] = []
-        self.delay = 0.0  # seconds added before every request
+        self.delay = 0.0
+        self.stall = stall
+        self.released = threading.Event()
         self.injected: list[InjectedFault] = []
 
     def fail(
@@ -160,37 +176,81 @@ class S3Faults:
         path_contains: str | None = None,
         times: int | None = 1,
         drop: bool = False,
+        mode: str | None = None,
     ) -> None:
         """Fail the ``nth`` request whose method is ``method`` (None: any) and whose raw query
         string contains ``query_contains`` (e.g. ``"partNumber="``, ``"uploads"``) and path
         ``path_contains``; with ``times`` > 1 the next matching ones too, with ``times=None``
-        every one from then on (so that a client's retries fail as well). The failure is an
-        S3 error document with ``status`` (500 InternalError, 503 SlowDown, 403 AccessDenied,
-        ...), or with ``drop=True`` the connection closed without an answer."""
+        every one from then on (so that a client's retries fail as well). ``mode``: one of
+        ``FAULT_MODES`` (default "status": an error answer with ``status``, 500 InternalError,
+        503 SlowDown, 404 NoSuchKey, ...; ``drop=True`` is ``mode="drop"``)."""
         if nth < 1 or (times is not None and times < 1):
             raise ValueError(f"nth and times count from 1, got nth={nth}, times={times}")
-        rule = FaultRule(method, query_contains, path_contains, nth, times, status, drop)
+        mode = mode or ("drop" if drop else "status")
+        if mode not in FAULT_MODES:
+            raise ValueError(f"mode is one of {FAULT_MODES}, not {mode!r}")
+        rule = FaultRule(method, query_contains, path_contains, nth, times, status, mode)
         with self._lock:
+            self.released.clear()
             self._rules.append(rule)
 
     def clear(self) -> None:
-        """Forget every rule and injected fault, and the delay."""
+        """Forget every rule and injected fault, and the delay; end every stalled request."""
         with self._lock:
             self._rules.clear()
             self.injected.clear()
             self.delay = 0.0
+            self.released.set()
 
-    def _fault_for(self, method: str, path: str, query: str) -> FaultRule | None:
+    def fault_for(self, method: str, path: str, query: str) -> FaultRule | None:
+        """The rule that fires on this request, if one does (and it is then recorded)."""
         with self._lock:
             fired = [rule for rule in self._rules if rule.matches(method, path, query)]
             fired = [rule for rule in fired if rule.fires()]
             if not fired:
                 return None
             rule = fired[0]
-            self.injected.append(
-                InjectedFault(method, path, query, None if rule.drop else rule.status)
-            )
+            status = rule.status if rule.mode == "status" else None
+            self.injected.append(InjectedFault(method, path, query, status, rule.mode))
             return rule
+
+    def wait_stalled(self) -> None:
+        """Hold a stalled request: until ``stall`` seconds pass or the faults are released."""
+        self.released.wait(self.stall)
+
+
+def close_abruptly(sock: socket.socket, *, reset: bool) -> None:
+    """End a connection from the server's side at once: a FIN, and with ``reset`` a reset when
+    the socket is closed (SO_LINGER with a zero timeout). The owner closes the socket itself."""
+    try:
+        if reset:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # the client went first
+
+
+class S3Faults(Faults):
+    """WSGI middleware around moto's app: a delay before every request, and faults
+    (``Faults.fail``, every mode of ``FAULT_MODES``).
+
+    Requests to ``/moto-api/`` (the recorder, the reset) are never delayed or failed. Requests
+    with a body are passed to moto one at a time: moto's recorder appends each request to its
+    file in more than one write once it is larger than a buffer, and concurrent uploads would
+    interleave their lines.
+    """
+
+    def __init__(self, app: WSGIApp) -> None:
+        super().__init__()
+        self._app = app
+        self._body_lock = threading.Lock()
+
+    def _pass(self, environ: WSGIEnviron, start_response: StartResponse) -> Iterable[bytes]:
+        if _has_body(environ):
+            with self._body_lock:
+                # Consumed inside the lock: moto's response may stream from moto's state.
+                return list(self._app(environ, start_response))
+        return self._app(environ, start_response)
 
     def __call__(self, environ: WSGIEnviron, start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -199,13 +259,19 @@ class S3Faults:
         if self.delay > 0:
             time.sleep(self.delay)
         method = environ["REQUEST_METHOD"]
-        rule = self._fault_for(method, path, environ.get("QUERY_STRING", ""))
-        if rule is not None:
+        rule = self.fault_for(method, path, environ.get("QUERY_STRING", ""))
+        if rule is None:
+            return self._pass(environ, start_response)
+        sock = environ["werkzeug.socket"]
+        if rule.mode in ("drop", "stall"):
             _drain(environ)  # the client finishes sending before it sees the failure
-            if rule.drop:
-                environ["werkzeug.socket"].shutdown(socket.SHUT_RDWR)
-                # werkzeug takes a ConnectionError as the connection dropped, quietly.
-                raise ConnectionResetError("connection dropped by S3Faults")
+            if rule.mode == "stall":
+                self.wait_stalled()
+            close_abruptly(sock, reset=False)
+            # werkzeug takes a ConnectionError as the connection dropped, quietly.
+            raise ConnectionResetError(f"connection {rule.mode} by S3Faults")
+        if rule.mode == "status":
+            _drain(environ)
             code = _ERROR_CODES.get(rule.status, "InternalError")
             body = (
                 '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>'
@@ -218,11 +284,23 @@ class S3Faults:
                 [("Content-Type", "application/xml"), ("Content-Length", str(len(body)))],
             )
             return [body]
-        if _has_body(environ):
-            with self._body_lock:
-                # Consumed inside the lock: moto's response may stream from moto's state.
-                return list(self._app(environ, start_response))
-        return self._app(environ, start_response)
+        answer: list[Any] = []
+        with self._body_lock:
+            body = b"".join(self._app(environ, lambda *args: answer.append(args)))
+        if rule.mode == "lose_reply":
+            close_abruptly(sock, reset=True)
+            raise ConnectionResetError("reply lost by S3Faults")
+        status, headers = answer[0][0], answer[0][1]
+        headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
+        start_response(status, [*headers, ("Content-Length", str(len(body)))])
+        return _cut_short(body, sock, reset=rule.mode == "reset")
+
+
+def _cut_short(body: bytes, sock: socket.socket, *, reset: bool) -> Iterator[bytes]:
+    """Half of ``body``, then the connection ended (a FIN, or a reset)."""
+    yield body[: len(body) // 2]
+    close_abruptly(sock, reset=reset)
+    raise ConnectionResetError("answer cut short by the test's faults")
 
 
 def _has_body(environ: WSGIEnviron) -> bool:
@@ -461,6 +539,7 @@ class S3Server(_Running, _MotoApi):
         self._run(self._server, "moto-s3")
 
     def stop(self) -> None:
+        self.faults.released.set()  # a stalled request ends now
         if self.recording:
             self.stop_recording()
         self._halt()
@@ -823,12 +902,14 @@ class _RangeServer(ThreadingHTTPServer):
     stall: float
     log: RequestLog
     stopping: threading.Event
+    faults: Faults
 
 
 class _RangeHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: every answer has a Content-Length
     timeout = 30  # an idle kept-alive connection ends after this
     server: _RangeServer
+    _fault: FaultRule | None = None
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -843,9 +924,19 @@ class _RangeHandler(BaseHTTPRequestHandler):
 
     def _begin(self) -> Path | None:
         self.server.log.add(HttpRequest(self.command, self.path, self.headers.get("Range")))
-        if self.server.mode == "stall":
-            self.server.stopping.wait(self.server.stall)
+        url = urlsplit(self.path)
+        self._fault = self.server.faults.fault_for(self.command, url.path, url.query)
+        mode = self._fault.mode if self._fault is not None else None
+        if self.server.mode == "stall" or mode in ("stall", "drop", "lose_reply"):
+            if self.server.mode == "stall":
+                self.server.stopping.wait(self.server.stall)
+            elif mode == "stall":
+                self.server.faults.wait_stalled()
+            close_abruptly(self.connection, reset=mode == "lose_reply")
             self.close_connection = True
+            return None
+        if self._fault is not None and mode == "status":
+            self.send_error(self._fault.status)
             return None
         path = self._file()
         if path is None:
@@ -886,10 +977,12 @@ class _RangeHandler(BaseHTTPRequestHandler):
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("Content-Type", "application/octet-stream")
         self.end_headers()
-        if self.server.mode == "short":
-            # Half the announced body, then the connection closes.
+        mode = self._fault.mode if self._fault is not None else None
+        if self.server.mode == "short" or mode in ("short", "reset"):
+            # Half the announced body, then the connection closes (with a reset in "reset").
             self.wfile.write(body[: len(body) // 2])
             self.wfile.flush()
+            close_abruptly(self.connection, reset=mode == "reset")
             self.close_connection = True
             return
         self.wfile.write(body)
@@ -897,7 +990,8 @@ class _RangeHandler(BaseHTTPRequestHandler):
 
 class HttpServer(_Running):
     """A running range server: ``root`` (the directory it serves), ``url(name)``,
-    ``requests`` (its ``RequestLog``), ``stop()``."""
+    ``requests`` (its ``RequestLog``), ``faults`` (``Faults``: fail chosen requests in any of
+    ``FAULT_MODES``; "lose_reply" closes the connection with a reset, unanswered), ``stop()``."""
 
     def __init__(self, root: Path, mode: str = "ok", stall: float = 20.0) -> None:
         if mode not in ("ok", "short", "stall"):
@@ -910,6 +1004,7 @@ class HttpServer(_Running):
         self._server.stall = stall
         self._server.log = self.requests
         self._server.stopping = threading.Event()
+        self.faults = self._server.faults = Faults(stall)
         self.port: int = self._server.server_address[1]
         self.base_url = f"http://{HOST}:{self.port}"
         self._run(self._server, f"http-{mode}")
@@ -920,6 +1015,7 @@ class HttpServer(_Running):
 
     def stop(self) -> None:
         self._server.stopping.set()  # a stalled answer ends now
+        self.faults.released.set()
         self._halt()
 
 

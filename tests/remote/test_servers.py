@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.remote.servers import (
+    Faults,
     HttpServer,
     RecordedRequest,
     S3Faults,
@@ -35,14 +36,16 @@ def _stored(s3: S3Session, tmp_path: Path, data: bytes = DATA, name: str = "f.bi
     return s3.upload(local, f"{s3.bucket()}/data/{name}")
 
 
-def _no_retries_client(s3: S3Session) -> Any:
+def _no_retries_client(s3: S3Session, read_timeout: float = 60) -> Any:
     import boto3
     from botocore.config import Config
 
     return boto3.client(
         "s3",
         endpoint_url=s3.endpoint_url,
-        config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
+        config=Config(
+            retries={"total_max_attempts": 1, "mode": "standard"}, read_timeout=read_timeout
+        ),
     )
 
 
@@ -229,11 +232,60 @@ def test_s3fs_retries_a_5xx_under_its_own_policy(
     assert s3_requests.count("GET") == 1  # the retry, the one moto answered
 
 
+def test_a_lost_reply_is_handled_by_moto_and_never_answered(
+    s3: S3Session, s3_requests: S3Requests, s3_faults: S3Faults
+) -> None:
+    from botocore.exceptions import ConnectionClosedError, EndpointConnectionError
+
+    bucket = s3.bucket()
+    s3_faults.fail("PUT", mode="lose_reply")
+    with pytest.raises((ConnectionClosedError, EndpointConnectionError)):
+        _no_retries_client(s3).put_object(Bucket=bucket, Key="k", Body=b"x" * 100)
+    [fault] = s3_faults.injected
+    assert (fault.mode, fault.status) == ("lose_reply", None)
+    assert s3.objects(bucket) == {"k": 100}  # written, though its answer was lost
+    assert s3_requests.count("PUT") == 1
+
+
+@pytest.mark.parametrize("mode", ["short", "reset"])
+def test_a_body_cut_short(
+    s3: S3Session, s3_faults: S3Faults, tmp_path: Path, mode: str
+) -> None:
+    from botocore.exceptions import ConnectionClosedError, ResponseStreamingError
+
+    url = _stored(s3, tmp_path)
+    bucket, key = url.removeprefix("s3://").split("/", 1)
+    s3_faults.fail("GET", mode=mode)
+    answer = _no_retries_client(s3).get_object(Bucket=bucket, Key=key, Range="bytes=0-999")
+    assert answer["ContentLength"] == 1000
+    with pytest.raises((ResponseStreamingError, ConnectionClosedError)):
+        answer["Body"].read()
+    assert [f.mode for f in s3_faults.injected] == [mode]
+
+
+def test_a_stall_holds_the_request_until_cleared(
+    s3: S3Session, s3_requests: S3Requests, s3_faults: S3Faults, tmp_path: Path
+) -> None:
+    from botocore.exceptions import ReadTimeoutError
+
+    url = _stored(s3, tmp_path)
+    bucket, key = url.removeprefix("s3://").split("/", 1)
+    s3_faults.fail("GET", mode="stall")
+    client = _no_retries_client(s3, read_timeout=0.5)
+    with pytest.raises(ReadTimeoutError):
+        client.get_object(Bucket=bucket, Key=key, Range="bytes=0-9")
+    s3_faults.clear()  # ends the stalled request
+    assert s3_requests.count("GET") == 0
+    assert client.get_object(Bucket=bucket, Key=key, Range="bytes=0-9")["Body"].read() == DATA[:10]
+
+
 def test_fail_checks_its_arguments(s3_faults: S3Faults) -> None:
     with pytest.raises(ValueError, match="count from 1"):
         s3_faults.fail("GET", nth=0)
     with pytest.raises(ValueError, match="count from 1"):
         s3_faults.fail("GET", times=0)
+    with pytest.raises(ValueError, match="mode is one of"):
+        s3_faults.fail("GET", mode="explode")
 
 
 # --- the HTTP server -------------------------------------------------------------------------
@@ -344,6 +396,52 @@ def test_the_short_server_sends_half_the_body(http_short_server: HttpServer) -> 
             r.read()
     assert error.value.partial == DATA[:500]
     assert http_short_server.requests.count("GET") == 1
+
+
+@pytest.mark.parametrize("status", [404, 500, 503])
+def test_the_http_server_fails_the_nth_request_with_a_status(
+    http_server: HttpServer, http_faults: Faults, status: int
+) -> None:
+    (http_server.root / "f.bin").write_bytes(DATA)
+    url = http_server.url("f.bin")
+    http_faults.fail("GET", path_contains="/f.bin", nth=2, status=status)
+    with _get(url, {"Range": "bytes=0-9"}) as r:
+        assert r.read() == DATA[:10]
+    with pytest.raises(urllib.error.HTTPError) as error:
+        _get(url, {"Range": "bytes=0-9"})
+    error.value.close()
+    assert error.value.code == status
+    with _get(url, {"Range": "bytes=0-9"}) as r:
+        assert r.read() == DATA[:10]
+    assert [(f.method, f.path, f.status) for f in http_faults.injected] == [
+        ("GET", "/f.bin", status)
+    ]
+
+
+@pytest.mark.parametrize("mode", ["short", "reset"])
+def test_the_http_server_cuts_a_body_short(
+    http_server: HttpServer, http_faults: Faults, mode: str
+) -> None:
+    (http_server.root / "f.bin").write_bytes(DATA)
+    http_faults.fail("GET", mode=mode)
+    with _get(http_server.url("f.bin"), {"Range": "bytes=0-999"}) as r:
+        assert r.headers["Content-Length"] == "1000"
+        with pytest.raises((http.client.IncompleteRead, ConnectionResetError)):
+            r.read()
+
+
+@pytest.mark.parametrize("mode", ["drop", "lose_reply", "stall"])
+def test_the_http_server_leaves_a_request_unanswered(
+    http_server: HttpServer, http_faults: Faults, mode: str
+) -> None:
+    (http_server.root / "f.bin").write_bytes(DATA)
+    http_faults.fail("GET", mode=mode)
+    request = urllib.request.Request(http_server.url("f.bin"), headers={"Range": "bytes=0-9"})
+    with pytest.raises((OSError, http.client.HTTPException)):
+        urllib.request.urlopen(request, timeout=0.5)
+    http_faults.clear()
+    with _get(http_server.url("f.bin"), {"Range": "bytes=0-9"}) as r:
+        assert r.read() == DATA[:10]
 
 
 def test_the_stall_server_stalls_past_a_client_timeout(http_stall_server: HttpServer) -> None:
