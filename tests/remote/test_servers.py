@@ -248,9 +248,7 @@ def test_a_lost_reply_is_handled_by_moto_and_never_answered(
 
 
 @pytest.mark.parametrize("mode", ["short", "reset"])
-def test_a_body_cut_short(
-    s3: S3Session, s3_faults: S3Faults, tmp_path: Path, mode: str
-) -> None:
+def test_a_body_cut_short(s3: S3Session, s3_faults: S3Faults, tmp_path: Path, mode: str) -> None:
     from botocore.exceptions import ConnectionClosedError, ResponseStreamingError
 
     url = _stored(s3, tmp_path)
