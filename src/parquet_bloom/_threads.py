@@ -19,7 +19,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["BUILD_THREADS", "COPY_THREADS", "build_pool", "copy_pool"]
+__all__ = ["BUILD_THREADS", "COPY_THREADS", "READ_THREADS", "build_pool", "copy_pool", "read_pool"]
 
 
 def _cores() -> int:
@@ -37,6 +37,9 @@ BUILD_THREADS = min(max(_cores(), 2), 32)
 # file being rewritten at once (a thread is started only when none is idle), up to this many;
 # more files wait for a free one.
 COPY_THREADS = 64
+# Threads reading many files' footers and filters at once (the Bloom index's build and its
+# lookups of files it does not know): they wait on the store, so many hide its latency.
+READ_THREADS = 32
 
 _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _lock = threading.Lock()
@@ -60,3 +63,8 @@ def build_pool() -> ThreadPoolExecutor:
 def copy_pool() -> ThreadPoolExecutor:
     """The pool whose threads copy unchanged bytes into a rewrite's output."""
     return _pool("copy", COPY_THREADS)
+
+
+def read_pool() -> ThreadPoolExecutor:
+    """The pool whose threads read many files' tails at once."""
+    return _pool("read", READ_THREADS)

@@ -45,7 +45,14 @@ from parquet_bloom._format.page_header import (
     PageType,
     parse_page_header,
 )
-from parquet_bloom._format.schema import FieldRepetitionType, SchemaLeaf, Type, schema_leaves
+from parquet_bloom._format.schema import (
+    FieldRepetitionType,
+    SchemaLeaf,
+    Type,
+    leaf_from_type_properties,
+    leaf_type_properties,
+    schema_leaves,
+)
 
 __all__ = [
     "FOOTER_TRAILER_SIZE",
@@ -75,6 +82,8 @@ __all__ = [
     "encode_bloom_filter_header",
     "encode_file_metadata",
     "encode_offset_index",
+    "leaf_from_type_properties",
+    "leaf_type_properties",
     "parse_bloom_filter_header",
     "parse_footer_trailer",
     "parse_page_header",

@@ -137,3 +137,71 @@ def _children(element: Any, index: int) -> int:
     if n < 0:
         raise CorruptFileError(f"schema element {index} has {n} children")
     return int(n)
+
+
+# -- a leaf's type, as text (the Bloom index keeps it to hash literals as the files do) --------
+
+# The generated code attaches thrift_spec after each class body, which mypy cannot see.
+_LOGICAL_TYPE_SPEC: tuple[Any, ...] = _tt.LogicalType.thrift_spec  # type: ignore[attr-defined]
+# The fields of a SchemaLeaf that decide how a literal is encoded and hashed.
+_TYPE_FIELDS = ("physical_type", "type_length", "converted_type", "scale", "precision")
+
+
+def leaf_type_properties(leaf: SchemaLeaf) -> dict[str, str]:
+    """What decides how ``leaf`` stores values, as strings: its physical type, length, converted
+    type, scale and precision (those set), and its logical type (Thrift compact, hex)."""
+    from parquet_bloom._format._compact import encode_struct
+
+    out = {
+        name: str(getattr(leaf, name)) for name in _TYPE_FIELDS if getattr(leaf, name) is not None
+    }
+    if leaf.logical_type is not None:
+        encoded = encode_struct(leaf.logical_type, _tt.LogicalType, _LOGICAL_TYPE_SPEC)
+        out["logical_type"] = encoded.hex()
+    return out
+
+
+def leaf_from_type_properties(path: str, properties: dict[str, str]) -> SchemaLeaf:
+    """A leaf named ``path`` of the type :func:`leaf_type_properties` wrote; a value that does
+    not decode is a CorruptFileError."""
+    from parquet_bloom._format._compact import decode_untrusted
+
+    def number(name: str) -> int | None:
+        text = properties.get(name)
+        if text is None:
+            return None
+        try:
+            return int(text)
+        except ValueError:
+            raise CorruptFileError(f"column {path!r}: {name} {text!r} is not an integer") from None
+
+    logical = None
+    if "logical_type" in properties:
+        try:
+            raw = bytes.fromhex(properties["logical_type"])
+        except ValueError:
+            raise CorruptFileError(f"column {path!r}: its logical type is not hex") from None
+        logical = decode_untrusted(
+            raw,
+            _tt.LogicalType,
+            _LOGICAL_TYPE_SPEC,
+            "logical type",
+            f"column {path!r}'s logical type",
+            max_size=1024,
+        )
+    physical = properties.get("physical_type")
+    if physical is None:
+        raise CorruptFileError(f"column {path!r}: no physical type")
+    return SchemaLeaf(
+        column_index=0,
+        path=path,
+        path_in_schema=tuple(path.split(".")),
+        physical_type=physical,
+        type_length=number("type_length"),
+        logical_type=logical,
+        converted_type=properties.get("converted_type"),
+        scale=number("scale"),
+        precision=number("precision"),
+        repetition=None,
+        field_id=None,
+    )

@@ -1,0 +1,274 @@
+"""Building a Bloom index from the filters already in a dataset's files: each file's footer and
+filters are read (its tail; no data is decoded), the row groups of each column are grouped by
+filter size, each group's filters turned into bit slices, and everything written as one Puffin
+file that appears whole or not at all (docs/index.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from parquet_bloom import __version__
+from parquet_bloom import _format as fmt
+from parquet_bloom._index import entries as ent
+from parquet_bloom._index import layout, puffin, slices
+from parquet_bloom._io import location
+from parquet_bloom._reader import BloomFilterReader
+from parquet_bloom._rewrite.output import open_sink
+from parquet_bloom._threads import read_pool
+from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
+
+__all__ = ["ColumnSummary", "IndexBuildReport", "build_index"]
+
+
+@dataclass
+class ColumnSummary:
+    """One column of a built index: ``classes`` (filter size in bytes -> row groups),
+    ``unfiltered`` (row groups, or whole files, every lookup returns), ``slice_bytes`` (the
+    slices' bytes) and ``filter_bytes`` (the bytes of the filters they were made from)."""
+
+    classes: dict[int, int] = field(default_factory=dict)
+    unfiltered: int = 0
+    slice_bytes: int = 0
+    filter_bytes: int = 0
+
+
+@dataclass
+class IndexBuildReport:
+    """What :func:`build_index` wrote: ``location``, ``files``, ``row_groups``, ``columns``
+    (name -> :class:`ColumnSummary`), ``index_bytes`` (the Puffin file's size), the reads of the
+    files (``reads``, ``bytes_read``), and ``unreadable`` (``(path, reason)`` of files whose
+    footer could not be read: each is in the index as a whole file every lookup returns)."""
+
+    location: str
+    files: int = 0
+    row_groups: int = 0
+    columns: dict[str, ColumnSummary] = field(default_factory=dict)
+    index_bytes: int = 0
+    reads: int = 0
+    bytes_read: int = 0
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [
+            f"index {self.location}: {self.files} files, {self.row_groups} row groups, "
+            f"{self.index_bytes:,} bytes ({self.reads} reads, {self.bytes_read:,} bytes read)"
+        ]
+        for name, c in self.columns.items():
+            sizes = ", ".join(f"{n} x {size:,} B" for size, n in sorted(c.classes.items()))
+            lines.append(
+                f"  {name}: {sizes or 'no filters'}; {c.unfiltered} without a filter; "
+                f"slices {c.slice_bytes:,} B from filters of {c.filter_bytes:,} B"
+            )
+        for path, reason in self.unreadable:
+            lines.append(f"  unreadable, always a candidate: {path}: {reason}")
+        return "\n".join(lines)
+
+
+@dataclass
+class _Read:
+    """What one file gave: its row groups' rows, and per column each row group's filter (its
+    bitset), or why it has none usable."""
+
+    path: str
+    size: int
+    rows: list[int] = field(default_factory=list)
+    types: dict[str, dict[str, str]] = field(default_factory=dict)
+    filters: dict[str, list[bytes | None]] = field(default_factory=dict)
+    error: str | None = None
+    reads: int = 0
+    bytes_read: int = 0
+
+
+def build_index(
+    source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    columns: Sequence[str],
+    index_location: str | os.PathLike[str],
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    index_storage_options: Mapping[str, Any] | None = None,
+) -> IndexBuildReport:
+    """Build a Bloom index of ``columns`` over the Parquet files of ``source`` (a file, a
+    directory, a prefix or glob, or a list of them, as :func:`parquet_bloom.prune` takes) from
+    the filters the files hold, and write it to ``index_location`` (a local path or a URL;
+    ``index_storage_options`` configure it, default ``storage_options``).
+
+    Raises ValueError for no column, or a column no file has, and the read error of a file
+    that could not be fetched (nothing is written then). A file that is not a readable Parquet
+    file is recorded as a whole file every lookup returns."""
+    if isinstance(columns, str) or not columns:
+        raise ValueError("columns must be a non-empty list of column names")
+    wanted = list(dict.fromkeys(columns))
+    listed = sorted(location.list_files(source, storage_options=storage_options), key=_name)
+    reads = list(read_pool().map(partial(_read_file, wanted), listed))
+    missing = [c for c in wanted if not any(c in r.types for r in reads)]
+    if missing and any(r.error is None for r in reads):
+        where = os.fspath(source) if isinstance(source, str | os.PathLike) else "the dataset"
+        raise ValueError(f"no file of {where} has the column(s) {', '.join(map(repr, missing))}")
+    target = os.fspath(index_location)
+    report = IndexBuildReport(location=target, files=len(reads))
+    report.row_groups = sum(len(r.rows) for r in reads)
+    report.reads = sum(r.reads for r in reads)
+    report.bytes_read = sum(r.bytes_read for r in reads)
+    report.unreadable = [(r.path, r.error) for r in reads if r.error is not None]
+    blobs: list[tuple[puffin.BlobMetadata, Iterable[bytes]]] = []
+    for column in wanted:
+        summary = ColumnSummary()
+        report.columns[column] = summary
+        blobs += _column_blobs(column, reads, summary)
+    blobs.append(_files_blob(reads))
+    options = storage_options if index_storage_options is None else index_storage_options
+    report.index_bytes = _write(target, blobs, wanted, options)
+    return report
+
+
+def _name(entry: location.Entry) -> str:
+    return entry.name
+
+
+def _read_file(columns: list[str], entry: location.Entry) -> _Read:
+    size = entry.size if entry.size is not None else -1
+    got = _Read(path=entry.name, size=size)
+    try:
+        with BloomFilterReader(entry.path, filesystem=entry.filesystem, size=entry.size) as reader:
+            got.size = reader.size
+            groups = reader.metadata.row_groups or []
+            got.rows = [int(rg.num_rows) for rg in groups]
+            present = [c for c in columns if c in reader.columns]
+            leaves = {leaf.path: leaf for leaf in reader.schema_leaves}
+            found, failed = reader.filters_with_errors(present)
+            for column in present:
+                got.types[column] = fmt.leaf_type_properties(leaves[column])
+                row = []
+                for rg in range(len(groups)):
+                    f = found.get((rg, column))
+                    row.append(None if f is None or (rg, column) in failed else f.to_bytes())
+                got.filters[column] = row
+            got.reads, got.bytes_read = reader.reads, reader.bytes_read
+    except (CorruptFileError, UnsupportedFileError) as err:
+        # Not a Parquet file we can read: a whole file every lookup returns. (A failure to
+        # fetch it is raised: the build is to be tried again, not an index of guesses.)
+        got.error = str(err)
+        got.rows, got.types, got.filters = [], {}, {}
+    return got
+
+
+def _column_blobs(
+    column: str, reads: list[_Read], summary: ColumnSummary
+) -> list[tuple[puffin.BlobMetadata, Iterable[bytes]]]:
+    """The blobs of one column: a slices and an entries blob per filter size, and the entries of
+    the row groups without a usable filter."""
+    typed = [r for r in reads if column in r.types]
+    kind = typed[0].types[column] if typed else {}
+    classes: dict[int, list[tuple[ent.Entry, bytes]]] = {}
+    none: list[ent.Entry] = []
+    for r in reads:
+        if r.error is not None:
+            none.append(ent.Entry(r.path, -1, max(r.size, 0), -1))
+            continue
+        if column not in r.types:
+            continue  # no such column in this file: its rows hold none of the values
+        same_type = r.types[column] == kind
+        for rg, (rows, bitset) in enumerate(zip(r.rows, r.filters[column], strict=True)):
+            entry = ent.Entry(r.path, rg, r.size, rows)
+            if bitset is None or not same_type:
+                none.append(entry)
+            else:
+                classes.setdefault(len(bitset), []).append((entry, bitset))
+    type_properties = {layout.TYPE_PREFIX + k: v for k, v in kind.items()}
+    out: list[tuple[puffin.BlobMetadata, Iterable[bytes]]] = []
+    for number, (num_bytes, members) in enumerate(sorted(classes.items())):
+        n = len(members)
+        words = slices.words_of([bitset for _, bitset in members], num_bytes)
+        length = slices.slice_bytes(n) * (num_bytes // 32) * 256
+        common = {layout.COLUMN: column, layout.CLASS: str(number), layout.ROW_GROUPS: str(n)}
+        meta = puffin.BlobMetadata(
+            layout.SLICES_BLOB,
+            offset=0,
+            length=length,
+            properties={**common, layout.NUM_BYTES: str(num_bytes), **type_properties},
+        )
+        out.append((meta, slices.slices_of(words)))
+        out.append(_entries_blob([e for e, _ in members], common, "sbbf"))
+        summary.classes[num_bytes] = n
+        summary.slice_bytes += length
+        summary.filter_bytes += n * num_bytes
+    if none:
+        common = {layout.COLUMN: column, layout.CLASS: "none", layout.ROW_GROUPS: str(len(none))}
+        out.append(_entries_blob(none, common, "none"))
+        summary.unfiltered = len(none)
+    return out
+
+
+def _entries_blob(
+    members: list[ent.Entry], common: dict[str, str], filters: str
+) -> tuple[puffin.BlobMetadata, Iterable[bytes]]:
+    data, width = ent.encode_entries(members)
+    meta = puffin.BlobMetadata(
+        layout.ROW_GROUPS_BLOB,
+        offset=0,
+        length=len(data),
+        properties={**common, layout.PATH_WIDTH: str(width), layout.FILTERS: filters},
+    )
+    return meta, (data,)
+
+
+def _files_blob(reads: list[_Read]) -> tuple[puffin.BlobMetadata, Iterable[bytes]]:
+    data = json.dumps([[r.path, r.size, -1, -1] for r in reads], separators=(",", ":")).encode()
+    return puffin.BlobMetadata(layout.FILES_BLOB, offset=0, length=len(data)), (data,)
+
+
+def _write(
+    target: str,
+    blobs: list[tuple[puffin.BlobMetadata, Iterable[bytes]]],
+    columns: list[str],
+    storage_options: Mapping[str, Any] | None,
+) -> int:
+    """Write the Puffin file (whole or not at all); its size."""
+    filesystem, path = location.resolve(target, storage_options=storage_options)
+    if filesystem is None:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    placed: list[puffin.BlobMetadata] = []
+    at = len(puffin.MAGIC)
+    with open_sink(filesystem, path) as sink:
+        sink.write(puffin.MAGIC)
+        for meta, parts in blobs:
+            written = 0
+            for part in _nonempty(parts):
+                sink.write(part)
+                written += len(part)
+            if written != meta.length:
+                raise AssertionError(f"blob {meta.type} wrote {written} bytes, not {meta.length}")
+            placed.append(_at(meta, at))
+            at += written
+        footer = puffin.encode_footer(
+            placed,
+            {
+                "created-by": f"parquet-bloom {__version__}",
+                layout.VERSION_PROPERTY: layout.FORMAT_VERSION,
+                "parquet-bloom.columns": json.dumps(columns),
+            },
+        )
+        sink.write(footer)
+    return at + len(footer)
+
+
+def _nonempty(parts: Iterable[bytes]) -> Iterator[bytes]:
+    return (p for p in parts if p)
+
+
+def _at(meta: puffin.BlobMetadata, offset: int) -> puffin.BlobMetadata:
+    return puffin.BlobMetadata(
+        meta.type,
+        offset=offset,
+        length=meta.length,
+        fields=meta.fields,
+        snapshot_id=meta.snapshot_id,
+        sequence_number=meta.sequence_number,
+        properties=meta.properties,
+    )

@@ -1,0 +1,336 @@
+"""Lookups in a Bloom index: which row groups may hold a value, from the eight slices its hash
+picks in each size class and the entries of the candidates (docs/index.md#lookups).
+
+One value costs, once the footer is read, two rounds of reads: the slices of every class (one
+round: planned together, coalesced, fetched at once), then the candidates' entries (and the
+entries of the row groups without filters). The footer is one tail read when the index is
+opened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from parquet_bloom import _format as fmt
+from parquet_bloom import _logical as logical
+from parquet_bloom._index import entries as ent
+from parquet_bloom._index import layout, puffin, slices
+from parquet_bloom._index.entries import Entry
+from parquet_bloom._io.ranges import MAX_GAP, ByteRange, ReadBuffer, coalesce
+from parquet_bloom._io.source import ByteSource
+from parquet_bloom._sbbf import BITS_PER_BLOCK, BYTES_PER_BLOCK
+from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
+
+__all__ = ["BloomIndex", "IndexLookup"]
+
+# The index's first read: its footer lists a few blobs a column and size class, so 64 KiB holds
+# it for hundreds of columns; a larger footer costs one more read.
+_TAIL = 64 * 1024
+
+
+@dataclass(frozen=True)
+class _Class:
+    """One class of a column: ``num_bytes`` (None: the row groups without filters),
+    ``row_groups`` (N), its ``slices`` and ``entries`` blobs, the entries' ``path_width``."""
+
+    column: str
+    num_bytes: int | None
+    row_groups: int
+    slices: puffin.BlobMetadata | None
+    entries: puffin.BlobMetadata
+    path_width: int
+
+    @property
+    def num_blocks(self) -> int:
+        return (self.num_bytes or 0) // BYTES_PER_BLOCK
+
+    def entry_range(self, i: int) -> ByteRange:
+        size = ent.record_size(self.path_width)
+        return ByteRange(self.entries.offset + i * size, size)
+
+
+@dataclass
+class IndexLookup:
+    """The answer of :meth:`BloomIndex.lookup`: ``row_groups``, the entries of the row groups
+    that may hold a value (every row group whose filter may, and every one without a usable
+    filter), sorted by path and row group; ``filtered`` (the row groups whose filters were
+    consulted) and ``unfiltered`` (those returned without one); ``reads`` and ``bytes_read``
+    (of this lookup, the footer's not counted)."""
+
+    column: str
+    row_groups: list[Entry] = field(default_factory=list)
+    filtered: int = 0
+    unfiltered: int = 0
+    reads: int = 0
+    bytes_read: int = 0
+
+    def files(self) -> dict[str, list[int]]:
+        """The candidates by file: path -> row groups (``[-1]``: the whole file)."""
+        out: dict[str, list[int]] = {}
+        for e in self.row_groups:
+            out.setdefault(e.path, []).append(e.row_group)
+        return out
+
+
+class BloomIndex:
+    """A Bloom index written by :func:`parquet_bloom.index.build_index`, opened for lookups.
+
+    Opening reads the index's footer (one read of its tail); :meth:`lookup` reads slices and
+    entries. ``columns``; ``row_groups(column)``; ``classes(column)`` (filter size -> row
+    groups); ``num_bytes`` (the file's size); ``reads`` and ``bytes_read`` (all reads so far).
+    """
+
+    def __init__(
+        self,
+        index_location: str | os.PathLike[str],
+        *,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._source = ByteSource(os.fspath(index_location), storage_options=storage_options)
+        try:
+            self._open()
+        except BaseException:
+            self._source.close()
+            raise
+
+    def _open(self) -> None:
+        source = self._source
+        start, tail = source.read_tail(_TAIL)
+        size = source.size
+        name = source.name
+        if size < 2 * len(puffin.MAGIC) + puffin.TRAILER_SIZE:
+            raise CorruptFileError(f"a Puffin file of {size} bytes is too short", source=name)
+        length = puffin.footer_length(tail[-puffin.TRAILER_SIZE :], file_size=size, source=name)
+        footer_offset = size - puffin.TRAILER_SIZE - length - len(puffin.MAGIC)
+        if footer_offset >= start:
+            footer = tail[footer_offset - start : len(tail) - puffin.TRAILER_SIZE]
+        else:
+            footer = source.read_exact(footer_offset, length + len(puffin.MAGIC))
+        self.footer = puffin.decode_footer(footer, footer_offset=footer_offset, source=name)
+        version = self.footer.properties.get(layout.VERSION_PROPERTY)
+        if version != layout.FORMAT_VERSION:
+            raise UnsupportedFileError(
+                f"not a parquet-bloom index of version {layout.FORMAT_VERSION} "
+                f"({layout.VERSION_PROPERTY} is {version!r})",
+                source=name,
+            )
+        self._classes: dict[str, list[_Class]] = {}
+        self._types: dict[str, fmt.SchemaLeaf] = {}
+        self._files_blob: puffin.BlobMetadata | None = None
+        self._gather()
+
+    def _gather(self) -> None:
+        name = self._source.name
+        slices_by: dict[tuple[str, str], puffin.BlobMetadata] = {}
+        entries_by: dict[tuple[str, str], puffin.BlobMetadata] = {}
+        for meta in self.footer.blobs:
+            if meta.type == layout.FILES_BLOB:
+                self._files_blob = meta
+                continue
+            if meta.type not in (layout.SLICES_BLOB, layout.ROW_GROUPS_BLOB):
+                continue  # another tool's blob
+            key = (_prop(meta, layout.COLUMN, name), _prop(meta, layout.CLASS, name))
+            (slices_by if meta.type == layout.SLICES_BLOB else entries_by)[key] = meta
+        for key, entries in entries_by.items():
+            column, _ = key
+            n = _int(entries, layout.ROW_GROUPS, name)
+            width = _int(entries, layout.PATH_WIDTH, name)
+            if entries.length != n * ent.record_size(width):
+                raise CorruptFileError(
+                    f"the entries of column {column!r} have {entries.length} bytes, not "
+                    f"{n} x {ent.record_size(width)}",
+                    source=name,
+                    offset=entries.offset,
+                )
+            blob = slices_by.pop(key, None)
+            num_bytes = None
+            if entries.properties.get(layout.FILTERS) == "sbbf":
+                if blob is None:
+                    raise CorruptFileError(
+                        f"a class of column {column!r} has entries but no slices", source=name
+                    )
+                num_bytes = _int(blob, layout.NUM_BYTES, name)
+                if num_bytes <= 0 or num_bytes % BYTES_PER_BLOCK:
+                    raise CorruptFileError(
+                        f"a filter size of {num_bytes} bytes is not whole blocks", source=name
+                    )
+                expected = slices.slice_bytes(n) * (num_bytes // BYTES_PER_BLOCK) * BITS_PER_BLOCK
+                if blob.length != expected or _int(blob, layout.ROW_GROUPS, name) != n:
+                    raise CorruptFileError(
+                        f"the slices of column {column!r} ({num_bytes} B filters, {n} row "
+                        f"groups) have {blob.length} bytes, not {expected}",
+                        source=name,
+                        offset=blob.offset,
+                    )
+                if column not in self._types:
+                    typed = {
+                        k[len(layout.TYPE_PREFIX) :]: v
+                        for k, v in blob.properties.items()
+                        if k.startswith(layout.TYPE_PREFIX)
+                    }
+                    self._types[column] = fmt.leaf_from_type_properties(column, typed)
+            self._classes.setdefault(column, []).append(
+                _Class(column, num_bytes, n, blob, entries, width)
+            )
+        if slices_by:
+            column, _ = next(iter(slices_by))
+            raise CorruptFileError(f"a class of column {column!r} has no entries", source=name)
+
+    # -- what it holds -----------------------------------------------------------------------
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self._classes)
+
+    @property
+    def num_bytes(self) -> int:
+        return self._source.size
+
+    @property
+    def reads(self) -> int:
+        return self._source.reads
+
+    @property
+    def bytes_read(self) -> int:
+        return self._source.bytes_read
+
+    def classes(self, column: str) -> dict[int | None, int]:
+        """Filter size in bytes (None: without filters) -> the row groups of that class."""
+        return {c.num_bytes: c.row_groups for c in self._column(column)}
+
+    def row_groups(self, column: str) -> int:
+        return sum(c.row_groups for c in self._column(column))
+
+    def files(self) -> dict[str, int]:
+        """Every file the index was built from: path -> size (one read)."""
+        blob = self._files_blob
+        if blob is None:
+            raise CorruptFileError("the index lists no files", source=self._source.name)
+        data = self._source.read_exact(blob.offset, blob.length)
+        try:
+            rows = json.loads(data)
+            return {str(path): int(size) for path, size, *_ in rows}
+        except (ValueError, TypeError) as err:
+            raise CorruptFileError(
+                f"the index's file list does not decode: {err}",
+                source=self._source.name,
+                offset=blob.offset,
+            ) from None
+
+    def _column(self, column: str) -> list[_Class]:
+        if column not in self._classes:
+            known = ", ".join(map(repr, self._classes)) or "none"
+            raise ValueError(f"the index has no column {column!r} (it has {known})")
+        return self._classes[column]
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def lookup(self, column: str, values: Any) -> IndexLookup:
+        """The row groups that may hold ``column = value`` for any of ``values`` (one literal,
+        or a list: ``IN``), encoded as the files store the column (see
+        :meth:`parquet_bloom.BloomFilterReader.row_groups_might_contain`)."""
+        classes = self._column(column)
+        reads, read_bytes = self._source.reads, self._source.bytes_read
+        answer = IndexLookup(column)
+        leaf = self._types.get(column)
+        probe = logical.literal_probe(values, leaf) if leaf is not None else None
+        filtered = [c for c in classes if c.num_bytes is not None]
+        answer.filtered = sum(c.row_groups for c in filtered)
+        wanted: list[tuple[_Class, list[int]]] = [
+            (c, list(range(c.row_groups))) for c in classes if c.num_bytes is None
+        ]
+        answer.unfiltered = sum(len(rows) for _, rows in wanted)
+        if probe is not None and probe.always_keep:
+            wanted += [(c, list(range(c.row_groups))) for c in filtered]
+        elif probe is not None and probe.hashes.size:
+            wanted += self._candidates(filtered, probe.hashes)
+        answer.row_groups = sorted(self._entries(wanted))
+        answer.reads = self._source.reads - reads
+        answer.bytes_read = self._source.bytes_read - read_bytes
+        return answer
+
+    def _candidates(
+        self, classes: Sequence[_Class], hashes: np.ndarray
+    ) -> list[tuple[_Class, list[int]]]:
+        """Round one: every class's slices for ``hashes``, read together; each class's
+        candidates."""
+        plans = []
+        ranges: list[ByteRange] = []
+        for c in classes:
+            positions = slices.lane_positions(hashes, c.num_blocks)
+            assert c.slices is not None
+            base = c.slices.offset
+            wanted = {
+                int(p): ByteRange(base + off, length)
+                for p, (off, length) in zip(
+                    np.unique(positions), slices.slice_ranges(positions, c.row_groups), strict=True
+                )
+            }
+            plans.append((c, positions, wanted))
+            ranges += wanted.values()
+        held = self._read(ranges)
+        out = []
+        for c, positions, wanted in plans:
+            got = {p: held.get(r) for p, r in wanted.items()}
+            found = slices.candidates(positions, got, c.row_groups)
+            if found.size:
+                out.append((c, [int(i) for i in found]))
+        return out
+
+    def _entries(self, wanted: Sequence[tuple[_Class, list[int]]]) -> list[Entry]:
+        """Round two: the entries of ``wanted`` (a class and its row groups' places in it)."""
+        ranges = [c.entry_range(i) for c, rows in wanted for i in rows]
+        held = self._read(ranges)
+        name = self._source.name
+        return [
+            ent.decode_entry(held.get(r), c.path_width, source=name, offset=r.offset)
+            for c, rows in wanted
+            for r in (c.entry_range(i) for i in rows)
+        ]
+
+    def _read(self, ranges: Sequence[ByteRange]) -> ReadBuffer:
+        held = ReadBuffer()
+        merged = coalesce(ranges, MAX_GAP)
+        for r, data in zip(merged, self._source.read(merged), strict=True):
+            held.add(r.offset, data)
+        return held
+
+    # -- lifetime ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._source.close()
+
+    def __enter__(self) -> BloomIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"BloomIndex({self._source.name!r}, columns={self.columns})"
+
+
+def _prop(blob: puffin.BlobMetadata, key: str, source: str) -> str:
+    value = blob.properties.get(key)
+    if value is None:
+        raise CorruptFileError(f"a {blob.type} blob has no {key!r} property", source=source)
+    return value
+
+
+def _int(blob: puffin.BlobMetadata, key: str, source: str) -> int:
+    text = _prop(blob, key, source)
+    try:
+        value = int(text)
+    except ValueError:
+        raise CorruptFileError(
+            f"a {blob.type} blob's {key!r} is {text!r}, not an integer", source=source
+        ) from None
+    if value < 0:
+        raise CorruptFileError(f"a {blob.type} blob's {key!r} is negative", source=source)
+    return value

@@ -1,0 +1,27 @@
+"""A Bloom index of many Parquet files: their row groups' filters for a column, bit-sliced into
+one Puffin file, so that a lookup of a value reads eight slices of N bits (N row groups) and the
+entries of its candidates, instead of a filter a file (docs/index.md).
+
+    >>> from parquet_bloom import index
+    >>> report = index.build_index("lake/orders/", ["order_id"], "lake/orders.bloom-index")
+    >>> with index.BloomIndex("lake/orders.bloom-index") as idx:
+    ...     idx.lookup("order_id", 42).files()
+
+An index answers for the files it was built from, as they were: a file changed or added
+since is not in it (see docs/index.md, "What a lookup guarantees").
+"""
+
+from __future__ import annotations
+
+from parquet_bloom._index.build import ColumnSummary, IndexBuildReport, build_index
+from parquet_bloom._index.entries import Entry
+from parquet_bloom._index.lookup import BloomIndex, IndexLookup
+
+__all__ = [
+    "BloomIndex",
+    "ColumnSummary",
+    "Entry",
+    "IndexBuildReport",
+    "IndexLookup",
+    "build_index",
+]
