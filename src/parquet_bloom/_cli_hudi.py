@@ -271,7 +271,7 @@ def _check_file(
     """What :func:`parquet_bloom.hudi.check_file` finds in the file of ``report`` (None: no
     Hudi filter), from the footer the Parquet check read: only the record keys are read
     (their cost in the result's ``requests`` and ``bytes_read``)."""
-    from parquet_bloom._hudi.check import check_keys
+    from parquet_bloom._hudi.check import check_keys, unreadable_filter
     from parquet_bloom._hudi.table import RECORD_KEY_COLUMN
     from parquet_bloom.hudi import HudiCheckReport
 
@@ -279,7 +279,7 @@ def _check_file(
     try:
         found = _hudi_filter(report)
     except BloomFilterError as e:
-        checked.violations.append(f"filter: the record-key filter cannot be read: {e.reason}")
+        checked.violations.append(unreadable_filter(e))
         with contextlib.suppress(ValueError):
             checked.num_rows = _arrow_metadata(report.footer).num_rows
         return checked
