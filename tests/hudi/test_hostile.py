@@ -140,3 +140,16 @@ def test_a_seeded_sweep_of_a_real_filter(hudi_tables: dict[str, Path], tmp_path:
         check_keys(f, keys, report)
         read += 1
     assert read + refused == 300 and read > 50 and refused > 50
+
+
+def test_the_command_line_check_reports_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from parquet_bloom.cli import main
+
+    path = _write(tmp_path / "nr0.parquet", _with(_dynamic(), NR_AT, 0))
+    status = main(["check", str(path)])
+    out = capsys.readouterr().out
+    assert status == 1, out
+    assert "VIOLATION [filter] filter: the record-key filter cannot be read: " in out
+    assert "0 keys per row (nr)" in out and f"(offset {NR_AT})" in out
