@@ -13,7 +13,9 @@ wrappers set ``args.report_hook``, which the Parquet commands call with each fil
 holding the footer it read) and the keyword arguments the file was opened with; the hook
 returns the report, its cost including the Hudi part's own reads (``check`` reads the
 ``_hoodie_record_key`` column, through pyarrow given the footer already read), so that
-``--stats`` counts them. ``probe --hudi-key`` lists the files and reads each footer once.
+``--stats`` counts them. ``probe --hudi-key`` lists the files and reads each footer once; a
+file whose extension is one of Hudi's other base file formats (ORC, HFile, Lance) is not opened:
+it has no Parquet footer, so no filter here to consult, and is kept for every key, saying so.
 """
 
 from __future__ import annotations
@@ -271,7 +273,7 @@ def _check_file(
     """What :func:`parquet_bloom.hudi.check_file` finds in the file of ``report`` (None: no
     Hudi filter), from the footer the Parquet check read: only the record keys are read
     (their cost in the result's ``requests`` and ``bytes_read``)."""
-    from parquet_bloom._hudi.check import check_keys
+    from parquet_bloom._hudi.check import check_keys, unreadable_filter
     from parquet_bloom._hudi.table import RECORD_KEY_COLUMN
     from parquet_bloom.hudi import HudiCheckReport
 
@@ -279,7 +281,7 @@ def _check_file(
     try:
         found = _hudi_filter(report)
     except BloomFilterError as e:
-        checked.violations.append(f"filter: the record-key filter cannot be read: {e.reason}")
+        checked.violations.append(unreadable_filter(e))
         with contextlib.suppress(ValueError):
             checked.num_rows = _arrow_metadata(report.footer).num_rows
         return checked
@@ -351,12 +353,23 @@ def _probe(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> in
     if args.column is not None:
         raise ValueError("probe takes --column or --hudi-key, not both")
     from parquet_bloom._hudi.footer import read_hudi_metadata
+    from parquet_bloom._hudi.table import NOT_PARQUET_FORMATS, base_file_format
     from parquet_bloom.hudi import filter_from_metadata
 
     files, status = _files(args, err)
     results: list[dict[str, Any]] = []
     costs: list[tuple[str, int, int]] = []  # each file read: its requests and bytes
+    not_parquet = 0
     for name, kwargs in files:
+        kind = base_file_format(name)
+        if kind in NOT_PARQUET_FORMATS:
+            # A base file Hudi names as ORC, HFile or Lance: no Parquet footer, so no filter
+            # here to consult; kept for every key, not opened.
+            not_parquet += 1
+            why = f"not Parquet ({kind} base file): no filter to consult"
+            answers = [{"key": k, "result": "might contain", "reason": why} for k in args.hudi_key]
+            results.append({"path": name, "keys": answers, "not_parquet": kind})
+            continue
         try:
             footer = read_hudi_metadata(name, tail_size=getattr(args, "tail_size", None), **kwargs)
             found = filter_from_metadata(footer.metadata, source=footer.name)
@@ -385,7 +398,11 @@ def _probe(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> in
     outcomes = [k["result"] for r in results for k in r.get("keys", ())]
     might = "might contain" in outcomes
     if args.json:
-        document: dict[str, Any] = {"files": results, "might_contain": might}
+        document: dict[str, Any] = {
+            "files": results,
+            "might_contain": might,
+            "files_not_parquet": not_parquet,
+        }
         if args.stats:
             document["stats"] = {
                 "files": len(costs),
@@ -404,6 +421,11 @@ def _probe(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> in
         out.write(_table(["file", "key", "result", "why"], rows, right=()) + "\n")
         kept = outcomes.count("might contain")
         out.write(f"{kept} of {len(outcomes)} file-key pairs might hold the key\n")
+        if not_parquet:
+            out.write(
+                f"{not_parquet} files are not Parquet (Hudi's ORC, HFile or Lance base files): "
+                "kept for every key, not opened\n"
+            )
         if args.stats:
             out.write("\n" + _stats_text(costs) + "\n")
     if status != _EXIT_OK:

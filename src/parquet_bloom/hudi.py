@@ -641,8 +641,11 @@ def files_for_keys(
     it, as Hudi's bloom index decides (HoodieBloomIndex, over all partitions: the global
     lookup): a file is a candidate when the key lies in its footer's key range and its
     record-key filter may contain it; a file without a range or filter is a candidate for
-    every key. With ``confirm=True`` each candidate's ``_hoodie_record_key`` column is read
-    and only files that hold the key are kept (HoodieKeyLookupHandle's check).
+    every key, and so is a base file that is not Parquet (ORC, HFile or Lance, by the
+    extension Hudi gives it: it has no Parquet footer, so no filter here to consult; it is
+    not opened, and :func:`lookup_keys` counts it in ``files_not_parquet``). With
+    ``confirm=True`` each Parquet candidate's ``_hoodie_record_key`` column is read and only
+    files that hold the key are kept (HoodieKeyLookupHandle's check).
 
     The table's file slices come from the ``hudi`` package (hudi-rs; ``pip install
     'parquet-bloom[hudi]'``), opened with ``hudi_options``; the footers are read through

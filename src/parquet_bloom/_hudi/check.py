@@ -26,7 +26,7 @@ from parquet_bloom.errors import BloomFilterError
 if TYPE_CHECKING:
     from parquet_bloom.hudi import HudiBloomFilter
 
-__all__ = ["HudiCheckReport", "check_file", "check_keys"]
+__all__ = ["HudiCheckReport", "check_file", "check_keys", "unreadable_filter"]
 
 
 @dataclass
@@ -99,7 +99,7 @@ def check_file(
     try:
         found = filter_from_metadata(footer.metadata, source=footer.name)
     except BloomFilterError as e:
-        report.violations.append(f"filter: the record-key filter cannot be read: {e.reason}")
+        report.violations.append(unreadable_filter(e))
         return report
     if found is None:
         report.notes.append("no Hudi record-key filter in the footer")
@@ -113,6 +113,13 @@ def check_file(
         return report
     check_keys(found, keys, report)
     return report
+
+
+def unreadable_filter(error: BloomFilterError) -> str:
+    """The violation of a filter that does not decode: the reason and where in the decoded
+    value (the report names the file)."""
+    where = "" if error.offset is None else f" (offset {error.offset})"
+    return f"filter: the record-key filter cannot be read: {error.reason}{where}"
 
 
 def check_keys(found: HudiBloomFilter, keys: list[Any], report: HudiCheckReport) -> None:

@@ -174,6 +174,24 @@ def decode(raw: bytes | memoryview, type_code: str, *, source: str | None = None
             offset=at,
         )
     keys_per_row, current, rows = _DYNAMIC.unpack_from(data, at)
+    if keys_per_row < 1:
+        # Hudi's nr is the configured entry count its sizing divides by: a filter with
+        # nr <= 0 has no bits or no hashes, which HashFunction refuses, so no writer made it.
+        raise CorruptFileError(
+            f"a DYNAMIC_V0 filter with {keys_per_row} keys per row (nr); Hudi's rows hold "
+            "at least one",
+            source=source,
+            offset=at,
+        )
+    if current < 0:
+        # currentNbRecord starts at 0 and rises by one a key (reset to 0 with each new row); it
+        # would turn negative only after 2**31 keys added to one base file's filter.
+        raise CorruptFileError(
+            f"a DYNAMIC_V0 filter with {current} keys in its last row (currentNbRecord); "
+            "Hudi counts up from 0",
+            source=source,
+            offset=at + 4,
+        )
     at += _DYNAMIC.size
     if rows <= 0:
         raise CorruptFileError(

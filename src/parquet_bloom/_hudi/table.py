@@ -30,12 +30,37 @@ from parquet_bloom._hudi.keys import encode_keys
 from parquet_bloom._hudi.murmur import hash_chains
 from parquet_bloom._io import location
 
-__all__ = ["RECORD_KEY_COLUMN", "BaseFile", "KeyLookup", "base_files", "lookup_keys"]
+__all__ = [
+    "NOT_PARQUET_FORMATS",
+    "RECORD_KEY_COLUMN",
+    "BaseFile",
+    "KeyLookup",
+    "base_file_format",
+    "base_files",
+    "lookup_keys",
+]
 
 RECORD_KEY_COLUMN = "_hoodie_record_key"  # HoodieRecord.RECORD_KEY_METADATA_FIELD
+# HoodieFileFormat's base file formats by their extension (its BASE_FILE_EXTENSIONS: every
+# format but HOODIE_LOG's ".log"). A table may mix them (Hudi 1.0's
+# hoodie.table.multiple.base.file.formats.enable), and a table may use one other than Parquet
+# (hoodie.table.base.file.format; Lance since Hudi 1.1). Only Parquet's footer is read here:
+# the others keep their filter, if any, in their own format's metadata.
+BASE_FILE_FORMATS = {".parquet": "PARQUET", ".orc": "ORC", ".hfile": "HFILE", ".lance": "LANCE"}
+NOT_PARQUET_FORMATS = frozenset(BASE_FILE_FORMATS.values()) - {"PARQUET"}
 # Hash chains kept for all keys at once, shared by every file with the same hash count, up to
 # this many int32 values (64 MiB); more keys are hashed again for each file.
 _MAX_SHARED_HASHES = 1 << 24
+
+
+def base_file_format(path: str) -> str | None:
+    """Hudi's name of a base file's format (``"PARQUET"``, ``"ORC"``, ``"HFILE"``,
+    ``"LANCE"``), from its extension as Hudi takes it (``FSUtils.getFileExtension``: the file
+    name from its last ``.``, compared exactly, as ``HoodieFileFormat.fromFileExtension``
+    does); None for an extension Hudi does not know."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    return None if dot < 0 else BASE_FILE_FORMATS.get(name[dot:])
 
 
 @dataclass(frozen=True)
@@ -47,14 +72,28 @@ class BaseFile:
     partition: str
     file_id: str
 
+    @property
+    def format(self) -> str | None:
+        """Hudi's name of its format, from its extension (:func:`base_file_format`)."""
+        return base_file_format(self.path)
+
+    @property
+    def is_parquet(self) -> bool:
+        """False for a base file Hudi names as ORC, HFile or Lance: it has no Parquet footer,
+        so no filter here to consult. A name Hudi does not know is read as Parquet."""
+        return self.format not in NOT_PARQUET_FORMATS
+
 
 @dataclass
 class KeyLookup:
     """What :func:`lookup_keys` found: ``files`` maps each key to the base files that may hold it
     (in listing order; empty when none may); the counts say how the files were narrowed.
 
-    ``base_files``: the latest base files considered; ``files_without_filter``: those with no
-    record-key filter (a candidate for every key in range); ``pairs``: key-file pairs
+    ``base_files``: the latest base files considered; ``files_without_filter``: the Parquet
+    ones with no record-key filter (a candidate for every key in range); ``files_not_parquet``:
+    the base files that are not Parquet (ORC, HFile or Lance, by the extension Hudi gives them),
+    each with its format's name: nothing here reads their filters, so they are candidates for
+    every key, never opened, and not confirmed; ``pairs``: key-file pairs
     considered, ``pruned_by_range`` and ``pruned_by_filter`` those excluded by the key range
     and by the filter, ``confirmed_absent`` those the filter passed but the file's keys do not
     hold (with ``confirm``: the filter's false positives); ``requests`` and ``bytes_read``:
@@ -63,6 +102,7 @@ class KeyLookup:
     files: dict[str, list[str]]
     base_files: list[BaseFile]
     files_without_filter: list[str] = field(default_factory=list)
+    files_not_parquet: dict[str, str] = field(default_factory=dict)
     pairs: int = 0
     pruned_by_range: int = 0
     pruned_by_filter: int = 0
@@ -70,6 +110,32 @@ class KeyLookup:
     confirmed_absent: int = 0
     requests: int = 0
     bytes_read: int = 0
+
+    def __str__(self) -> str:
+        keys = len(self.files)
+        found = sum(1 for paths in self.files.values() if paths)
+        lines = [
+            f"{keys:,} keys over {len(self.base_files):,} base files: {found:,} keys with a "
+            f"candidate file; of {self.pairs:,} key-file pairs, {self.pruned_by_range:,} pruned "
+            f"by key range, {self.pruned_by_filter:,} by filter"
+            + (f", {self.confirmed_absent:,} absent on reading the keys" if self.confirmed else "")
+        ]
+        if self.files_without_filter:
+            lines.append(
+                f"{len(self.files_without_filter):,} Parquet base files without a record-key "
+                "filter: candidates for every key in their range"
+            )
+        if self.files_not_parquet:
+            counts: dict[str, int] = {}
+            for kind in self.files_not_parquet.values():
+                counts[kind] = counts.get(kind, 0) + 1
+            kinds = ", ".join(f"{n:,} {kind}" for kind, n in sorted(counts.items()))
+            lines.append(
+                f"{len(self.files_not_parquet):,} base files not Parquet ({kinds}): candidates "
+                "for every key, not opened (no Parquet footer, so no filter here to consult)"
+            )
+        lines.append(f"{self.requests:,} requests, {self.bytes_read:,} bytes read")
+        return "\n".join(lines)
 
 
 def _join(table_uri: str, relative: str) -> str:
@@ -209,6 +275,9 @@ def lookup_keys(
     options = dict(storage_options) if storage_options is not None else None
 
     def probe(base: BaseFile) -> _FileResult:
+        if not base.is_parquet:
+            everything = np.arange(len(unique), dtype=np.int64)
+            return _FileResult(base, everything, len(unique), False, 0, 0)
         result = _probe_file(base, wanted, options)
         if confirm:
             _confirm(result, wanted, options)
@@ -227,7 +296,9 @@ def lookup_keys(
         report.confirmed_absent += r.absent
         report.requests += r.requests
         report.bytes_read += r.bytes_read
-        if not r.has_filter:
+        if not r.base.is_parquet:
+            report.files_not_parquet[r.base.path] = r.base.format or ""
+        elif not r.has_filter:
             report.files_without_filter.append(r.base.path)
         for i in r.candidates.tolist():
             report.files[unique[i]].append(r.base.path)

@@ -208,15 +208,42 @@ def _listed_dataset(
     entries = location.list_files(
         source, filesystem=filesystem, storage_options=storage_options, list_plain=True
     )
-    filesystems = {id(e.filesystem): e.filesystem for e in entries}
-    if len(filesystems) > 1:
-        raise ValueError("the paths of one dataset must all be on one filesystem")
-    (fs,) = filesystems.values()
+    if not entries:
+        raise ValueError("no paths given: a dataset needs at least one file")
+    fs = entries[0].filesystem
+    for entry in entries[1:]:
+        if not _same_filesystem(fs, entry.filesystem):
+            raise ValueError(
+                "the paths of one dataset must all be on one filesystem: "
+                f"{entries[0].name} is on {_describe(fs)}, {entry.name} on "
+                f"{_describe(entry.filesystem)}"
+            )
     sizes = {e.path: e.size for e in entries if e.size is not None}
     if fs is not None and not isinstance(fs, pafs.FileSystem):
         fs = pafs.PyFileSystem(_ListedFiles(fs, sizes))
     dataset = ds.dataset([e.path for e in entries], format="parquet", filesystem=fs)
     return dataset, sizes
+
+
+def _same_filesystem(a: Any | None, b: Any | None) -> bool:
+    """Whether two listed entries' filesystems are one: the same object, both local (None), or
+    equal instances. Each URL resolves its own instance, a new one when fsspec's instance cache
+    is skipped (``skip_instance_cache``); fsspec instances are equal when their class and
+    options are (``AbstractFileSystem.__eq__`` compares the token made of them), pyarrow's
+    when ``equals`` says so."""
+    if a is b:
+        return True
+    if a is None or b is None:
+        return False
+    if isinstance(a, pafs.FileSystem):
+        return isinstance(b, pafs.FileSystem) and bool(a.equals(b))
+    return bool(a == b)
+
+
+def _describe(fs: Any | None) -> str:
+    if fs is None:
+        return "the local filesystem"
+    return type(fs).__name__
 
 
 class _ListedFiles(pafs.FSSpecHandler):  # type: ignore[misc]
