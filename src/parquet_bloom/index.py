@@ -4,24 +4,27 @@ entries of its candidates, instead of a filter a file (docs/index.md).
 
     >>> from parquet_bloom import index
     >>> report = index.build_index("lake/orders/", ["order_id"], "lake/orders.bloom-index")
-    >>> with index.BloomIndex("lake/orders.bloom-index") as idx:
-    ...     idx.lookup("order_id", 42).files()
+    >>> index.lookup("lake/orders/", "order_id", 42, index="lake/orders.bloom-index").files
 
-An index answers for the files it was built from, as they were: a file changed or added
-since is not in it (see docs/index.md, "What a lookup guarantees").
+:func:`lookup` answers for the dataset's live files: the index for the files it knows
+unchanged, each other file through its own filters. :class:`BloomIndex` answers for the files
+the index was built from, as they were (docs/index.md, "What a lookup guarantees").
 """
 
 from __future__ import annotations
 
 from parquet_bloom._index.build import ColumnSummary, IndexBuildReport, build_index
 from parquet_bloom._index.entries import Entry
+from parquet_bloom._index.live import DatasetLookup, lookup
 from parquet_bloom._index.lookup import BloomIndex, IndexLookup
 
 __all__ = [
     "BloomIndex",
     "ColumnSummary",
+    "DatasetLookup",
     "Entry",
     "IndexBuildReport",
     "IndexLookup",
     "build_index",
+    "lookup",
 ]

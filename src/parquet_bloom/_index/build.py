@@ -17,6 +17,7 @@ from parquet_bloom import __version__
 from parquet_bloom import _format as fmt
 from parquet_bloom._index import entries as ent
 from parquet_bloom._index import layout, puffin, slices
+from parquet_bloom._index.live import file_key
 from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._rewrite.output import open_sink
@@ -128,12 +129,12 @@ def build_index(
 
 
 def _name(entry: location.Entry) -> str:
-    return entry.name
+    return file_key(entry.name)
 
 
 def _read_file(columns: list[str], entry: location.Entry) -> _Read:
     size = entry.size if entry.size is not None else -1
-    got = _Read(path=entry.name, size=size)
+    got = _Read(path=file_key(entry.name), size=size)
     try:
         with BloomFilterReader(entry.path, filesystem=entry.filesystem, size=entry.size) as reader:
             got.size = reader.size
