@@ -72,11 +72,13 @@ def lookup(
     others."""
     listed = location.list_files(source, storage_options=storage_options)
     live = {file_key(e.name): e for e in listed}
-    opened = index if isinstance(index, BloomIndex) else None
-    idx = opened or BloomIndex(
-        index,
-        storage_options=storage_options if index_storage_options is None else index_storage_options,
-    )
+    if isinstance(index, BloomIndex):
+        opened: BloomIndex | None = index
+        idx = index
+    else:
+        opened = None
+        options = storage_options if index_storage_options is None else index_storage_options
+        idx = BloomIndex(index, storage_options=options)
     try:
         reads, read_bytes = idx.reads, idx.bytes_read
         answer = idx.lookup(column, values)
