@@ -84,7 +84,7 @@ def _probed(root: Path, column: str, values: Any) -> dict[str, list[int]]:
 
 @pytest.fixture(scope="module")
 def built(dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
-    target = tmp_path_factory.mktemp("index-out") / "sub" / "orders.bloom-index"
+    target = tmp_path_factory.mktemp("index-out") / "sub" / "orders.puffin"
     report = index.build_index(str(dataset), ["id", "s"], target)
     return target, report
 

@@ -16,7 +16,7 @@ from typing import Any
 from parquet_bloom import __version__
 from parquet_bloom import _format as fmt
 from parquet_bloom._index import entries as ent
-from parquet_bloom._index import layout, puffin, slices
+from parquet_bloom._index import layout, puffin, slices, store
 from parquet_bloom._index.live import file_key
 from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterReader
@@ -24,7 +24,16 @@ from parquet_bloom._rewrite.output import open_sink
 from parquet_bloom._threads import read_pool
 from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
 
-__all__ = ["ColumnSummary", "IndexBuildReport", "build_index"]
+__all__ = [
+    "ColumnSummary",
+    "IndexBuildReport",
+    "IndexedFile",
+    "Segment",
+    "build_index",
+    "check_columns",
+    "dataset_files",
+    "write_segment",
+]
 
 
 @dataclass
@@ -71,12 +80,27 @@ class IndexBuildReport:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class IndexedFile:
+    """A file to index: ``key`` (how the index names it: an absolute local path, a URL, or a
+    table's name of the file), where it is read (``path`` on ``filesystem``, None: local),
+    ``size`` when known, and the table's identity of it (``modified``: Delta's modification
+    time in ms; ``sequence``: Iceberg's data sequence number; -1 where none)."""
+
+    key: str
+    path: str
+    filesystem: Any | None = None
+    size: int | None = None
+    modified: int = -1
+    sequence: int = -1
+
+
 @dataclass
 class _Read:
     """What one file gave: its row groups' rows, and per column each row group's filter (its
     bitset), or why it has none usable."""
 
-    path: str
+    file: IndexedFile
     size: int
     rows: list[int] = field(default_factory=list)
     types: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -84,6 +108,35 @@ class _Read:
     error: str | None = None
     reads: int = 0
     bytes_read: int = 0
+
+    @property
+    def path(self) -> str:
+        return self.file.key
+
+    def entry(self, row_group: int, rows: int) -> ent.Entry:
+        f = self.file
+        return ent.Entry(f.key, row_group, max(self.size, 0), rows, f.modified, f.sequence)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A Puffin file written: its ``size``, and its footer (``footer_offset``, and ``footer``:
+    the bytes from the footer's leading magic to the end of its payload), so that an index's
+    pointer can carry it and a lookup need not read it."""
+
+    size: int
+    footer_offset: int
+    footer: bytes
+
+
+def dataset_files(
+    source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    storage_options: Mapping[str, Any] | None,
+) -> list[IndexedFile]:
+    """The files of a dataset, listed, each named by :func:`file_key`, in that order."""
+    listed = location.list_files(source, storage_options=storage_options)
+    files = [IndexedFile(file_key(e.name), e.path, e.filesystem, e.size) for e in listed]
+    return sorted(files, key=lambda f: f.key)
 
 
 def build_index(
@@ -97,46 +150,89 @@ def build_index(
     """Build a Bloom index of ``columns`` over the Parquet files of ``source`` (a file, a
     directory, a prefix or glob, or a list of them, as :func:`parquet_bloom.prune` takes) from
     the filters the files hold, and write it to ``index_location`` (a local path or a URL;
-    ``index_storage_options`` configure it, default ``storage_options``).
+    ``index_storage_options`` configure it, default ``storage_options``): one Puffin file there
+    when its name ends in ``.puffin``, else an index directory (a segment and the pointer to
+    it, which ``refresh_index`` and ``compact_index`` maintain).
 
     Raises ValueError for no column, or a column no file has, and the read error of a file
     that could not be fetched (nothing is written then). A file that is not a readable Parquet
     file is recorded as a whole file every lookup returns."""
+    wanted = check_columns(columns)
+    files = dataset_files(source, storage_options)
+    options = storage_options if index_storage_options is None else index_storage_options
+    target = os.fspath(index_location)
+    what = os.fspath(source) if isinstance(source, str | os.PathLike) else "the dataset"
+    if store.is_single_file(target):
+        report, _ = write_segment(files, wanted, target, options, what=what)
+        return report
+    return _create(target, files, wanted, options, what=what)
+
+
+def _create(
+    directory: str,
+    files: Sequence[IndexedFile],
+    columns: list[str],
+    storage_options: Mapping[str, Any] | None,
+    *,
+    what: str,
+) -> IndexBuildReport:
+    """A new index in ``directory``: one segment, then the pointer to it alone (an index there
+    before is replaced: its segments stay until :func:`compact_index` removes them)."""
+    previous = store.read_pointer(directory, storage_options)
+    name = store.new_segment_name()
+    target = store.join(directory, name)
+    report, segment = write_segment(files, columns, target, storage_options, what=what)
+    ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
+    generation = 1 if previous is None else previous.generation + 1
+    store.write_pointer(
+        directory, store.Pointer(generation, tuple(columns), (ref,)), storage_options
+    )
+    report.location = directory
+    return report
+
+
+def check_columns(columns: Sequence[str]) -> list[str]:
+    """``columns`` as a list without repeats; a mistake is a ValueError or TypeError."""
     if isinstance(columns, str) or not columns:
         raise ValueError("columns must be a non-empty list of column names")
-    wanted = list(dict.fromkeys(columns))
-    listed = sorted(location.list_files(source, storage_options=storage_options), key=_name)
-    reads = list(read_pool().map(partial(_read_file, wanted), listed))
-    missing = [c for c in wanted if not any(c in r.types for r in reads)]
+    if not all(isinstance(c, str) for c in columns):
+        raise TypeError("columns must be column names (str)")
+    return list(dict.fromkeys(columns))
+
+
+def write_segment(
+    files: Sequence[IndexedFile],
+    columns: list[str],
+    target: str,
+    storage_options: Mapping[str, Any] | None,
+    *,
+    what: str = "the dataset",
+) -> tuple[IndexBuildReport, Segment]:
+    """Read ``files``' filters of ``columns`` and write them as one Puffin file at ``target``."""
+    reads = list(read_pool().map(partial(_read_file, columns), files))
+    missing = [c for c in columns if not any(c in r.types for r in reads)]
     if missing and any(r.error is None for r in reads):
-        where = os.fspath(source) if isinstance(source, str | os.PathLike) else "the dataset"
-        raise ValueError(f"no file of {where} has the column(s) {', '.join(map(repr, missing))}")
-    target = os.fspath(index_location)
+        raise ValueError(f"no file of {what} has the column(s) {', '.join(map(repr, missing))}")
     report = IndexBuildReport(location=target, files=len(reads))
     report.row_groups = sum(len(r.rows) for r in reads)
     report.reads = sum(r.reads for r in reads)
     report.bytes_read = sum(r.bytes_read for r in reads)
     report.unreadable = [(r.path, r.error) for r in reads if r.error is not None]
     blobs: list[tuple[puffin.BlobMetadata, Iterable[bytes]]] = []
-    for column in wanted:
+    for column in columns:
         summary = ColumnSummary()
         report.columns[column] = summary
         blobs += _column_blobs(column, reads, summary)
     blobs.append(_files_blob(reads))
-    options = storage_options if index_storage_options is None else index_storage_options
-    report.index_bytes = _write(target, blobs, wanted, options)
-    return report
+    segment = _write(target, blobs, columns, storage_options)
+    report.index_bytes = segment.size
+    return report, segment
 
 
-def _name(entry: location.Entry) -> str:
-    return file_key(entry.name)
-
-
-def _read_file(columns: list[str], entry: location.Entry) -> _Read:
-    size = entry.size if entry.size is not None else -1
-    got = _Read(path=file_key(entry.name), size=size)
+def _read_file(columns: list[str], file: IndexedFile) -> _Read:
+    got = _Read(file=file, size=file.size if file.size is not None else -1)
     try:
-        with BloomFilterReader(entry.path, filesystem=entry.filesystem, size=entry.size) as reader:
+        with BloomFilterReader(file.path, filesystem=file.filesystem, size=file.size) as reader:
             got.size = reader.size
             groups = reader.metadata.row_groups or []
             got.rows = [int(rg.num_rows) for rg in groups]
@@ -170,13 +266,13 @@ def _column_blobs(
     none: list[ent.Entry] = []
     for r in reads:
         if r.error is not None:
-            none.append(ent.Entry(r.path, -1, max(r.size, 0), -1))
+            none.append(r.entry(-1, -1))
             continue
         if column not in r.types:
             continue  # no such column in this file: its rows hold none of the values
         same_type = r.types[column] == kind
         for rg, (rows, bitset) in enumerate(zip(r.rows, r.filters[column], strict=True)):
-            entry = ent.Entry(r.path, rg, r.size, rows)
+            entry = r.entry(rg, rows)
             if bitset is None or not same_type:
                 none.append(entry)
             else:
@@ -220,7 +316,8 @@ def _entries_blob(
 
 
 def _files_blob(reads: list[_Read]) -> tuple[puffin.BlobMetadata, Iterable[bytes]]:
-    data = json.dumps([[r.path, r.size, -1, -1] for r in reads], separators=(",", ":")).encode()
+    rows = [[r.path, r.size, r.file.modified, r.file.sequence] for r in reads]
+    data = json.dumps(rows, separators=(",", ":")).encode()
     return puffin.BlobMetadata(layout.FILES_BLOB, offset=0, length=len(data)), (data,)
 
 
@@ -229,8 +326,8 @@ def _write(
     blobs: list[tuple[puffin.BlobMetadata, Iterable[bytes]]],
     columns: list[str],
     storage_options: Mapping[str, Any] | None,
-) -> int:
-    """Write the Puffin file (whole or not at all); its size."""
+) -> Segment:
+    """Write the Puffin file (whole or not at all)."""
     filesystem, path = location.resolve(target, storage_options=storage_options)
     if filesystem is None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -256,7 +353,7 @@ def _write(
             },
         )
         sink.write(footer)
-    return at + len(footer)
+    return Segment(at + len(footer), at, footer[: -puffin.TRAILER_SIZE])
 
 
 def _nonempty(parts: Iterable[bytes]) -> Iterator[bytes]:

@@ -20,14 +20,15 @@ import numpy as np
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
 from parquet_bloom._index import entries as ent
-from parquet_bloom._index import layout, puffin, slices
+from parquet_bloom._index import layout, puffin, slices, store
 from parquet_bloom._index.entries import Entry
 from parquet_bloom._io.ranges import MAX_GAP, ByteRange, ReadBuffer, coalesce
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._sbbf import BITS_PER_BLOCK, BYTES_PER_BLOCK
+from parquet_bloom._threads import read_pool
 from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
 
-__all__ = ["BloomIndex", "IndexLookup"]
+__all__ = ["BloomIndex", "IndexLookup", "IndexSegment"]
 
 # The index's first read: its footer lists a few blobs a column and size class, so 64 KiB holds
 # it for hundreds of columns; a larger footer costs one more read.
@@ -78,40 +79,47 @@ class IndexLookup:
         return out
 
 
-class BloomIndex:
-    """A Bloom index written by :func:`parquet_bloom.index.build_index`, opened for lookups.
-
-    Opening reads the index's footer (one read of its tail); :meth:`lookup` reads slices and
-    entries. ``columns``; ``row_groups(column)``; ``classes(column)`` (filter size -> row
-    groups); ``num_bytes`` (the file's size); ``reads`` and ``bytes_read`` (all reads so far).
-    """
+class IndexSegment:
+    """One Puffin file of an index, opened for lookups: its footer is read (one read of its
+    tail) unless the index's pointer brought it (``known``: the file's size, the footer's
+    offset and bytes). ``columns``; ``row_groups(column)``; ``classes(column)``;
+    ``num_bytes``; ``reads`` and ``bytes_read`` (all reads so far)."""
 
     def __init__(
         self,
-        index_location: str | os.PathLike[str],
+        segment_location: str,
         *,
         storage_options: Mapping[str, Any] | None = None,
+        known: tuple[int, int, bytes] | None = None,
     ) -> None:
-        self._source = ByteSource(os.fspath(index_location), storage_options=storage_options)
+        size = known[0] if known is not None else None
+        self._source = ByteSource(segment_location, storage_options=storage_options, size=size)
         try:
-            self._open()
+            self._open(known)
         except BaseException:
             self._source.close()
             raise
 
-    def _open(self) -> None:
+    def _open(self, known: tuple[int, int, bytes] | None) -> None:
         source = self._source
-        start, tail = source.read_tail(_TAIL)
-        size = source.size
         name = source.name
-        if size < 2 * len(puffin.MAGIC) + puffin.TRAILER_SIZE:
-            raise CorruptFileError(f"a Puffin file of {size} bytes is too short", source=name)
-        length = puffin.footer_length(tail[-puffin.TRAILER_SIZE :], file_size=size, source=name)
-        footer_offset = size - puffin.TRAILER_SIZE - length - len(puffin.MAGIC)
-        if footer_offset >= start:
-            footer = tail[footer_offset - start : len(tail) - puffin.TRAILER_SIZE]
+        if known is not None:
+            size, footer_offset, footer = known
+            if not 0 < footer_offset < size:
+                raise CorruptFileError(
+                    f"the pointer puts the footer at {footer_offset} in {size} bytes", source=name
+                )
         else:
-            footer = source.read_exact(footer_offset, length + len(puffin.MAGIC))
+            start, tail = source.read_tail(_TAIL)
+            size = source.size
+            if size < 2 * len(puffin.MAGIC) + puffin.TRAILER_SIZE:
+                raise CorruptFileError(f"a Puffin file of {size} bytes is too short", source=name)
+            length = puffin.footer_length(tail[-puffin.TRAILER_SIZE :], file_size=size, source=name)
+            footer_offset = size - puffin.TRAILER_SIZE - length - len(puffin.MAGIC)
+            if footer_offset >= start:
+                footer = tail[footer_offset - start : len(tail) - puffin.TRAILER_SIZE]
+            else:
+                footer = source.read_exact(footer_offset, length + len(puffin.MAGIC))
         self.footer = puffin.decode_footer(footer, footer_offset=footer_offset, source=name)
         version = self.footer.properties.get(layout.VERSION_PROPERTY)
         if version != layout.FORMAT_VERSION:
@@ -208,7 +216,7 @@ class BloomIndex:
         return sum(c.row_groups for c in self._column(column))
 
     def files(self) -> dict[str, int]:
-        """Every file the index was built from: path -> size (one read)."""
+        """Every file the segment was built from: path -> size (one read)."""
         blob = self._files_blob
         if blob is None:
             raise CorruptFileError("the index lists no files", source=self._source.name)
@@ -224,10 +232,7 @@ class BloomIndex:
             ) from None
 
     def _column(self, column: str) -> list[_Class]:
-        if column not in self._classes:
-            known = ", ".join(map(repr, self._classes)) or "none"
-            raise ValueError(f"the index has no column {column!r} (it has {known})")
-        return self._classes[column]
+        return self._classes.get(column, [])
 
     # -- lookups -----------------------------------------------------------------------------
 
@@ -306,14 +311,14 @@ class BloomIndex:
     def close(self) -> None:
         self._source.close()
 
-    def __enter__(self) -> BloomIndex:
+    def __enter__(self) -> IndexSegment:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __repr__(self) -> str:
-        return f"BloomIndex({self._source.name!r}, columns={self.columns})"
+        return f"IndexSegment({self._source.name!r}, columns={self.columns})"
 
 
 def _prop(blob: puffin.BlobMetadata, key: str, source: str) -> str:
@@ -334,3 +339,126 @@ def _int(blob: puffin.BlobMetadata, key: str, source: str) -> int:
     if value < 0:
         raise CorruptFileError(f"a {blob.type} blob's {key!r} is negative", source=source)
     return value
+
+
+class BloomIndex:
+    """A Bloom index, opened for lookups: one Puffin file (a location ending in ``.puffin``:
+    its footer read from its tail), or an index directory (its pointer read: it names the
+    segments and carries their footers). :meth:`lookup` asks every segment, at once.
+
+    ``columns``; ``row_groups(column)``; ``classes(column)`` (filter size, None for the row
+    groups without filters -> row groups, over all segments); ``segments``; ``num_bytes``
+    (the segments' sizes); ``generation`` (the pointer's; 0 for one file); ``reads`` and
+    ``bytes_read`` (every read so far, the pointer's included).
+    """
+
+    def __init__(
+        self,
+        index_location: str | os.PathLike[str],
+        *,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        target = os.fspath(index_location)
+        self.location = target
+        self._extra_reads = self._extra_bytes = 0
+        self.generation = 0
+        self.segments: list[IndexSegment] = []
+        if store.is_single_file(target):
+            self.segments.append(IndexSegment(target, storage_options=storage_options))
+            return
+        pointer = store.read_pointer(target, storage_options)
+        if pointer is None:
+            raise FileNotFoundError(
+                f"no Bloom index at {target}: it has no {store.POINTER} (build one with "
+                "parquet_bloom.index.build_index)"
+            )
+        self._extra_reads, self._extra_bytes = 1, pointer.size
+        self.generation = pointer.generation
+        try:
+            for ref in pointer.segments:
+                self.segments.append(
+                    IndexSegment(
+                        store.join(target, ref.name),
+                        storage_options=storage_options,
+                        known=(ref.size, ref.footer_offset, ref.footer),
+                    )
+                )
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def columns(self) -> list[str]:
+        return list(dict.fromkeys(c for s in self.segments for c in s.columns))
+
+    @property
+    def num_bytes(self) -> int:
+        return sum(s.num_bytes for s in self.segments)
+
+    @property
+    def reads(self) -> int:
+        return self._extra_reads + sum(s.reads for s in self.segments)
+
+    @property
+    def bytes_read(self) -> int:
+        return self._extra_bytes + sum(s.bytes_read for s in self.segments)
+
+    def classes(self, column: str) -> dict[int | None, int]:
+        """Filter size in bytes (None: without filters) -> row groups, over every segment."""
+        self._check(column)
+        out: dict[int | None, int] = {}
+        for s in self.segments:
+            for size, n in s.classes(column).items():
+                out[size] = out.get(size, 0) + n
+        return out
+
+    def row_groups(self, column: str) -> int:
+        self._check(column)
+        return sum(s.row_groups(column) for s in self.segments)
+
+    def files(self) -> dict[str, int]:
+        """Every file the index was built from: path -> size, the newest segment's where a
+        path is in several (one read a segment)."""
+        out: dict[str, int] = {}
+        for s in self.segments:
+            out.update(s.files())
+        return out
+
+    def lookup(self, column: str, values: Any) -> IndexLookup:
+        """The row groups that may hold ``column = value`` for any of ``values`` (one literal,
+        or a list: ``IN``), encoded as the files store the column (see
+        :meth:`parquet_bloom.BloomFilterReader.row_groups_might_contain`), over every segment
+        (asked at once)."""
+        self._check(column)
+        if len(self.segments) == 1:
+            return self.segments[0].lookup(column, values)
+        answers = list(read_pool().map(lambda s: s.lookup(column, values), self.segments))
+        merged = IndexLookup(column)
+        for a in answers:
+            merged.row_groups += a.row_groups
+            merged.filtered += a.filtered
+            merged.unfiltered += a.unfiltered
+            merged.reads += a.reads
+            merged.bytes_read += a.bytes_read
+        merged.row_groups.sort()
+        return merged
+
+    def _check(self, column: str) -> None:
+        if column not in self.columns:
+            known = ", ".join(map(repr, self.columns)) or "none"
+            raise ValueError(f"the index has no column {column!r} (it has {known})")
+
+    def close(self) -> None:
+        for s in self.segments:
+            s.close()
+
+    def __enter__(self) -> BloomIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"BloomIndex({self.location!r}, segments={len(self.segments)}, columns={self.columns})"
+        )
