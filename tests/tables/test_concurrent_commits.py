@@ -344,3 +344,27 @@ def test_iceberg_rewrite_racing_another_writer(tmp_path: Path, operation: str, p
         assert report.version == fresh.current_snapshot().snapshot_id
     else:
         assert report.version is None
+
+
+@pytest.mark.parametrize("handle", ["same", "other"])
+def test_iceberg_files_of_a_spec_no_longer_current_go_to_retry(
+    tmp_path: Path, handle: str
+) -> None:
+    # A partition spec evolved between the plan and the commit (no new snapshot): an added
+    # file is recorded under the current spec, so the files of the old one are not swapped.
+    from pyiceberg.transforms import IdentityTransform
+
+    table = _iceberg_table(tmp_path)
+    plan = pbi.plan_rewrite(table, columns=["id"])
+    outcomes = [pbi.run_job(job, plan.options) for job in plan.jobs]
+    expected = _rows(table.scan().to_arrow())
+    writer = table if handle == "same" else it.catalog_table(table)
+    with writer.update_spec() as update:
+        update.add_field("id", IdentityTransform(), "id_part")
+
+    report = pbi.commit_rewrite(table, plan, outcomes)
+
+    assert sorted(report.to_retry) == sorted(j.key for j in plan.jobs)
+    assert report.version is None and not report.rewritten
+    assert not any(Path(j.target).exists() for j in plan.jobs)
+    assert _rows(it.catalog_table(table).scan().to_arrow()) == expected
