@@ -225,6 +225,32 @@ def test_delta_rewrite_racing_another_writer(tmp_path: Path, operation: str, poi
         assert report.version is None
 
 
+def test_delta_compaction_of_one_partition_retries_its_files_only(tmp_path: Path) -> None:
+    # A compaction of the "even" partition after the jobs: its files go to to_retry, the odd
+    # partition's are committed, with their partition values.
+    from deltalake import DeltaTable
+
+    uri = str(tmp_path / "t")
+    for append in range(2):
+        delta_tables.write(uri, delta_tables.rows(append * ROWS, ROWS), filters=False)
+    plan = pbd.plan_rewrite(uri, columns=["id"])
+    outcomes = [pbd.run_job(job, plan.options) for job in plan.jobs]
+    DeltaTable(uri).optimize.compact(partition_filters=[("part", "=", "even")])
+    expected = _rows(DeltaTable(uri).to_pyarrow_table())
+
+    report = pbd.commit_rewrite(plan, outcomes)
+
+    even = {k for k, f in plan.files.items() if (f.partition_values or {}).get("part") == "even"}
+    assert len(even) == 2 and set(report.to_retry) == even
+    assert {o.job.key for o in report.rewritten} == {j.key for j in plan.jobs} - even
+    assert _rows(DeltaTable(uri).to_pyarrow_table()) == expected
+    actions = pa.table(DeltaTable(uri).get_add_actions()).to_pylist()
+    parts = {a["path"]: a["partition"]["part"] for a in actions}
+    for outcome in report.rewritten:
+        assert parts[outcome.job.new_key] == "odd"
+        _assert_filters(outcome.job.target, ("id",))
+
+
 # -- Iceberg ----------------------------------------------------------------------------------
 
 
