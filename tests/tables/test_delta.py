@@ -571,6 +571,32 @@ def test_a_commit_whose_answer_is_lost_is_found_in_the_log(
     assert all((plain / o.job.new_key).exists() for o in outcomes)
 
 
+def test_a_refused_commit_whose_fate_cannot_be_read_keeps_the_new_files(
+    plain: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # deltalake refuses the commit (CommitFailedError), and the log cannot be read to tell
+    # whether a store's retry wrote it all the same: the error is raised, the new files kept.
+    from deltalake.exceptions import CommitFailedError
+
+    from parquet_bloom._tables import delta_rewrite
+
+    plan = pbd.plan_rewrite(str(plain), columns=["id"])
+    outcomes = [pbd.run_job(job, plan.options) for job in plan.jobs]
+
+    def refused(*args: Any) -> None:
+        raise CommitFailedError("Failed to commit transaction: 0 (simulated)")
+
+    def unreadable(*args: Any) -> None:
+        raise OSError("the log cannot be read (simulated)")
+
+    monkeypatch.setattr(delta_rewrite, "_commit", refused)
+    monkeypatch.setattr(delta_rewrite, "_tagged_version", unreadable)
+    with pytest.raises(OSError, match="cannot be read"):
+        pbd.commit_rewrite(plan, outcomes)
+    assert all((plain / o.job.new_key).exists() for o in outcomes)
+    assert DeltaTable(str(plain)).version() == plan.version
+
+
 def test_a_commit_that_fails_unwritten_raises_and_leaves_no_new_file(
     plain: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -276,15 +276,20 @@ def commit_rewrite(
                 break
             base = table.version()
             report.attempts += 1
+            version: int | None = base + 1  # the only version a commit without retries takes
             try:
                 _commit(table, entries, pending, token)
             except CommitFailedError:
-                # Another commit took version base + 1 (or a conflict deltalake found): read
-                # the latest snapshot and check again. Unless the commit is ours after all (a
-                # store that retried our write after a lost answer, then refused its copy).
-                if _tagged_version(plan, options, [base + 1], token) is None:
+                # Another commit took version base + 1: read the latest snapshot and check
+                # again. Unless that commit is ours after all (a store that retried our write
+                # after its answer was lost, then refused its own copy).
+                try:
+                    version = _tagged_version(plan, options, [base + 1], token)
+                except Exception:
+                    pending = []  # not known either way: keep the new files (below)
+                    raise
+                if version is None:
                     continue
-                version: int | None = base + 1
             except Exception:
                 # Not a conflict: the commit may still have been written (a lost response).
                 try:
@@ -297,8 +302,6 @@ def commit_rewrite(
                     raise
                 if version is None:
                     raise
-            else:
-                version = _find_commit(plan, options, token, base)
             report.version = version
             report.rewritten = [o for o, _ in pending]
             pending = []
