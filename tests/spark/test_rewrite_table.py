@@ -117,3 +117,31 @@ def test_an_iceberg_table_rewritten_on_spark_in_one_snapshot(spark: Any, tmp_pat
     assert it.sorted_rows(table.scan().to_arrow()) == rows
     for outcome in report.rewritten:
         assert_bloom_filters_valid(outcome.job.target, columns=["id", "name"])
+
+
+def test_a_compaction_between_the_executors_jobs_and_the_commit_duplicates_no_row(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # deltalake's OPTIMIZE commits after the executors rewrote every file and before the
+    # driver's commit: its files replaced every planned one, so nothing is committed.
+    from deltalake import DeltaTable, write_deltalake
+
+    import parquet_bloom.delta as pbd
+
+    root = str(tmp_path / "t")
+    for append in range(4):
+        ids = list(range(append * 100, (append + 1) * 100))
+        write_deltalake(root, pa.table({"id": pa.array(ids, pa.int64())}), mode="append")
+    expected = DeltaTable(root).to_pyarrow_table().sort_by("id")
+    real = pbd.commit_rewrite
+
+    def compacted_first(*args: Any, **kwargs: Any) -> Any:
+        DeltaTable(root).optimize.compact()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pbd, "commit_rewrite", compacted_first)
+    report = pbs.rewrite_table(spark, root, columns=["id"])
+
+    assert report.version is None and not report.rewritten and len(report.to_retry) == 4
+    assert DeltaTable(root).to_pyarrow_table().sort_by("id").equals(expected)  # 400 rows
+    assert not list(Path(root).glob("*.bloom-*.parquet"))  # the new files deleted

@@ -494,8 +494,9 @@ def test_a_concurrent_delete_and_append_are_kept(plain: Path) -> None:
 
     report = pbd.commit_rewrite(plan, outcomes)
 
+    # The latest snapshot is checked before the first commit: no commit fails.
     assert report.to_retry == [gone]
-    assert report.attempts == 2
+    assert report.attempts == 1
     assert {o.job.key for o in report.rewritten} == {j.key for j in plan.jobs} - {gone}
     assert report.version == DeltaTable(str(plain)).version() == plan.version + 3
     # Every row, the delete's effect and the append kept; the retried file's new file gone.
@@ -511,12 +512,24 @@ def test_a_concurrent_delete_and_append_are_kept(plain: Path) -> None:
     )
 
 
-def test_a_commit_given_up_leaves_no_new_file(plain: Path) -> None:
+def test_a_commit_given_up_leaves_no_new_file(
+    plain: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another writer's commit lands between the rewrite's check of the latest snapshot and
+    # its commit on it: the commit fails, and with max_attempts=1 nothing is retried.
     plan = pbd.plan_rewrite(str(plain), columns=["id"])
     outcomes = [pbd.run_job(job, plan.options) for job in plan.jobs]
-    DeltaTable(str(plain)).delete("id = 1500")
-    expected = _scan(plain)
+    real = DeltaTable.create_write_transaction
+
+    def beaten(table: DeltaTable, *args: Any, **kwargs: Any) -> None:
+        DeltaTable(str(plain)).delete("id = 1500")
+        real(table, *args, **kwargs)
+
+    monkeypatch.setattr(DeltaTable, "create_write_transaction", beaten)
     report = pbd.commit_rewrite(plan, outcomes, max_attempts=1)
+    monkeypatch.undo()
+    expected = _scan(plain)
+    assert 1500 not in expected["id"].to_pylist()
     assert report.version is None and report.rewritten == []
     assert sorted(report.to_retry) == sorted(j.key for j in plan.jobs)
     assert not [k for k in _data_files(plain) if TAG in k]
@@ -524,13 +537,17 @@ def test_a_commit_given_up_leaves_no_new_file(plain: Path) -> None:
     assert "nothing committed" in str(report) and "6 to retry" in str(report)
 
 
+@pytest.mark.parametrize("error", ["lost", "refused-copy"])
 @pytest.mark.parametrize("other_commit_first", [False, True])
 def test_a_commit_whose_answer_is_lost_is_found_in_the_log(
-    plain: Path, other_commit_first: bool, monkeypatch: pytest.MonkeyPatch
+    plain: Path, other_commit_first: bool, error: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The commit is written, then its answer lost (an error that is no conflict): the log says
-    # whether it is there. Right after the plan's version (read first), or later, after
-    # another writer's commit (the log searched from the latest version down).
+    # The commit is written, then its answer lost (an error that is no conflict), or a store
+    # that retried the write refuses its copy (a CommitFailedError, as deltalake reports a
+    # version taken): the log says whether it is there, right after the version the commit
+    # was made on, after another writer's commit or not.
+    from deltalake.exceptions import CommitFailedError
+
     from parquet_bloom._tables import delta_rewrite
 
     plan = pbd.plan_rewrite(str(plain), columns=["id"])
@@ -541,14 +558,43 @@ def test_a_commit_whose_answer_is_lost_is_found_in_the_log(
 
     def committed_then_lost(*args: Any) -> None:
         real_commit(*args)
-        raise OSError("connection reset after the commit was written (simulated)")
+        if error == "lost":
+            raise OSError("connection reset after the commit was written (simulated)")
+        raise CommitFailedError("Failed to commit transaction: 0 (simulated)")
 
     monkeypatch.setattr(delta_rewrite, "_commit", committed_then_lost)
     report = pbd.commit_rewrite(plan, outcomes)
     expected = plan.version + (2 if other_commit_first else 1)
     assert report.version == expected == DeltaTable(str(plain)).version()
+    assert report.attempts == 1
     assert {o.job.key for o in report.rewritten} == {j.key for j in plan.jobs}
     assert all((plain / o.job.new_key).exists() for o in outcomes)
+
+
+def test_a_refused_commit_whose_fate_cannot_be_read_keeps_the_new_files(
+    plain: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # deltalake refuses the commit (CommitFailedError), and the log cannot be read to tell
+    # whether a store's retry wrote it all the same: the error is raised, the new files kept.
+    from deltalake.exceptions import CommitFailedError
+
+    from parquet_bloom._tables import delta_rewrite
+
+    plan = pbd.plan_rewrite(str(plain), columns=["id"])
+    outcomes = [pbd.run_job(job, plan.options) for job in plan.jobs]
+
+    def refused(*args: Any) -> None:
+        raise CommitFailedError("Failed to commit transaction: 0 (simulated)")
+
+    def unreadable(*args: Any) -> None:
+        raise OSError("the log cannot be read (simulated)")
+
+    monkeypatch.setattr(delta_rewrite, "_commit", refused)
+    monkeypatch.setattr(delta_rewrite, "_tagged_version", unreadable)
+    with pytest.raises(OSError, match="cannot be read"):
+        pbd.commit_rewrite(plan, outcomes)
+    assert all((plain / o.job.new_key).exists() for o in outcomes)
+    assert DeltaTable(str(plain)).version() == plan.version
 
 
 def test_a_commit_that_fails_unwritten_raises_and_leaves_no_new_file(

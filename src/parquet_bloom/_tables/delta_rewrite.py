@@ -3,13 +3,16 @@ their new names, the files refused), run (:func:`parquet_bloom._tables.jobs.run_
 on Spark executors), commit (one ``remove`` + ``add`` pair a file, every action
 ``dataChange=false``, through ``DeltaTable.create_write_transaction``).
 
-The commit is made on the snapshot the plan read, so that deltalake's conflict checks see
-every commit since: a concurrent append is rebased by deltalake itself; a concurrent remove
-(a delete, an update, an overwrite, a compaction) fails the commit with ``CommitFailedError``.
-Then the latest snapshot is read, the jobs whose old file is still in it, unchanged (same
-size, no deletion vector), are committed on it, and the new files of the others deleted
-(``to_retry``); after ``max_attempts`` commits every new file is deleted. The old files stay
-until the table's vacuum removes them.
+Each attempt commits on the latest snapshot, checked first: the jobs whose old file is no
+longer in it, unchanged (same size and modification time, the same partition values, no
+deletion vector), are left out (``to_retry``) and their new files deleted. The commit is made
+without deltalake's retries, so it lands on that snapshot's next version or not at all:
+with them, deltalake 1.6.6 finds no conflict with a concurrent compaction (its removes are
+``dataChange=false``) and rebases the commit over it, which removes files already removed
+and keeps the compacted copies of their rows: every row twice (issue #27). A commit
+that loses the race fails with ``CommitFailedError``; then the latest snapshot is read and
+checked again, up to ``max_attempts`` commits; after them every new file is deleted. The old
+files stay until the table's vacuum removes them.
 """
 
 from __future__ import annotations
@@ -213,18 +216,20 @@ def commit_rewrite(
 ) -> TableRewriteReport:
     """Commit the files the jobs wrote: one commit that removes each old file and adds its new
     one (``dataChange=false``, the old file's partition values and statistics, the new file's
-    size and modification time), made on the snapshot the plan read.
+    size and modification time).
 
     Each new file is first checked to exist with the size its outcome reports; failed jobs,
     jobs with no outcome and files that do not check out are reported in ``failed`` and their
-    new files deleted. On a conflicting concurrent commit, the jobs whose old file is still
-    in the latest snapshot, unchanged, are committed on it, and the new files of the others
-    deleted (``to_retry``), up to ``max_attempts`` commits in all; then every new file is
-    deleted. ``storage_options`` are deltalake's, for the log; ``file_storage_options``
-    fsspec's, for deleting new files (default: :func:`file_storage_options` of
-    ``storage_options``). ``snapshot``: the table as the plan read it, if still at hand (else it
-    is loaded again, at the plan's version). The old files stay, for the table's vacuum to
-    remove."""
+    new files deleted. Each attempt reads the latest snapshot and commits on it alone (on its
+    next version, without deltalake's retries): the jobs whose old file is not in it,
+    unchanged, are reported in ``to_retry`` and their new files deleted. An attempt that
+    another commit beats to that version fails, and the next one reads the latest snapshot
+    again, up to ``max_attempts`` commits in all; then every job left is in ``to_retry`` and
+    its new file deleted. ``storage_options`` are deltalake's, for the log;
+    ``file_storage_options`` fsspec's, for deleting new files (default:
+    :func:`file_storage_options` of ``storage_options``). ``snapshot``: the table as the plan
+    read it, if still at hand (it serves the first attempt while the log has no later
+    version). The old files stay, for the table's vacuum to remove."""
     if not isinstance(max_attempts, int) or max_attempts < 1:
         raise ValueError(f"max_attempts must be a positive integer, not {max_attempts!r}")
     report = TableRewriteReport(table=plan.table, format="delta", refused=list(plan.refused))
@@ -256,35 +261,39 @@ def commit_rewrite(
             pending.append((outcome, mtime if mtime is not None else int(time.time() * 1000)))
     report.leftovers += _delete(doomed, file_storage_options)
     token = uuid.uuid4().hex
-    table: DeltaTable | None = None
-    if pending and snapshot is not None and snapshot.version() == plan.version:
-        table = snapshot
-    elif pending:
-        try:
-            table = DeltaTable(plan.table_uri, plan.version, options)
-        except Exception:  # the plan's version is gone: the latest, below
-            table = None
-    entries: Mapping[str, DeltaFile] = plan.files
+    planned = snapshot if snapshot is not None and snapshot.version() == plan.version else None
     try:
         while pending:
-            if table is None:
-                table, entries, pending, dropped = _latest(plan, options, pending)
-                report.to_retry += [o.job.key for o, _ in dropped]
-                report.leftovers += _delete([o.job for o, _ in dropped], file_storage_options)
-                continue
+            if report.attempts >= max_attempts:
+                report.to_retry += [o.job.key for o, _ in pending]
+                break
+            # The snapshot this attempt commits on, and the jobs whose old file is live in it.
+            table, entries, pending, dropped = _snapshot(plan, options, pending, planned)
+            planned = None  # (the plan's snapshot serves the first attempt only)
+            report.to_retry += [o.job.key for o, _ in dropped]
+            report.leftovers += _delete([o.job for o, _ in dropped], file_storage_options)
+            if not pending:
+                break
+            base = table.version()
             report.attempts += 1
+            version: int | None = base + 1  # the only version a commit without retries takes
             try:
                 _commit(table, entries, pending, token)
             except CommitFailedError:
-                if report.attempts >= max_attempts:
-                    report.to_retry += [o.job.key for o, _ in pending]
-                    break
-                table = None  # a conflict: the latest snapshot, the jobs it still allows
-                continue
+                # Another commit took version base + 1: read the latest snapshot and check
+                # again. Unless that commit is ours after all (a store that retried our write
+                # after its answer was lost, then refused its own copy).
+                try:
+                    version = _tagged_version(plan, options, [base + 1], token)
+                except Exception:
+                    pending = []  # not known either way: keep the new files (below)
+                    raise
+                if version is None:
+                    continue
             except Exception:
                 # Not a conflict: the commit may still have been written (a lost response).
                 try:
-                    version = _find_commit(plan, options, token)
+                    version = _find_commit(plan, options, token, base)
                 except Exception:
                     # Not known either way: keep the new files. A file the log does not
                     # name is harmless (the table's vacuum removes it); one it names that
@@ -293,8 +302,6 @@ def commit_rewrite(
                     raise
                 if version is None:
                     raise
-            else:
-                version = _find_commit(plan, options, token)
             report.version = version
             report.rewritten = [o for o, _ in pending]
             pending = []
@@ -350,16 +357,23 @@ def _delete(jobs: Iterable[RewriteJob], file_options: Mapping[str, Any] | None) 
     return delete_files([job.target for job in jobs], file_options or None)
 
 
-def _latest(
+def _snapshot(
     plan: DeltaRewritePlan,
     options: dict[str, str] | None,
     pending: list[tuple[JobOutcome, int]],
+    planned: DeltaTable | None,
 ) -> tuple[
-    DeltaTable, dict[str, DeltaFile], list[tuple[JobOutcome, int]], list[tuple[JobOutcome, int]]
+    DeltaTable, Mapping[str, DeltaFile], list[tuple[JobOutcome, int]], list[tuple[JobOutcome, int]]
 ]:
-    """The latest snapshot, its files, and the pending jobs whose old file is still in it
-    unchanged (same size, no deletion vector, the same partition values), and the others."""
+    """The snapshot to commit on (the latest), its files, the pending jobs whose old file is
+    live in it unchanged (the same size, modification time and partition values, no deletion
+    vector), and the others. ``planned``: the plan's own snapshot, used (with the plan's files,
+    checked when it was read) while the log has no later version."""
+    if planned is not None and not _has_version(plan, options, plan.version + 1):
+        return planned, plan.files, pending, []
     table = DeltaTable(plan.table_uri, storage_options=options)
+    if table.version() == plan.version:
+        return table, plan.files, pending, []
     refusals = writer_feature_refusals(table)
     entries = {e.key: e for e in snapshot_files(table)}
     masks = deletion_vectors(table)
@@ -371,11 +385,23 @@ def _latest(
             not refusals
             and now is not None
             and now.size == old.size
+            and now.modification_time == old.modification_time
             and now.path not in masks
             and now.partition_values == old.partition_values
         )
         (kept if unchanged else dropped).append((outcome, mtime))
     return table, entries, kept, dropped
+
+
+def _has_version(plan: DeltaRewritePlan, options: dict[str, str] | None, version: int) -> bool:
+    """Whether the log has the commit of ``version``."""
+    path = f"_delta_log/{version:020d}.json"
+    if is_local(plan.table):
+        return os.path.isfile(file_location(plan.table, path))
+    import pyarrow.fs as pafs
+
+    (info,) = DeltaStorageHandler(plan.table_uri, options).get_file_info([path])
+    return bool(info.type == pafs.FileType.File)
 
 
 def _commit(
@@ -405,28 +431,36 @@ def _commit(
         mode="append",
         schema=table.schema(),
         partition_by=table.metadata().partition_columns or None,
+        # No retries: deltalake's own conflict checks let this commit through, rebased, over a
+        # compaction that removed its files first (dataChange=false). With none, the commit
+        # lands on the snapshot's next version or fails with CommitFailedError (deltalake's
+        # MaxCommitAttempts: a later version exists, or another writer took that one).
         commit_properties=CommitProperties(
+            max_commit_retries=0,
             custom_metadata={
                 COMMIT_TAG: {
                     "operation": "rewrite_bloom_filters",
                     "files": len(pending),
                     "token": token,
                 }
-            }
+            },
         ),
     )
 
 
-def _find_commit(plan: DeltaRewritePlan, options: dict[str, str] | None, token: str) -> int | None:
+def _find_commit(
+    plan: DeltaRewritePlan, options: dict[str, str] | None, token: str, base: int
+) -> int | None:
     """The version of the commit tagged ``token``, or None if the table has none: the commits
-    since the plan's version, read from the log. The one right after the plan's version is
-    read first: a commit that met no other is there, and then the table is not loaded to learn
-    its latest version. (Not ``DeltaTable.history``, which reads up to its limit of commits.)"""
-    found = _tagged_version(plan, options, [plan.version + 1], token)
+    after ``base`` (the version the attempt was made on), read from the log. The one right
+    after it is read first: a commit lands there or nowhere (it is made without retries), and
+    then the table is not loaded to learn its latest version. (Not ``DeltaTable.history``,
+    which reads up to its limit of commits.)"""
+    found = _tagged_version(plan, options, [base + 1], token)
     if found is not None:
         return found
     latest = DeltaTable(plan.table_uri, storage_options=options).version()
-    return _tagged_version(plan, options, list(range(latest, plan.version + 1, -1)), token)
+    return _tagged_version(plan, options, list(range(latest, base + 1, -1)), token)
 
 
 def _tagged_version(

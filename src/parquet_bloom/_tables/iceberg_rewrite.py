@@ -15,10 +15,14 @@ The three stages of :mod:`parquet_bloom._tables.jobs`:
    swaps old for new in one OVERWRITE snapshot: pyiceberg 0.12 has no metadata-only replace
    (docs/tables.md#iceberg), so ``delete_data_file(old)`` and ``append_data_file(new)``, the
    new DataFile a copy of the old one's fields (partition, metrics, bounds, sort order, key
-   metadata) with the new path, size and split offsets (row groups may have moved). On a
-   concurrent commit (pyiceberg's CommitFailedException or ValidationException) the table is
-   refreshed, the jobs whose old file is no longer live and clean are dropped (their new
-   files deleted, reported ``to_retry``) and the commit tried again on the new snapshot.
+   metadata) with the new path, size and split offsets (row groups may have moved). Each
+   attempt refreshes the table and, if it moved on from what was last checked (its snapshot,
+   its default partition spec), drops the jobs whose old file is no longer live and clean in
+   it (their new files deleted, reported ``to_retry``), then commits on exactly that
+   metadata: pyiceberg asserts the branch still points at its snapshot
+   (AssertRefSnapshotId) and, if it does not, rebuilds the snapshot on the new one only when
+   every file deleted is still live there without new deletes (else ValidationException). A
+   commit refused (CommitFailedException or ValidationException) is tried again.
 
 The old files stay, as every Iceberg overwrite leaves them, until snapshot expiry removes
 them (and orphan-file cleanup, for new files left by a failure that could not be deleted).
@@ -44,6 +48,7 @@ from pyiceberg.manifest import (
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.table.delete_file_index import DeleteFileIndex
+from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.typedef import TableVersion
 from pyiceberg.types import ListType, MapType, NestedField, StructType
 
@@ -325,9 +330,11 @@ def commit_rewrite(
     metrics, bounds, sort order id, spec id and key metadata, with the new path, size and
     split offsets. The snapshot's summary carries :data:`SNAPSHOT_PROPERTY`.
 
-    A concurrent commit (pyiceberg's ``CommitFailedException`` or ``ValidationException``,
-    after its own retries) refreshes ``table``; jobs whose old file is no longer live and
-    clean are dropped (``.to_retry``) and the commit is tried again, ``max_attempts`` times in
+    Each attempt refreshes ``table`` and checks the jobs' old files in its current snapshot
+    (unless it is the plan's, under the same spec): jobs whose old file is no longer live and
+    clean are dropped (``.to_retry``), and the commit is made on that snapshot. A commit
+    refused by a concurrent one (pyiceberg's ``CommitFailedException`` or
+    ``ValidationException``, after its own retries) is tried again, ``max_attempts`` times in
     all; after the last, every job left is in ``.to_retry``. Nothing another commit did is
     undone. New files not committed (failed checks, jobs dropped, attempts exhausted) are
     deleted; those that cannot be are listed in ``.leftovers``. Any other error is raised and
@@ -367,11 +374,20 @@ def commit_rewrite(
     discard = [jobs[key].target for key in failed_keys if key in jobs]
 
     data_files = dict(plan.data_files)
-    planned_snapshot = plan.snapshot_id
+    planned_specs = {f.spec_id for f in plan.data_files.values()}
+    verified: _Base | None = None  # the table state whose files were last checked
     while pending and report.attempts < max_attempts:
-        report.attempts += 1
-        snapshot = table.current_snapshot()
-        if snapshot is None or snapshot.snapshot_id != planned_snapshot:
+        # Each attempt commits on the catalog's current metadata, its files checked first.
+        table.refresh()
+        base = _base(table.metadata)
+        snapshot_id, spec_id, format_version = base
+        if (
+            snapshot_id == plan.snapshot_id
+            and planned_specs == {spec_id}
+            and format_version < _ROW_LINEAGE_VERSION
+        ):
+            verified = base  # what the plan itself checked
+        if base != verified:
             # The table moved on: swap only files still live, without deletes, in this spec.
             live, _ = _live_files(table, set(pending))
             for key in [k for k in pending if k not in live]:
@@ -379,13 +395,13 @@ def commit_rewrite(
                 discard.append(jobs[key].target)
                 del pending[key]
             data_files.update(live)
-            planned_snapshot = None if snapshot is None else snapshot.snapshot_id
+            verified = base
             if not pending:
                 break
+        report.attempts += 1
         try:
-            report.version = _commit(table, plan, pending, data_files)
+            report.version = _commit(table, plan, pending, data_files, base)
         except (CommitFailedException, ValidationException):
-            table.refresh()
             continue
         report.rewritten = [pending[key].outcome for key in pending]
         pending = {}
@@ -433,15 +449,31 @@ def _row_group_rows(reader: BloomFilterReader, row_group: int) -> int:
     return int(groups[row_group].num_rows)
 
 
+# A table's state as far as the commit's check goes: its current snapshot id, its default
+# partition spec id (an added file is recorded under it), its format version.
+_Base = tuple[int | None, int, int]
+
+
+def _base(metadata: TableMetadata) -> _Base:
+    return metadata.current_snapshot_id, metadata.default_spec_id, metadata.format_version
+
+
 def _commit(
     table: Table,
     plan: IcebergRewritePlan,
     pending: Mapping[str, _Checked],
     data_files: Mapping[str, DataFile],
+    base: _Base,
 ) -> int:
-    """One OVERWRITE snapshot swapping each old DataFile for its new one; its id."""
+    """One OVERWRITE snapshot swapping each old DataFile for its new one, built on the table
+    state ``base`` (whose files were checked); its id. pyiceberg's commit asserts that the
+    branch is still at that snapshot; if it is not, pyiceberg's own retries rebuild the
+    snapshot on the new one only after checking that every file deleted is still live there,
+    with no new deletes for it (else ValidationException)."""
     properties = {SNAPSHOT_PROPERTY: _describe(plan.options)}
     with table.transaction() as transaction:
+        if _base(transaction.table_metadata) != base:
+            raise CommitFailedException("the table changed after its files were checked")
         update = transaction.update_snapshot(snapshot_properties=properties)
         with update.overwrite() as overwrite:
             for key, checked in pending.items():
