@@ -17,14 +17,18 @@ from parquet_bloom._index.build import ColumnSummary, IndexBuildReport, build_in
 from parquet_bloom._index.entries import Entry
 from parquet_bloom._index.live import DatasetLookup, lookup
 from parquet_bloom._index.lookup import BloomIndex, IndexLookup
+from parquet_bloom._index.maintain import CompactReport, compact_index, refresh_index
 
 __all__ = [
     "BloomIndex",
     "ColumnSummary",
+    "CompactReport",
     "DatasetLookup",
     "Entry",
     "IndexBuildReport",
     "IndexLookup",
     "build_index",
+    "compact_index",
     "lookup",
+    "refresh_index",
 ]

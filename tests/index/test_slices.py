@@ -106,11 +106,11 @@ def test_the_transposition_runs_in_passes() -> None:
     # same blob as slicing each block on its own.
     filters = _filters(7, 300, 16, 30)
     words = slices.words_of([f.to_bytes() for f in filters], 16 * 32)
-    original = slices._PASS_BITS
+    original = slices.PASS_BITS
     try:
-        slices._PASS_BITS = 300 * 256 * 3  # three blocks a pass
+        slices.PASS_BITS = 300 * 256 * 3  # three blocks a pass
         parts = list(slices.slices_of(words))
     finally:
-        slices._PASS_BITS = original
+        slices.PASS_BITS = original
     assert len(parts) == 6
     assert b"".join(parts) == b"".join(slices.slices_of(words))

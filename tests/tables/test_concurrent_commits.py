@@ -373,9 +373,7 @@ def test_iceberg_rewrite_racing_another_writer(tmp_path: Path, operation: str, p
 
 
 @pytest.mark.parametrize("handle", ["same", "other"])
-def test_iceberg_files_of_a_spec_no_longer_current_go_to_retry(
-    tmp_path: Path, handle: str
-) -> None:
+def test_iceberg_files_of_a_spec_no_longer_current_go_to_retry(tmp_path: Path, handle: str) -> None:
     # A partition spec evolved between the plan and the commit (no new snapshot): an added
     # file is recorded under the current spec, so the files of the old one are not swapped.
     from pyiceberg.transforms import IdentityTransform

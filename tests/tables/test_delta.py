@@ -512,9 +512,7 @@ def test_a_concurrent_delete_and_append_are_kept(plain: Path) -> None:
     )
 
 
-def test_a_commit_given_up_leaves_no_new_file(
-    plain: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_commit_given_up_leaves_no_new_file(plain: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Another writer's commit lands between the rewrite's check of the latest snapshot and
     # its commit on it: the commit fails, and with max_attempts=1 nothing is retried.
     plan = pbd.plan_rewrite(str(plain), columns=["id"])

@@ -32,6 +32,9 @@ __all__ = [
     "build_index",
     "check_columns",
     "dataset_files",
+    "entries_blob",
+    "files_blob",
+    "write_blobs",
     "write_segment",
 ]
 
@@ -207,11 +210,13 @@ def write_segment(
     storage_options: Mapping[str, Any] | None,
     *,
     what: str = "the dataset",
+    require_columns: bool = True,
 ) -> tuple[IndexBuildReport, Segment]:
-    """Read ``files``' filters of ``columns`` and write them as one Puffin file at ``target``."""
+    """Read ``files``' filters of ``columns`` and write them as one Puffin file at ``target``
+    (``require_columns``: a column no file has is a ValueError)."""
     reads = list(read_pool().map(partial(_read_file, columns), files))
     missing = [c for c in columns if not any(c in r.types for r in reads)]
-    if missing and any(r.error is None for r in reads):
+    if require_columns and missing and any(r.error is None for r in reads):
         raise ValueError(f"no file of {what} has the column(s) {', '.join(map(repr, missing))}")
     report = IndexBuildReport(location=target, files=len(reads))
     report.row_groups = sum(len(r.rows) for r in reads)
@@ -224,7 +229,7 @@ def write_segment(
         report.columns[column] = summary
         blobs += _column_blobs(column, reads, summary)
     blobs.append(_files_blob(reads))
-    segment = _write(target, blobs, columns, storage_options)
+    segment = write_blobs(target, blobs, columns, storage_options)
     report.index_bytes = segment.size
     return report, segment
 
@@ -291,18 +296,18 @@ def _column_blobs(
             properties={**common, layout.NUM_BYTES: str(num_bytes), **type_properties},
         )
         out.append((meta, slices.slices_of(words)))
-        out.append(_entries_blob([e for e, _ in members], common, "sbbf"))
+        out.append(entries_blob([e for e, _ in members], common, "sbbf"))
         summary.classes[num_bytes] = n
         summary.slice_bytes += length
         summary.filter_bytes += n * num_bytes
     if none:
         common = {layout.COLUMN: column, layout.CLASS: "none", layout.ROW_GROUPS: str(len(none))}
-        out.append(_entries_blob(none, common, "none"))
+        out.append(entries_blob(none, common, "none"))
         summary.unfiltered = len(none)
     return out
 
 
-def _entries_blob(
+def entries_blob(
     members: list[ent.Entry], common: dict[str, str], filters: str
 ) -> tuple[puffin.BlobMetadata, Iterable[bytes]]:
     data, width = ent.encode_entries(members)
@@ -316,12 +321,16 @@ def _entries_blob(
 
 
 def _files_blob(reads: list[_Read]) -> tuple[puffin.BlobMetadata, Iterable[bytes]]:
-    rows = [[r.path, r.size, r.file.modified, r.file.sequence] for r in reads]
+    return files_blob([[r.path, r.size, r.file.modified, r.file.sequence] for r in reads])
+
+
+def files_blob(rows: list[list[Any]]) -> tuple[puffin.BlobMetadata, Iterable[bytes]]:
+    """The files blob of ``rows``: ``[path, size, modified, sequence]`` each."""
     data = json.dumps(rows, separators=(",", ":")).encode()
     return puffin.BlobMetadata(layout.FILES_BLOB, offset=0, length=len(data)), (data,)
 
 
-def _write(
+def write_blobs(
     target: str,
     blobs: list[tuple[puffin.BlobMetadata, Iterable[bytes]]],
     columns: list[str],

@@ -94,9 +94,11 @@ def lookup(
         for path, entry in live.items()
         if path in known and (entry.size is None or entry.size == known[path])
     }
-    for path, groups in answer.files().items():
-        if path in unchanged:
-            result.files[path] = groups
+    for entry in answer.row_groups:
+        # A path in several segments (rewritten, refreshed since) answers by its entries of
+        # the size it has now.
+        if entry.path in unchanged and entry.file_size == known[entry.path]:
+            result.files.setdefault(entry.path, []).append(entry.row_group)
     result.from_index = len(unchanged)
     result.gone = sorted(set(known) - set(live))
     others = sorted(set(live) - unchanged)

@@ -28,7 +28,7 @@ from parquet_bloom._sbbf import BITS_PER_BLOCK, BYTES_PER_BLOCK
 from parquet_bloom._threads import read_pool
 from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
 
-__all__ = ["BloomIndex", "IndexLookup", "IndexSegment"]
+__all__ = ["BloomIndex", "IndexClass", "IndexLookup", "IndexSegment"]
 
 # The index's first read: its footer lists a few blobs a column and size class, so 64 KiB holds
 # it for hundreds of columns; a larger footer costs one more read.
@@ -36,7 +36,7 @@ _TAIL = 64 * 1024
 
 
 @dataclass(frozen=True)
-class _Class:
+class IndexClass:
     """One class of a column: ``num_bytes`` (None: the row groups without filters),
     ``row_groups`` (N), its ``slices`` and ``entries`` blobs, the entries' ``path_width``."""
 
@@ -128,7 +128,7 @@ class IndexSegment:
                 f"({layout.VERSION_PROPERTY} is {version!r})",
                 source=name,
             )
-        self._classes: dict[str, list[_Class]] = {}
+        self._classes: dict[str, list[IndexClass]] = {}
         self._types: dict[str, fmt.SchemaLeaf] = {}
         self._files_blob: puffin.BlobMetadata | None = None
         self._gather()
@@ -184,7 +184,7 @@ class IndexSegment:
                     }
                     self._types[column] = fmt.leaf_from_type_properties(column, typed)
             self._classes.setdefault(column, []).append(
-                _Class(column, num_bytes, n, blob, entries, width)
+                IndexClass(column, num_bytes, n, blob, entries, width)
             )
         if slices_by:
             column, _ = next(iter(slices_by))
@@ -217,13 +217,19 @@ class IndexSegment:
 
     def files(self) -> dict[str, int]:
         """Every file the segment was built from: path -> size (one read)."""
+        return {path: size for path, size, _, _ in self.file_rows()}
+
+    def file_rows(self) -> list[tuple[str, int, int, int]]:
+        """Every file the segment was built from: (path, size, modified, sequence)."""
         blob = self._files_blob
         if blob is None:
             raise CorruptFileError("the index lists no files", source=self._source.name)
         data = self._source.read_exact(blob.offset, blob.length)
         try:
-            rows = json.loads(data)
-            return {str(path): int(size) for path, size, *_ in rows}
+            return [
+                (str(path), int(size), int(modified), int(sequence))
+                for path, size, modified, sequence in json.loads(data)
+            ]
         except (ValueError, TypeError) as err:
             raise CorruptFileError(
                 f"the index's file list does not decode: {err}",
@@ -231,8 +237,43 @@ class IndexSegment:
                 offset=blob.offset,
             ) from None
 
-    def _column(self, column: str) -> list[_Class]:
+    def _column(self, column: str) -> list[IndexClass]:
         return self._classes.get(column, [])
+
+    # -- whole blobs, for compaction ---------------------------------------------------------
+
+    def column_classes(self, column: str) -> list[IndexClass]:
+        """The column's classes in this segment (none if it has no such column)."""
+        return list(self._column(column))
+
+    def type_properties(self, column: str) -> dict[str, str]:
+        """The column's type as the segment's slices record it (empty: no filtered class)."""
+        for c in self._column(column):
+            if c.slices is not None:
+                return {
+                    k[len(layout.TYPE_PREFIX) :]: v
+                    for k, v in c.slices.properties.items()
+                    if k.startswith(layout.TYPE_PREFIX)
+                }
+        return {}
+
+    def read_blob(self, blob: puffin.BlobMetadata) -> bytes:
+        return self._source.read_exact(blob.offset, blob.length)
+
+    def read_entries(self, c: IndexClass) -> list[Entry]:
+        """Every entry of a class, in order (one read)."""
+        data = self.read_blob(c.entries)
+        size = ent.record_size(c.path_width)
+        name = self._source.name
+        return [
+            ent.decode_entry(
+                data[i * size : (i + 1) * size],
+                c.path_width,
+                source=name,
+                offset=c.entries.offset + i * size,
+            )
+            for i in range(c.row_groups)
+        ]
 
     # -- lookups -----------------------------------------------------------------------------
 
@@ -247,7 +288,7 @@ class IndexSegment:
         probe = logical.literal_probe(values, leaf) if leaf is not None else None
         filtered = [c for c in classes if c.num_bytes is not None]
         answer.filtered = sum(c.row_groups for c in filtered)
-        wanted: list[tuple[_Class, list[int]]] = [
+        wanted: list[tuple[IndexClass, list[int]]] = [
             (c, list(range(c.row_groups))) for c in classes if c.num_bytes is None
         ]
         answer.unfiltered = sum(len(rows) for _, rows in wanted)
@@ -261,8 +302,8 @@ class IndexSegment:
         return answer
 
     def _candidates(
-        self, classes: Sequence[_Class], hashes: np.ndarray
-    ) -> list[tuple[_Class, list[int]]]:
+        self, classes: Sequence[IndexClass], hashes: np.ndarray
+    ) -> list[tuple[IndexClass, list[int]]]:
         """Round one: every class's slices for ``hashes``, read together; each class's
         candidates."""
         plans = []
@@ -288,7 +329,7 @@ class IndexSegment:
                 out.append((c, [int(i) for i in found]))
         return out
 
-    def _entries(self, wanted: Sequence[tuple[_Class, list[int]]]) -> list[Entry]:
+    def _entries(self, wanted: Sequence[tuple[IndexClass, list[int]]]) -> list[Entry]:
         """Round two: the entries of ``wanted`` (a class and its row groups' places in it)."""
         ranges = [c.entry_range(i) for c, rows in wanted for i in rows]
         held = self._read(ranges)
@@ -419,9 +460,15 @@ class BloomIndex:
     def files(self) -> dict[str, int]:
         """Every file the index was built from: path -> size, the newest segment's where a
         path is in several (one read a segment)."""
-        out: dict[str, int] = {}
-        for s in self.segments:
-            out.update(s.files())
+        return {path: size for path, (size, _, _) in self.file_rows().items()}
+
+    def file_rows(self) -> dict[str, tuple[int, int, int]]:
+        """Every file the index was built from: path -> (size, modified, sequence), the newest
+        segment's where a path is in several."""
+        out: dict[str, tuple[int, int, int]] = {}
+        for segment in self.segments:
+            for path, size, modified, sequence in segment.file_rows():
+                out[path] = (size, modified, sequence)
         return out
 
     def lookup(self, column: str, values: Any) -> IndexLookup:

@@ -26,17 +26,19 @@ import numpy.typing as npt
 from parquet_bloom._sbbf import BITS_PER_BLOCK, BYTES_PER_BLOCK, SALT, WORDS_PER_BLOCK
 
 __all__ = [
+    "PASS_BITS",
     "candidates",
     "lane_positions",
     "slice_bytes",
     "slice_ranges",
     "slices_of",
+    "words_of",
 ]
 
 # How many unpacked bits (one byte each) one pass of the transposition holds: N row groups
 # times the blocks of the pass times 256. 32 MiB keeps a pass in memory comfortably and is
 # large enough that numpy's per-call cost does not matter.
-_PASS_BITS = 32 << 20
+PASS_BITS = 32 << 20
 
 
 def slice_bytes(num_row_groups: int) -> int:
@@ -54,7 +56,7 @@ def slices_of(words: npt.NDArray[np.uint32]) -> Iterator[bytes]:
     if n == 0:
         return
     as_bytes = np.ascontiguousarray(words, dtype="<u4").view(np.uint8).reshape(n, z, 32)
-    step = max(1, _PASS_BITS // (n * BITS_PER_BLOCK))
+    step = max(1, PASS_BITS // (n * BITS_PER_BLOCK))
     for start in range(0, z, step):
         part = as_bytes[:, start : start + step, :]
         bits = np.unpackbits(part, axis=2, bitorder="little")  # (N, blocks, 256)

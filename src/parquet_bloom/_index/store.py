@@ -39,6 +39,7 @@ _FORMAT_VERSION = 1
 # The largest pointer read: a segment's entry is its footer, a few hundred bytes a column and
 # size class; thousands of segments fit. A larger one is a corrupt (or hostile) pointer.
 MAX_POINTER_SIZE = 64 << 20
+_FIRST_READ = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -86,16 +87,19 @@ def read_pointer(directory: str, storage_options: Mapping[str, Any] | None) -> P
     except FileNotFoundError:
         return None
     with source:
+        # One suffix read gives the size and, for a pointer under 1 MiB, all of it.
         try:
-            size = source.size
+            start, data = source.read_tail(_FIRST_READ)
         except FileNotFoundError:
             return None
-        if size > MAX_POINTER_SIZE:
-            raise CorruptFileError(
-                f"an index pointer of {size} bytes is over the limit of {MAX_POINTER_SIZE}",
-                source=target,
-            )
-        data = source.read_exact(0, size)
+        if start > 0:
+            if source.size > MAX_POINTER_SIZE:
+                raise CorruptFileError(
+                    f"an index pointer of {source.size} bytes is over the limit of "
+                    f"{MAX_POINTER_SIZE}",
+                    source=target,
+                )
+            data = source.read_exact(0, start) + data
     return _decode(data, target)
 
 

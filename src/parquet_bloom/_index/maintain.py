@@ -1,0 +1,274 @@
+"""Keeping an index directory current: ``refresh_index`` adds a segment for the files the index
+does not know (new, or rewritten to another size); ``compact_index`` merges every segment into
+one, dropping the row groups of files that are gone or superseded (docs/index.md#index-directories).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from parquet_bloom._index import entries as ent
+from parquet_bloom._index import layout, puffin, slices, store
+from parquet_bloom._index.build import (
+    ColumnSummary,
+    IndexBuildReport,
+    dataset_files,
+    entries_blob,
+    files_blob,
+    write_blobs,
+    write_segment,
+)
+from parquet_bloom._index.lookup import BloomIndex, IndexSegment
+from parquet_bloom._io import location
+from parquet_bloom._sbbf import BITS_PER_BLOCK, BYTES_PER_BLOCK
+
+__all__ = ["DEFAULT_RETAIN_SECONDS", "CompactReport", "compact_index", "refresh_index"]
+
+# Segments no pointer names any more are removed by compact_index once they are this old: a
+# lookup that read the pointer before the compaction may still be reading them.
+DEFAULT_RETAIN_SECONDS = 3600.0
+
+
+def refresh_index(
+    source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    index_location: str | os.PathLike[str],
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    index_storage_options: Mapping[str, Any] | None = None,
+) -> IndexBuildReport:
+    """Add to the index directory at ``index_location`` a segment of the files of ``source`` it
+    does not know at their present size (none: nothing is written, ``files`` is 0). Lookups
+    read every segment; :func:`compact_index` merges them."""
+    directory = _directory(index_location)
+    options = storage_options if index_storage_options is None else index_storage_options
+    pointer = store.read_pointer(directory, options)
+    if pointer is None:
+        raise FileNotFoundError(f"no Bloom index at {directory} to refresh: build one first")
+    with BloomIndex(directory, storage_options=options) as idx:
+        known = idx.files()
+    files = dataset_files(source, storage_options)
+    new = [f for f in files if f.size is None or known.get(f.key) != f.size]
+    if not new:
+        return IndexBuildReport(location=directory)
+    name = store.new_segment_name()
+    report, segment = write_segment(
+        new,
+        list(pointer.columns),
+        store.join(directory, name),
+        options,
+        require_columns=False,
+    )
+    ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
+    store.write_pointer(
+        directory,
+        store.Pointer(pointer.generation + 1, pointer.columns, (*pointer.segments, ref)),
+        options,
+    )
+    report.location = directory
+    return report
+
+
+@dataclass
+class CompactReport:
+    """What :func:`compact_index` did: ``segments_before``, the ``row_groups`` kept and
+    ``row_groups_dropped`` (of files gone, or superseded by a newer segment's), ``index_bytes``
+    (the new segment's size; 0 when there was nothing to merge), ``removed`` (segment files
+    deleted), ``columns`` (as a build reports them)."""
+
+    location: str
+    segments_before: int = 0
+    row_groups: int = 0
+    row_groups_dropped: int = 0
+    index_bytes: int = 0
+    removed: list[str] = field(default_factory=list)
+    columns: dict[str, ColumnSummary] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return (
+            f"index {self.location}: {self.segments_before} segments merged into one of "
+            f"{self.index_bytes:,} bytes; {self.row_groups} row groups kept, "
+            f"{self.row_groups_dropped} dropped; {len(self.removed)} old segments removed"
+        )
+
+
+def compact_index(
+    index_location: str | os.PathLike[str],
+    *,
+    source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    index_storage_options: Mapping[str, Any] | None = None,
+    retain_seconds: float = DEFAULT_RETAIN_SECONDS,
+) -> CompactReport:
+    """Merge the segments of the index directory at ``index_location`` into one. Each file
+    keeps the row groups of its newest segment's version; with ``source``, only the files
+    live there at that size are kept. Then segment files no pointer names and older than
+    ``retain_seconds`` are removed (a lookup that read the old pointer may still read them)."""
+    directory = _directory(index_location)
+    options = storage_options if index_storage_options is None else index_storage_options
+    pointer = store.read_pointer(directory, options)
+    if pointer is None:
+        raise FileNotFoundError(f"no Bloom index at {directory} to compact")
+    report = CompactReport(location=directory, segments_before=len(pointer.segments))
+    live = None
+    if source is not None:
+        live = {f.key: f.size for f in dataset_files(source, storage_options)}
+    with BloomIndex(directory, storage_options=options) as idx:
+        rows_by_path = idx.file_rows()
+        newest = {path: size for path, (size, _, _) in rows_by_path.items()}
+        keep_size = newest if live is None else {k: s for k, s in live.items() if s is not None}
+        blobs: list[tuple[puffin.BlobMetadata, Iterable[bytes]]] = []
+        for column in pointer.columns:
+            summary = ColumnSummary()
+            report.columns[column] = summary
+            blobs += _merged_column(column, idx.segments, keep_size, summary, report)
+        rows: list[list[Any]] = [
+            [path, size, modified, sequence]
+            for path, (size, modified, sequence) in sorted(rows_by_path.items())
+            if keep_size.get(path) == size
+        ]
+        blobs.append(files_blob(rows))
+    name = store.new_segment_name()
+    segment = write_blobs(store.join(directory, name), blobs, list(pointer.columns), options)
+    report.index_bytes = segment.size
+    ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
+    store.write_pointer(
+        directory, store.Pointer(pointer.generation + 1, pointer.columns, (ref,)), options
+    )
+    report.removed = _remove_unnamed(directory, {name}, options, retain_seconds)
+    return report
+
+
+def _directory(index_location: str | os.PathLike[str]) -> str:
+    target = os.fspath(index_location)
+    if store.is_single_file(target):
+        raise ValueError(
+            f"{target} is one Puffin file: only an index directory (a location not ending in "
+            ".puffin) has segments to refresh or compact; build the index into a directory"
+        )
+    return target
+
+
+def _merged_column(
+    column: str,
+    segments: list[IndexSegment],
+    keep_size: Mapping[str, int],
+    summary: ColumnSummary,
+    report: CompactReport,
+) -> list[tuple[puffin.BlobMetadata, Iterable[bytes]]]:
+    """One column's classes, merged over the segments: the kept row groups of each filter size
+    (of the first type met), and the rest without filters."""
+    by_size: dict[int, list[tuple[bytes, list[ent.Entry], npt.NDArray[np.intp], int]]] = {}
+    none: list[ent.Entry] = []
+    kind: dict[str, str] | None = None
+    for segment in segments:
+        for c in segment.column_classes(column):
+            entries = segment.read_entries(c)
+            kept = [i for i, e in enumerate(entries) if keep_size.get(e.path) == e.file_size]
+            report.row_groups_dropped += len(entries) - len(kept)
+            if c.num_bytes is None or c.slices is None:
+                none += [entries[i] for i in kept]
+                continue
+            props = segment.type_properties(column)
+            if kind is None:
+                kind = props
+            if props != kind:  # another type than the merged classes': kept unfiltered
+                none += [entries[i] for i in kept]
+                continue
+            data = segment.read_blob(c.slices)
+            by_size.setdefault(c.num_bytes, []).append(
+                (data, [entries[i] for i in kept], np.asarray(kept, dtype=np.intp), c.row_groups)
+            )
+    out: list[tuple[puffin.BlobMetadata, Iterable[bytes]]] = []
+    type_properties = {layout.TYPE_PREFIX + k: v for k, v in (kind or {}).items()}
+    for number, (num_bytes, parts) in enumerate(sorted(by_size.items())):
+        members = [e for _, entries, _, _ in parts for e in entries]
+        n = len(members)
+        if n == 0:
+            continue
+        num_blocks = num_bytes // BYTES_PER_BLOCK
+        length = slices.slice_bytes(n) * num_blocks * BITS_PER_BLOCK
+        common = {layout.COLUMN: column, layout.CLASS: str(number), layout.ROW_GROUPS: str(n)}
+        meta = puffin.BlobMetadata(
+            layout.SLICES_BLOB,
+            offset=0,
+            length=length,
+            properties={**common, layout.NUM_BYTES: str(num_bytes), **type_properties},
+        )
+        out.append((meta, _merged_slices(parts, num_blocks)))
+        out.append(entries_blob(members, common, "sbbf"))
+        summary.classes[num_bytes] = n
+        summary.slice_bytes += length
+        summary.filter_bytes += n * num_bytes
+        report.row_groups += n
+    if none:
+        common = {layout.COLUMN: column, layout.CLASS: "none", layout.ROW_GROUPS: str(len(none))}
+        out.append(entries_blob(none, common, "none"))
+        summary.unfiltered = len(none)
+        report.row_groups += len(none)
+    return out
+
+
+def _merged_slices(
+    parts: list[tuple[bytes, list[ent.Entry], npt.NDArray[np.intp], int]], num_blocks: int
+) -> Iterable[bytes]:
+    """The slices of the kept row groups of several classes of one size, in their order: each
+    position's bits, part after part, a run of blocks at a time."""
+    total = sum(len(kept) for _, _, kept, _ in parts)
+    positions = num_blocks * BITS_PER_BLOCK
+    step = max(
+        BITS_PER_BLOCK, (slices.PASS_BITS // max(total, 1)) // BITS_PER_BLOCK * BITS_PER_BLOCK
+    )
+    for start in range(0, positions, step):
+        stop = min(positions, start + step)
+        pieces = []
+        for data, _, kept, n in parts:
+            s = slices.slice_bytes(n)
+            rows = np.frombuffer(data, dtype=np.uint8)[start * s : stop * s].reshape(
+                stop - start, s
+            )
+            bits = np.unpackbits(rows, axis=1, bitorder="little")[:, :n]
+            pieces.append(bits[:, kept])
+        merged = np.concatenate(pieces, axis=1)
+        yield np.packbits(merged, axis=1, bitorder="little").tobytes()
+
+
+def _remove_unnamed(
+    directory: str, named: set[str], storage_options: Mapping[str, Any] | None, retain: float
+) -> list[str]:
+    """Delete the directory's segment files not in ``named`` older than ``retain`` seconds."""
+    removed = []
+    now = time.time()
+    try:
+        listed = location.list_files(directory, storage_options=storage_options, list_plain=True)
+    except FileNotFoundError:
+        return []
+    for entry in listed:
+        base = entry.name.rstrip("/").rsplit("/", 1)[-1]
+        if not (base.startswith("segment-") and base.endswith(".puffin")) or base in named:
+            continue
+        modified = _modified(entry)
+        if modified is None or now - modified < retain:
+            continue
+        if entry.filesystem is None:
+            os.remove(entry.path)
+        else:
+            entry.filesystem.rm_file(entry.path)
+        removed.append(entry.name)
+    return removed
+
+
+def _modified(entry: location.Entry) -> float | None:
+    if entry.filesystem is None:
+        return os.stat(entry.path).st_mtime
+    info = entry.filesystem.info(entry.path)
+    value = info.get("LastModified") or info.get("mtime") or info.get("last_modified")
+    if value is None:
+        return None
+    return float(value.timestamp()) if hasattr(value, "timestamp") else float(value)
