@@ -17,7 +17,7 @@ from parquet_bloom import __version__
 from parquet_bloom import _format as fmt
 from parquet_bloom._index import entries as ent
 from parquet_bloom._index import layout, puffin, slices, store
-from parquet_bloom._index.live import file_key
+from parquet_bloom._index.files import IndexedFile, dataset_files
 from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._rewrite.output import open_sink
@@ -27,11 +27,9 @@ from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
 __all__ = [
     "ColumnSummary",
     "IndexBuildReport",
-    "IndexedFile",
     "Segment",
     "build_index",
     "check_columns",
-    "dataset_files",
     "entries_blob",
     "files_blob",
     "write_blobs",
@@ -83,21 +81,6 @@ class IndexBuildReport:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class IndexedFile:
-    """A file to index: ``key`` (how the index names it: an absolute local path, a URL, or a
-    table's name of the file), where it is read (``path`` on ``filesystem``, None: local),
-    ``size`` when known, and the table's identity of it (``modified``: Delta's modification
-    time in ms; ``sequence``: Iceberg's data sequence number; -1 where none)."""
-
-    key: str
-    path: str
-    filesystem: Any | None = None
-    size: int | None = None
-    modified: int = -1
-    sequence: int = -1
-
-
 @dataclass
 class _Read:
     """What one file gave: its row groups' rows, and per column each row group's filter (its
@@ -130,16 +113,6 @@ class Segment:
     size: int
     footer_offset: int
     footer: bytes
-
-
-def dataset_files(
-    source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-    storage_options: Mapping[str, Any] | None,
-) -> list[IndexedFile]:
-    """The files of a dataset, listed, each named by :func:`file_key`, in that order."""
-    listed = location.list_files(source, storage_options=storage_options)
-    files = [IndexedFile(file_key(e.name), e.path, e.filesystem, e.size) for e in listed]
-    return sorted(files, key=lambda f: f.key)
 
 
 def build_index(

@@ -7,18 +7,18 @@ that are gone are dropped (docs/index.md#what-a-lookup-guarantees).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from parquet_bloom._index.files import IndexedFile, dataset_files, same_file
 from parquet_bloom._index.lookup import BloomIndex
-from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._threads import read_pool
 from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
 
-__all__ = ["DatasetLookup", "file_key", "lookup"]
+__all__ = ["DatasetLookup", "lookup", "lookup_files"]
 
 
 @dataclass
@@ -52,11 +52,6 @@ class DatasetLookup:
         )
 
 
-def file_key(name: str) -> str:
-    """How an index names a file: a URL as it is, a local path made absolute."""
-    return name if location.is_url(name) else os.path.abspath(name)
-
-
 def lookup(
     source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     column: str,
@@ -70,53 +65,56 @@ def lookup(
     one of ``values``, through the index at ``index`` (a location, or an open
     :class:`BloomIndex`) for the files it knows unchanged, and through their own filters for the
     others."""
-    listed = location.list_files(source, storage_options=storage_options)
-    live = {file_key(e.name): e for e in listed}
+    files = dataset_files(source, storage_options)
     if isinstance(index, BloomIndex):
-        opened: BloomIndex | None = index
-        idx = index
-    else:
-        opened = None
-        options = storage_options if index_storage_options is None else index_storage_options
-        idx = BloomIndex(index, storage_options=options)
-    try:
-        reads, read_bytes = idx.reads, idx.bytes_read
-        answer = idx.lookup(column, values)
-        known = idx.files()
-        result = DatasetLookup(column)
-        result.index_reads = idx.reads - (reads if opened is not None else 0)
-        result.index_bytes_read = idx.bytes_read - (read_bytes if opened is not None else 0)
-    finally:
-        if opened is None:
-            idx.close()
-    unchanged = {
-        path
-        for path, entry in live.items()
-        if path in known and (entry.size is None or entry.size == known[path])
-    }
+        return lookup_files(files, column, values, index)
+    options = storage_options if index_storage_options is None else index_storage_options
+    with BloomIndex(index, storage_options=options) as idx:
+        return lookup_files(files, column, values, idx, opened_here=True)
+
+
+def lookup_files(
+    files: Sequence[IndexedFile],
+    column: str,
+    values: Any,
+    idx: BloomIndex,
+    *,
+    opened_here: bool = False,
+) -> DatasetLookup:
+    """The row groups of the live ``files`` where ``column`` may equal one of ``values``: the
+    index's answer for the files it knows as they are (:func:`same_file`), each other file's
+    own filters for the rest (``opened_here``: count the index's opening in the cost)."""
+    live = {f.key: f for f in files}
+    reads, read_bytes = (0, 0) if opened_here else (idx.reads, idx.bytes_read)
+    answer = idx.lookup(column, values)
+    known = idx.file_rows()
+    result = DatasetLookup(column)
+    result.index_reads = idx.reads - reads
+    result.index_bytes_read = idx.bytes_read - read_bytes
+    unchanged = {k for k, f in live.items() if k in known and same_file(known[k], f)}
     for entry in answer.row_groups:
         # A path in several segments (rewritten, refreshed since) answers by its entries of
         # the size it has now.
-        if entry.path in unchanged and entry.file_size == known[entry.path]:
+        if entry.path in unchanged and entry.file_size == known[entry.path][0]:
             result.files.setdefault(entry.path, []).append(entry.row_group)
     result.from_index = len(unchanged)
     result.gone = sorted(set(known) - set(live))
     others = sorted(set(live) - unchanged)
     probes = list(read_pool().map(partial(_probe, column, values), [live[p] for p in others]))
-    for path, (groups, reads, read_bytes) in zip(others, probes, strict=True):
+    for path, (groups, probe_reads, probe_bytes) in zip(others, probes, strict=True):
         result.probed.append(path)
-        result.probe_reads += reads
-        result.probe_bytes_read += read_bytes
+        result.probe_reads += probe_reads
+        result.probe_bytes_read += probe_bytes
         if groups:
             result.files[path] = groups
     result.files = dict(sorted(result.files.items()))
     return result
 
 
-def _probe(column: str, values: Any, entry: location.Entry) -> tuple[list[int], int, int]:
+def _probe(column: str, values: Any, file: IndexedFile) -> tuple[list[int], int, int]:
     """One file's row groups that may hold a value (through its own filters), and the reads."""
     try:
-        reader = BloomFilterReader(entry.path, filesystem=entry.filesystem, size=entry.size)
+        reader = BloomFilterReader(file.path, filesystem=file.filesystem, size=file.size)
     except (CorruptFileError, UnsupportedFileError):
         return [-1], 0, 0  # not a file we can read: it stays a candidate, whole
     with reader:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,17 +19,24 @@ from parquet_bloom._index import layout, puffin, slices, store
 from parquet_bloom._index.build import (
     ColumnSummary,
     IndexBuildReport,
-    dataset_files,
     entries_blob,
     files_blob,
     write_blobs,
     write_segment,
 )
+from parquet_bloom._index.files import IndexedFile, dataset_files, same_file
 from parquet_bloom._index.lookup import BloomIndex, IndexSegment
 from parquet_bloom._io import location
 from parquet_bloom._sbbf import BITS_PER_BLOCK, BYTES_PER_BLOCK
 
-__all__ = ["DEFAULT_RETAIN_SECONDS", "CompactReport", "compact_index", "refresh_index"]
+__all__ = [
+    "DEFAULT_RETAIN_SECONDS",
+    "CompactReport",
+    "compact_files",
+    "compact_index",
+    "refresh_files",
+    "refresh_index",
+]
 
 # Segments no pointer names any more are removed by compact_index once they are this old: a
 # lookup that read the pointer before the compaction may still be reading them.
@@ -48,13 +55,19 @@ def refresh_index(
     read every segment; :func:`compact_index` merges them."""
     directory = _directory(index_location)
     options = storage_options if index_storage_options is None else index_storage_options
-    pointer = store.read_pointer(directory, options)
+    return refresh_files(directory, dataset_files(source, storage_options), options)
+
+
+def refresh_files(
+    directory: str, files: Sequence[IndexedFile], storage_options: Mapping[str, Any] | None
+) -> IndexBuildReport:
+    """Add a segment of the ``files`` the index in ``directory`` does not know as they are."""
+    pointer = store.read_pointer(directory, storage_options)
     if pointer is None:
         raise FileNotFoundError(f"no Bloom index at {directory} to refresh: build one first")
-    with BloomIndex(directory, storage_options=options) as idx:
-        known = idx.files()
-    files = dataset_files(source, storage_options)
-    new = [f for f in files if f.size is None or known.get(f.key) != f.size]
+    with BloomIndex(directory, storage_options=storage_options) as idx:
+        known = idx.file_rows()
+    new = [f for f in files if f.key not in known or not same_file(known[f.key], f)]
     if not new:
         return IndexBuildReport(location=directory)
     name = store.new_segment_name()
@@ -62,14 +75,14 @@ def refresh_index(
         new,
         list(pointer.columns),
         store.join(directory, name),
-        options,
+        storage_options,
         require_columns=False,
     )
     ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
     store.write_pointer(
         directory,
         store.Pointer(pointer.generation + 1, pointer.columns, (*pointer.segments, ref)),
-        options,
+        storage_options,
     )
     report.location = directory
     return report
@@ -112,36 +125,52 @@ def compact_index(
     ``retain_seconds`` are removed (a lookup that read the old pointer may still read them)."""
     directory = _directory(index_location)
     options = storage_options if index_storage_options is None else index_storage_options
-    pointer = store.read_pointer(directory, options)
+    live = None if source is None else dataset_files(source, storage_options)
+    return compact_files(directory, live, options, retain_seconds)
+
+
+def compact_files(
+    directory: str,
+    live: Sequence[IndexedFile] | None,
+    storage_options: Mapping[str, Any] | None,
+    retain_seconds: float = DEFAULT_RETAIN_SECONDS,
+) -> CompactReport:
+    """Merge the segments of the index in ``directory``, keeping each file's newest version,
+    or (``live``) only the files live as they are."""
+    pointer = store.read_pointer(directory, storage_options)
     if pointer is None:
         raise FileNotFoundError(f"no Bloom index at {directory} to compact")
     report = CompactReport(location=directory, segments_before=len(pointer.segments))
-    live = None
-    if source is not None:
-        live = {f.key: f.size for f in dataset_files(source, storage_options)}
-    with BloomIndex(directory, storage_options=options) as idx:
+    with BloomIndex(directory, storage_options=storage_options) as idx:
         rows_by_path = idx.file_rows()
-        newest = {path: size for path, (size, _, _) in rows_by_path.items()}
-        keep_size = newest if live is None else {k: s for k, s in live.items() if s is not None}
+        if live is None:
+            keep = {path: size for path, (size, _, _) in rows_by_path.items()}
+        else:
+            keep = {
+                f.key: rows_by_path[f.key][0]
+                for f in live
+                if f.key in rows_by_path and same_file(rows_by_path[f.key], f)
+            }
         blobs: list[tuple[puffin.BlobMetadata, Iterable[bytes]]] = []
         for column in pointer.columns:
             summary = ColumnSummary()
             report.columns[column] = summary
-            blobs += _merged_column(column, idx.segments, keep_size, summary, report)
+            blobs += _merged_column(column, idx.segments, keep, summary, report)
         rows: list[list[Any]] = [
             [path, size, modified, sequence]
             for path, (size, modified, sequence) in sorted(rows_by_path.items())
-            if keep_size.get(path) == size
+            if keep.get(path) == size
         ]
         blobs.append(files_blob(rows))
     name = store.new_segment_name()
-    segment = write_blobs(store.join(directory, name), blobs, list(pointer.columns), options)
+    target = store.join(directory, name)
+    segment = write_blobs(target, blobs, list(pointer.columns), storage_options)
     report.index_bytes = segment.size
     ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
     store.write_pointer(
-        directory, store.Pointer(pointer.generation + 1, pointer.columns, (ref,)), options
+        directory, store.Pointer(pointer.generation + 1, pointer.columns, (ref,)), storage_options
     )
-    report.removed = _remove_unnamed(directory, {name}, options, retain_seconds)
+    report.removed = _remove_unnamed(directory, {name}, storage_options, retain_seconds)
     return report
 
 
