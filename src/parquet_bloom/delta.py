@@ -3,6 +3,9 @@ or remove the filters of its files in one commit (extra ``parquet-bloom[delta]``
 
 - :func:`prune`: the table's own pruning (partition values, min/max statistics) first, then
   the files' Bloom filters; a pyarrow dataset of the row groups left, the files and a report.
+- :func:`build_index`, :func:`refresh_index`, :func:`compact_index`, :func:`lookup`: the
+  table's Bloom index under ``<table>/_bloom_index/`` (docs/index.md), looked up against the
+  table's snapshot.
 - :func:`rewrite_bloom_filters`: every chosen data file rewritten to a new file beside it (the
   same pages, new filters), then one commit that swaps old for new (``dataChange=false``).
   Its three stages are public so that they can run apart (the jobs on Spark executors):
@@ -23,6 +26,15 @@ except ImportError as err:  # pragma: no cover - the extra is installed in the t
         name=err.name,
     ) from err
 
+from parquet_bloom._tables.delta_index import (
+    INDEX_DIRECTORY,
+    build_index,
+    compact_index,
+    has_index,
+    index_location,
+    lookup,
+    refresh_index,
+)
 from parquet_bloom._tables.delta_prune import DeltaPruneResult, prune
 from parquet_bloom._tables.delta_rewrite import (
     COMMIT_TAG,
@@ -45,6 +57,7 @@ from parquet_bloom._tables.scan import TablePruneReport
 __all__ = [
     "COMMIT_TAG",
     "DEFAULT_MAX_ATTEMPTS",
+    "INDEX_DIRECTORY",
     "DeltaFile",
     "DeltaPruneResult",
     "DeltaRewritePlan",
@@ -53,10 +66,16 @@ __all__ = [
     "RewriteJob",
     "TablePruneReport",
     "TableRewriteReport",
+    "build_index",
     "commit_rewrite",
+    "compact_index",
     "file_storage_options",
+    "has_index",
+    "index_location",
+    "lookup",
     "plan_rewrite",
     "prune",
+    "refresh_index",
     "rewrite_bloom_filters",
     "run_job",
 ]

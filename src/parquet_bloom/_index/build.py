@@ -30,6 +30,7 @@ __all__ = [
     "Segment",
     "build_index",
     "check_columns",
+    "create_index",
     "entries_blob",
     "files_blob",
     "write_blobs",
@@ -141,10 +142,10 @@ def build_index(
     if store.is_single_file(target):
         report, _ = write_segment(files, wanted, target, options, what=what)
         return report
-    return _create(target, files, wanted, options, what=what)
+    return create_index(target, files, wanted, options, what=what)
 
 
-def _create(
+def create_index(
     directory: str,
     files: Sequence[IndexedFile],
     columns: list[str],

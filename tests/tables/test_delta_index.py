@@ -1,0 +1,141 @@
+"""A Delta table's Bloom index under ``_bloom_index/``: built from the files deltalake wrote,
+then the table changed by deltalake (append, delete, compaction, overwrite, vacuum); every
+lookup's rows equal deltalake's own scan."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from parquet_bloom import delta
+from tests.tables import delta_tables
+
+deltalake = pytest.importorskip("deltalake")
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("delta-index") / "t"
+    for append in range(3):
+        delta_tables.write(str(root), delta_tables.rows(append * 1000, 1000))
+    return root
+
+
+@pytest.fixture
+def table(template: Path, tmp_path: Path) -> Path:
+    root = tmp_path / "t"
+    shutil.copytree(template, root)
+    return root
+
+
+def _found_rows(root: Path, files: dict[str, list[int]], value: int) -> list[int]:
+    """The ids equal to ``value`` in the row groups a lookup names (``-1``: the whole file)."""
+    ids: list[int] = []
+    for path, groups in files.items():
+        f = pq.ParquetFile(root / path)
+        chosen = list(range(f.num_row_groups)) if groups == [-1] else groups
+        read = f.read_row_groups(chosen, columns=["id"])
+        ids += [x for x in read["id"].to_pylist() if x == value]
+    return sorted(ids)
+
+
+def _scan_rows(root: Path, value: int) -> list[int]:
+    data = deltalake.DeltaTable(str(root)).to_pyarrow_dataset()
+    return sorted(data.to_table(columns=["id"], filter=pc.field("id") == value)["id"].to_pylist())
+
+
+def _check(root: Path, values: list[int]) -> Any:
+    last = None
+    for value in values:
+        last = delta.lookup(str(root), "id", value)
+        assert _found_rows(root, last.files, value) == _scan_rows(root, value), value
+        live = {a for a in deltalake.DeltaTable(str(root)).file_uris()}
+        assert all(str(root / p) in live or (root / p).as_uri() in live for p in last.files)
+    return last
+
+
+def test_the_index_answers_for_the_snapshot(table: Path) -> None:
+    report = delta.build_index(str(table), ["id", "key"])
+    assert report.location == str(table / "_bloom_index")
+    assert delta.has_index(deltalake.DeltaTable(str(table)))
+    assert report.files == 6 and report.unreadable == []
+    found = _check(table, [5, 1500, 2999, 4000])
+    assert found.from_index == 6 and found.probed == [] and found.gone == []
+    assert delta.lookup(str(table), "key", "k1234").files  # strings too
+    # The index's own answer: one file and row group for an id, with these filters.
+    assert sum(len(g) for g in delta.lookup(str(table), "id", 1500).files.values()) == 1
+
+
+def test_changes_after_the_build_are_never_missed(table: Path) -> None:
+    delta.build_index(str(table), ["id"])
+    dt = deltalake.DeltaTable(str(table))
+    delta_tables.write(str(table), delta_tables.rows(3000, 1000))  # append
+    dt = deltalake.DeltaTable(str(table))
+    dt.delete("id < 100", writer_properties=delta_tables.writer_properties())  # rewrites files
+    after = _check(table, [50, 150, 3500, 999])
+    assert after.probed and after.gone  # the appended and rewritten files; the deleted ones
+    deltalake.DeltaTable(str(table)).optimize.compact(
+        writer_properties=delta_tables.writer_properties()
+    )
+    compacted = _check(table, [150, 2500, 3999])
+    assert compacted.from_index == 0  # every file replaced by the compaction
+    delta_tables.write(
+        str(table),
+        delta_tables.rows(2000, 300),
+        mode="overwrite",
+        predicate="id >= 2000",
+    )
+    _check(table, [2100, 2400, 3500])
+
+
+def test_refresh_and_compaction_follow_the_table(table: Path) -> None:
+    delta.build_index(str(table), ["id"])
+    delta_tables.write(str(table), delta_tables.rows(3000, 1000))
+    refreshed = delta.refresh_index(str(table))
+    assert refreshed.files == 2  # the append's file of each partition
+    found = _check(table, [3500, 10])
+    assert found.probed == [] and found.from_index == 8
+    deltalake.DeltaTable(str(table)).delete(
+        "id < 100", writer_properties=delta_tables.writer_properties()
+    )
+    compacted = delta.compact_index(str(table))
+    assert compacted.row_groups_dropped > 0
+    found = _check(table, [150, 3500])
+    assert found.gone == []
+    assert delta.refresh_index(str(table)).files == 2  # the delete's rewritten files
+
+
+def test_vacuum_leaves_the_index_alone(table: Path) -> None:
+    delta.build_index(str(table), ["id"])
+    before = sorted(p.name for p in (table / "_bloom_index").iterdir())
+    dt = deltalake.DeltaTable(str(table))
+    dt.delete("id < 500", writer_properties=delta_tables.writer_properties())
+    dt = deltalake.DeltaTable(str(table))
+    removed = dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    assert removed  # the delete's old files went
+    full = dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False, full=True)
+    assert not any("_bloom_index" in p for p in full)
+    assert sorted(p.name for p in (table / "_bloom_index").iterdir()) == before
+    _check(table, [600, 100])
+
+
+def test_a_table_without_an_index(table: Path) -> None:
+    assert not delta.has_index(deltalake.DeltaTable(str(table)))
+    with pytest.raises(FileNotFoundError, match="no Bloom index"):
+        delta.lookup(str(table), "id", 5)
+    with pytest.raises(ValueError, match="has the column"):
+        delta.build_index(str(table), ["nope"])
+    assert not (table / "_bloom_index").exists()
+
+
+def test_the_index_is_not_a_data_file_to_the_table_or_pyarrow(table: Path) -> None:
+    delta.build_index(str(table), ["id"])
+    rows = deltalake.DeltaTable(str(table)).to_pyarrow_table()
+    assert rows.num_rows == 3000
+    assert pa.table(deltalake.DeltaTable(str(table)).get_add_actions()).num_rows == 6
