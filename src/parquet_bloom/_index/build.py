@@ -13,12 +13,15 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import pyarrow as pa
+
 from parquet_bloom import __version__
 from parquet_bloom import _format as fmt
 from parquet_bloom._index import entries as ent
 from parquet_bloom._index import layout, puffin, slices, store
 from parquet_bloom._index.files import IndexedFile, dataset_files
 from parquet_bloom._io import location
+from parquet_bloom._prune.dataset import file_schema
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._rewrite.output import open_sink
 from parquet_bloom._threads import read_pool
@@ -91,6 +94,7 @@ class _Read:
     size: int
     rows: list[int] = field(default_factory=list)
     types: dict[str, dict[str, str]] = field(default_factory=dict)
+    arrow: dict[str, str] = field(default_factory=dict)  # column -> its top-level Arrow field
     filters: dict[str, list[bytes | None]] = field(default_factory=dict)
     error: str | None = None
     reads: int = 0
@@ -218,8 +222,12 @@ def _read_file(columns: list[str], file: IndexedFile) -> _Read:
             present = [c for c in columns if c in reader.columns]
             leaves = {leaf.path: leaf for leaf in reader.schema_leaves}
             found, failed = reader.filters_with_errors(present)
+            schema = file_schema(reader) if present else None
             for column in present:
                 got.types[column] = fmt.leaf_type_properties(leaves[column])
+                assert schema is not None
+                top = schema.field(leaves[column].path_in_schema[0])
+                got.arrow[column] = pa.schema([top]).serialize().to_pybytes().hex()
                 row = []
                 for rg in range(len(groups)):
                     f = found.get((rg, column))
@@ -241,6 +249,7 @@ def _column_blobs(
     the row groups without a usable filter."""
     typed = [r for r in reads if column in r.types]
     kind = typed[0].types[column] if typed else {}
+    arrow = typed[0].arrow[column] if typed else None
     classes: dict[int, list[tuple[ent.Entry, bytes]]] = {}
     none: list[ent.Entry] = []
     for r in reads:
@@ -257,6 +266,8 @@ def _column_blobs(
             else:
                 classes.setdefault(len(bitset), []).append((entry, bitset))
     type_properties = {layout.TYPE_PREFIX + k: v for k, v in kind.items()}
+    if arrow is not None:
+        type_properties[layout.ARROW_FIELD] = arrow
     out: list[tuple[puffin.BlobMetadata, Iterable[bytes]]] = []
     for number, (num_bytes, members) in enumerate(sorted(classes.items())):
         n = len(members)

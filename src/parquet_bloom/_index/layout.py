@@ -18,6 +18,7 @@ dataset's live files.
 from __future__ import annotations
 
 __all__ = [
+    "ARROW_FIELD",
     "CLASS",
     "COLUMN",
     "FILES_BLOB",
@@ -44,6 +45,9 @@ ROW_GROUPS = "row-groups"  # N
 PATH_WIDTH = "path-width"  # the entries' path field width
 FILTERS = "filters"  # "sbbf", or "none" for the class without filters
 TYPE_PREFIX = "type."  # the column's type (parquet_bloom._format.leaf_type_properties)
+# The column's top-level Arrow field as pyarrow reads the first file that has it (an Arrow IPC
+# schema of that one field, hex): what a scan's comparison is checked against.
+ARROW_FIELD = "arrow-field"
 
 # File properties.
 VERSION_PROPERTY = "parquet-bloom.index-version"

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
@@ -257,6 +258,22 @@ class IndexSegment:
                 }
         return {}
 
+    def arrow_schema(self, column: str) -> pa.Schema | None:
+        """The column's top-level field as pyarrow reads the files (one field's schema), or
+        None when the segment does not record it."""
+        for c in self._column(column):
+            if c.slices is not None and layout.ARROW_FIELD in c.slices.properties:
+                try:
+                    raw = bytes.fromhex(c.slices.properties[layout.ARROW_FIELD])
+                    schema: pa.Schema = pa.ipc.read_schema(pa.py_buffer(raw))
+                except (ValueError, pa.ArrowException) as err:
+                    raise CorruptFileError(
+                        f"column {column!r}: its Arrow field does not decode: {err}",
+                        source=self._source.name,
+                    ) from None
+                return schema
+        return None
+
     def read_blob(self, blob: puffin.BlobMetadata) -> bytes:
         return self._source.read_exact(blob.offset, blob.length)
 
@@ -456,6 +473,15 @@ class BloomIndex:
     def row_groups(self, column: str) -> int:
         self._check(column)
         return sum(s.row_groups(column) for s in self.segments)
+
+    def arrow_schema(self, column: str) -> pa.Schema | None:
+        """The column's top-level Arrow field (as a one-field schema) the first segment that
+        has filters for it records."""
+        for segment in self.segments:
+            found = segment.arrow_schema(column)
+            if found is not None:
+                return found
+        return None
 
     def files(self) -> dict[str, int]:
         """Every file the index was built from: path -> size, the newest segment's where a

@@ -1,0 +1,79 @@
+"""Pruning decided by a Bloom index: each member of the filter tree (``column = value``,
+``column IN values``) that the index can answer becomes the set of row groups whose filters
+may hold it, the tree's ANDs and ORs become intersections and unions, and anything else keeps
+every row group (docs/index.md#pruning-with-an-index).
+
+A decision maps a file's key to the row groups to keep (``None``: all of them); a file it does
+not name has none to keep. The whole decision is ``None`` when nothing could be decided.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
+
+from parquet_bloom._index.lookup import BloomIndex
+from parquet_bloom._prune.expression import And, Equal, IsIn, Node, Or
+
+__all__ = ["Decision", "decide"]
+
+# None: every row group of every file. A mapping: file key -> its row groups to keep (None:
+# every one); a file missing from it keeps none.
+Decision: TypeAlias = "Mapping[str, frozenset[int] | None] | None"
+
+
+def decide(
+    tree: Node,
+    probe: Callable[[Equal | IsIn], tuple[str, Any] | None],
+    index: BloomIndex,
+) -> Decision:
+    """The row groups ``tree`` may keep, by the index. ``probe`` says, for a member, the
+    index's column and the literals to look up as the scan compares them, or None when the
+    index cannot decide it (the member then keeps everything)."""
+    if isinstance(tree, And):
+        result: Decision = None
+        for child in tree.children:
+            result = _intersect(result, decide(child, probe, index))
+        return result
+    if isinstance(tree, Or):
+        parts = [decide(child, probe, index) for child in tree.children]
+        if any(p is None for p in parts):
+            return None
+        union: dict[str, frozenset[int] | None] = {}
+        for part in parts:
+            assert part is not None
+            for key, kept in part.items():
+                union[key] = _union(union[key], kept) if key in union else kept
+        return union
+    if isinstance(tree, Equal | IsIn):
+        asked = probe(tree)
+        if asked is None:
+            return None
+        column, values = asked
+        whole: set[str] = set()
+        groups: dict[str, set[int]] = {}
+        for entry in index.lookup(column, values).row_groups:
+            if entry.row_group < 0:
+                whole.add(entry.path)  # a whole file: every row group
+            else:
+                groups.setdefault(entry.path, set()).add(entry.row_group)
+        decided: dict[str, frozenset[int] | None] = {k: frozenset(g) for k, g in groups.items()}
+        decided.update(dict.fromkeys(whole))
+        return decided
+    return None  # Unknown
+
+
+def _intersect(a: Decision, b: Decision) -> Decision:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    out: dict[str, frozenset[int] | None] = {}
+    for key in a.keys() & b.keys():
+        x, y = a[key], b[key]
+        out[key] = y if x is None else x if y is None else x & y
+    return out
+
+
+def _union(x: frozenset[int] | None, y: frozenset[int] | None) -> frozenset[int] | None:
+    return None if x is None or y is None else x | y
