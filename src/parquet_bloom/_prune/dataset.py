@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from contextlib import ExitStack, suppress
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,8 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from parquet_bloom import _format as fmt
+from parquet_bloom._index.files import IndexedFile, file_key, same_file
+from parquet_bloom._index.lookup import BloomIndex
 from parquet_bloom._io import location
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._logical import literal_probe
@@ -51,6 +53,7 @@ from parquet_bloom._prune.expression import (
     members,
     translate,
 )
+from parquet_bloom._prune.indexed import Decision, decide
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom._sbbf import SplitBlockBloomFilter
 from parquet_bloom.errors import BloomFilterError
@@ -93,7 +96,11 @@ class PruneReport:
     files. pyarrow's own requests (listing, schema inference, the scan) are not counted.
     ``filters_unreadable`` counts column chunk filters that could not be used (their row
     groups were kept, with a :class:`BloomFilterWarning`). A filter with nothing a Bloom
-    filter can decide reads nothing at all and counts only ``files``.
+    filter can decide reads nothing at all and counts only ``files``. With an index,
+    ``index_files`` were decided by it without opening them (``files`` and ``files_skipped``
+    count them, the row group and byte counts do not: their footers were not read), and
+    ``index_reads`` and ``index_bytes_read`` are the index's reads (also in ``requests``,
+    ``reads`` and ``bytes_read``).
     """
 
     files: int = 0
@@ -108,6 +115,9 @@ class PruneReport:
     filters_unreadable: int = 0
     requests: int = 0
     per_file: tuple[FileCost, ...] = ()
+    index_files: int = 0
+    index_reads: int = 0
+    index_bytes_read: int = 0
 
     def __add__(self, other: PruneReport) -> PruneReport:
         return PruneReport(
@@ -122,6 +132,12 @@ class PruneReport:
             f"{self.requests} requests ({self.reads} reads, {self.filter_reads} for filters "
             f"alone), {self.bytes_read:,} bytes read"
             + (f"; {self.filters_unreadable} filters unreadable" if self.filters_unreadable else "")
+            + (
+                f"; {self.index_files} files decided by the index ({self.index_reads} reads, "
+                f"{self.index_bytes_read:,} bytes)"
+                if self.index_files
+                else ""
+            )
         )
 
 
@@ -146,6 +162,8 @@ def prune(
     storage_options: Mapping[str, Any] | None = None,
     max_workers: int = DEFAULT_MAX_WORKERS,
     tail_size: int | None = None,
+    index: str | os.PathLike[str] | BloomIndex | None = None,
+    index_storage_options: Mapping[str, Any] | None = None,
 ) -> PruneResult:
     """Restrict ``dataset`` to the row groups whose Bloom filters might hold a match of ``filter``.
 
@@ -172,8 +190,15 @@ def prune(
     :class:`BloomFilterReader`, holds both), two otherwise; pyarrow's copy of the footer is not
     read here (the pruned fragments are made from our footer), only by the scan. The report
     counts requests and bytes per file and in total.
+
+    ``index``: a Bloom index of the dataset's files (its location, or an open
+    :class:`parquet_bloom.index.BloomIndex`; ``index_storage_options`` configure a location,
+    default ``storage_options``): the files it knows as they are (same name and size) are
+    decided by its lookups without opening them; every other file is pruned by its own
+    filters (docs/index.md#pruning-with-an-index).
     """
     sizes: dict[str, int] = {}  # each listed file's size, so that opening it costs no lookup
+    names: dict[str, str] = {}  # each listed file's name as an index knows it
     if isinstance(dataset, ds.Dataset):
         if filesystem is not None or storage_options is not None:
             raise ValueError(
@@ -183,7 +208,7 @@ def prune(
     elif isinstance(dataset, str | os.PathLike) or (
         isinstance(dataset, Sequence) and all(isinstance(p, str | os.PathLike) for p in dataset)
     ):
-        dataset, sizes = _listed_dataset(dataset, filesystem, storage_options)
+        dataset, sizes, names = _listed_dataset(dataset, filesystem, storage_options)
     else:
         raise TypeError(
             "dataset must be a pyarrow.dataset.Dataset, a path or a list of paths, "
@@ -192,10 +217,28 @@ def prune(
     if not isinstance(max_workers, int) or max_workers < 1:
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
     tree = translate(filter)
+    identities = {path: IndexedFile(key, path, size=sizes.get(path)) for path, key in names.items()}
+    with ExitStack() as stack:
+        opened = None
+        if isinstance(index, BloomIndex):
+            opened = index
+        elif index is not None:
+            options = storage_options if index_storage_options is None else index_storage_options
+            opened = stack.enter_context(BloomIndex(index, storage_options=options))
+        return prune_with(
+            dataset, tree, _Reading(sizes, tail_size, identities, opened), max_workers
+        )
+
+
+def prune_with(
+    dataset: ds.Dataset, tree: Node, reading: _Reading, max_workers: int = DEFAULT_MAX_WORKERS
+) -> PruneResult:
+    """:func:`prune` of a dataset, its filter translated, read as ``reading`` says (the table
+    formats give their files' sizes and identities, and their index)."""
     with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="prune") as pool:
-        pruned, report, problems = _prune_dataset(dataset, tree, pool, _Reading(sizes, tail_size))
+        pruned, report, problems = _prune_dataset(dataset, tree, pool, reading)
     for problem in problems:
-        warnings.warn(problem, BloomFilterWarning, stacklevel=2)
+        warnings.warn(problem, BloomFilterWarning, stacklevel=3)
     return PruneResult(pruned, report)
 
 
@@ -203,8 +246,9 @@ def _listed_dataset(
     source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     filesystem: Any | None,
     storage_options: Mapping[str, Any] | None,
-) -> tuple[ds.Dataset, dict[str, int]]:
-    """The dataset of the files ``source`` names, listed once, and their sizes."""
+) -> tuple[ds.Dataset, dict[str, int], dict[str, str]]:
+    """The dataset of the files ``source`` names, listed once, their sizes, and their names as
+    an index knows them."""
     entries = location.list_files(
         source, filesystem=filesystem, storage_options=storage_options, list_plain=True
     )
@@ -219,10 +263,11 @@ def _listed_dataset(
                 f"{_describe(entry.filesystem)}"
             )
     sizes = {e.path: e.size for e in entries if e.size is not None}
+    names = {e.path: file_key(e.name) for e in entries}
     if fs is not None and not isinstance(fs, pafs.FileSystem):
         fs = pafs.PyFileSystem(_ListedFiles(fs, sizes))
     dataset = ds.dataset([e.path for e in entries], format="parquet", filesystem=fs)
-    return dataset, sizes
+    return dataset, sizes, names
 
 
 def _same_filesystem(a: Any | None, b: Any | None) -> bool:
@@ -266,10 +311,16 @@ class _ListedFiles(pafs.FSSpecHandler):  # type: ignore[misc]
 
 @dataclass(frozen=True)
 class _Reading:
-    """How each file is read: its size when a listing gave it, the tail read's size."""
+    """How each file is read: its size when a listing gave it, the tail read's size; and, with
+    an ``index``, each file's identity (by its path in the dataset) to find it in the index."""
 
     sizes: Mapping[str, int]
     tail_size: int | None
+    identities: Mapping[str, IndexedFile] = field(default_factory=dict)
+    index: BloomIndex | None = None
+
+
+Reading = _Reading  # for the table formats, which read their files as their snapshot says
 
 
 def _prune_dataset(
@@ -304,14 +355,19 @@ def _prune_files(
         # Nothing to decide: read nothing, return the dataset as it is.
         return dataset, PruneReport(files=len(fragments)), []
     reader_filesystem = _reader_filesystem(dataset.filesystem)
-    outcomes = list(
+    decided, narrowed, index_cost = _by_index(dataset, fragments, tree, reading)
+    probed = [narrowed.get(i, f) for i, f in enumerate(fragments) if i not in decided]
+    done = iter(
         pool.map(
             lambda fragment: _prune_fragment(
                 fragment, tree, dataset.schema, reader_filesystem, reading
             ),
-            fragments,
+            probed,
         )
     )
+    outcomes = [decided[i] if i in decided else next(done) for i in range(len(fragments))]
+    for i in narrowed:  # narrowed by the index, then by the file's own filters
+        outcomes[i] = replace(outcomes[i], report=replace(outcomes[i].report, index_files=1))
     pruned = ds.FileSystemDataset(
         [o.fragment for o in outcomes if o.fragment is not None],
         dataset.schema,
@@ -319,8 +375,94 @@ def _prune_files(
         dataset.filesystem,
         root_partition=dataset.partition_expression,
     )
-    report = sum((o.report for o in outcomes), PruneReport())
+    report = sum((o.report for o in outcomes), index_cost)
     return pruned, report, [o.problem for o in outcomes if o.problem is not None]
+
+
+def _by_index(
+    dataset: ds.FileSystemDataset,
+    fragments: list[ds.Fragment],
+    tree: Node,
+    reading: _Reading,
+) -> tuple[dict[int, _Outcome], dict[int, ds.Fragment], PruneReport]:
+    """For the fragments whose files the index knows as they are (by their place in
+    ``fragments``): the outcomes the index decided alone, the fragments it narrowed that are
+    still to be probed (where the tree has members it could not decide), and what its
+    lookups cost."""
+    idx = reading.index
+    if idx is None or isinstance(tree, Unknown) or not reading.identities:
+        return {}, {}, PruneReport()
+    keys: set[str] = set()
+    for fragment in fragments:
+        keys.update(ds.get_partition_keys(fragment.partition_expression))
+    columns = set(idx.columns)
+
+    def probe(member: Equal | IsIn) -> tuple[str, Any] | None:
+        column = ".".join(member.column)
+        if member.column[0] in keys or column not in columns:
+            return None
+        physical = idx.arrow_schema(column)
+        dataset_type = _field_type(dataset.schema, member.column)
+        if physical is None or dataset_type is None:
+            return None
+        if not _reads_unchanged(dataset.schema, physical, member.column):
+            return None
+        values = _compared_values(member, _value_type(dataset_type))
+        return None if values is None else (column, values)
+
+    reads, read_bytes = idx.reads, idx.bytes_read
+    known = idx.file_rows()
+    decision, complete = decide(tree, probe, idx)
+    index_reads, index_bytes = idx.reads - reads, idx.bytes_read - read_bytes
+    cost = PruneReport(
+        reads=index_reads,
+        requests=index_reads,
+        bytes_read=index_bytes,
+        index_reads=index_reads,
+        index_bytes_read=index_bytes,
+    )
+    outcomes: dict[int, _Outcome] = {}
+    narrowed: dict[int, ds.Fragment] = {}
+    if decision is None and not complete:
+        return outcomes, narrowed, cost  # the index decided nothing: each file's own filters
+    for i, fragment in enumerate(fragments):
+        file = reading.identities.get(fragment.path)
+        if file is None or file.key not in known or not same_file(known[file.key], file):
+            continue
+        if fragment.buffer is not None:
+            continue
+        outcome = _decided(fragment, decision, file)
+        if complete or outcome.fragment is None:
+            outcomes[i] = outcome
+        else:
+            narrowed[i] = outcome.fragment
+    return outcomes, narrowed, cost
+
+
+def _decided(fragment: ds.ParquetFileFragment, decision: Decision, file: IndexedFile) -> _Outcome:
+    """A fragment as the index's decision leaves it (no read: its footer is the scan's)."""
+    report = PruneReport(files=1, index_files=1)
+    if decision is None:
+        return _Outcome(fragment, report, None)
+    if file.key not in decision:
+        return _Outcome(None, replace(report, files_skipped=1), None)
+    keep = decision[file.key]
+    covered = _fragment_row_groups(fragment)
+    if keep is None:
+        return _Outcome(fragment, report, None)
+    kept = sorted(keep if covered is None else keep & set(covered))
+    if not kept:
+        return _Outcome(None, replace(report, files_skipped=1), None)
+    if covered is not None and kept == sorted(covered):
+        return _Outcome(fragment, report, None)
+    subset = fragment.format.make_fragment(
+        fragment.path,
+        fragment.filesystem,
+        fragment.partition_expression,
+        row_groups=kept,
+        file_size=file.size,
+    )
+    return _Outcome(subset, report, None)
 
 
 def _fragments(dataset: ds.Dataset) -> list[ds.Fragment]:

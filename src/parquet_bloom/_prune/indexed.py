@@ -26,17 +26,36 @@ def decide(
     tree: Node,
     probe: Callable[[Equal | IsIn], tuple[str, Any] | None],
     index: BloomIndex,
+) -> tuple[Decision, bool]:
+    """The row groups ``tree`` may keep, by the index, and whether the index decided every
+    member (if not, each file's own filters may drop more of what it keeps). ``probe`` says,
+    for a member, the index's column and the literals to look up as the scan compares them, or
+    None when the index cannot decide it (the member then keeps everything)."""
+    undecided: list[Equal | IsIn] = []
+
+    def asked(member: Equal | IsIn) -> tuple[str, Any] | None:
+        found = probe(member)
+        if found is None:
+            undecided.append(member)
+        return found
+
+    decision = _decide(tree, asked, index, undecided)
+    return decision, not undecided
+
+
+def _decide(
+    tree: Node,
+    probe: Callable[[Equal | IsIn], tuple[str, Any] | None],
+    index: BloomIndex,
+    undecided: list[Equal | IsIn],
 ) -> Decision:
-    """The row groups ``tree`` may keep, by the index. ``probe`` says, for a member, the
-    index's column and the literals to look up as the scan compares them, or None when the
-    index cannot decide it (the member then keeps everything)."""
     if isinstance(tree, And):
         result: Decision = None
         for child in tree.children:
-            result = _intersect(result, decide(child, probe, index))
+            result = _intersect(result, _decide(child, probe, index, undecided))
         return result
     if isinstance(tree, Or):
-        parts = [decide(child, probe, index) for child in tree.children]
+        parts = [_decide(child, probe, index, undecided) for child in tree.children]
         if any(p is None for p in parts):
             return None
         union: dict[str, frozenset[int] | None] = {}
@@ -50,9 +69,16 @@ def decide(
         if asked is None:
             return None
         column, values = asked
+        try:
+            answer = index.lookup(column, values)
+        except TypeError:
+            # A literal the column's type cannot hold as the probe encodes it (pyarrow casts
+            # more freely than the Parquet types allow a probe to): the scan decides.
+            undecided.append(tree)
+            return None
         whole: set[str] = set()
         groups: dict[str, set[int]] = {}
-        for entry in index.lookup(column, values).row_groups:
+        for entry in answer.row_groups:
             if entry.row_group < 0:
                 whole.add(entry.path)  # a whole file: every row group
             else:
@@ -60,7 +86,7 @@ def decide(
         decided: dict[str, frozenset[int] | None] = {k: frozenset(g) for k, g in groups.items()}
         decided.update(dict.fromkeys(whole))
         return decided
-    return None  # Unknown
+    return None  # Unknown: nothing a Bloom filter decides, by the index or by a file
 
 
 def _intersect(a: Decision, b: Decision) -> Decision:
