@@ -139,3 +139,50 @@ def test_the_index_is_not_a_data_file_to_the_table_or_pyarrow(table: Path) -> No
     rows = deltalake.DeltaTable(str(table)).to_pyarrow_table()
     assert rows.num_rows == 3000
     assert pa.table(deltalake.DeltaTable(str(table)).get_add_actions()).num_rows == 6
+
+
+def _kept(result: Any) -> dict[str, list[int]]:
+    return {
+        Path(f.path).name: sorted(rg.id for rg in f.row_groups)
+        for f in result.dataset.get_fragments()
+    }
+
+
+@pytest.mark.parametrize("value", [5, 1500, 2999, 4000])
+def test_the_tables_prune_uses_its_index(table: Path, value: int) -> None:
+    expr = pc.field("id") == value
+    plain = delta.prune(str(table), expr)
+    assert plain.report.bloom.index_files == 0  # no index yet: found out in one read
+    delta.build_index(str(table), ["id"])
+    indexed = delta.prune(str(table), expr)
+    bloom = indexed.report.bloom
+    # Files the table's statistics kept are decided by the index, none opened.
+    assert bloom.index_files == indexed.report.files_after_table
+    assert bloom.per_file == ()
+    assert _kept(indexed) == _kept(plain)
+    assert indexed.dataset.to_table(filter=expr).equals(plain.dataset.to_table(filter=expr))
+    off = delta.prune(str(table), expr, index=False)
+    assert off.report.bloom.index_files == 0 and _kept(off) == _kept(plain)
+
+
+def test_the_tables_prune_after_changes_probes_what_the_index_lacks(table: Path) -> None:
+    delta.build_index(str(table), ["id"])
+    delta_tables.write(str(table), delta_tables.rows(3000, 1000))
+    deltalake.DeltaTable(str(table)).delete(
+        "id < 100", writer_properties=delta_tables.writer_properties()
+    )
+    for value in (50, 150, 3500):
+        expr = pc.field("id") == value
+        indexed = delta.prune(str(table), expr, index=True)
+        plain = delta.prune(str(table), expr, index=False)
+        assert _kept(indexed) == _kept(plain)
+        assert sorted(indexed.dataset.to_table(filter=expr)["id"].to_pylist()) == _scan_rows(
+            table, value
+        )
+        if value == 3500:  # in the appended file, which the index does not know: opened
+            assert len(indexed.report.bloom.per_file) == 1
+
+
+def test_an_index_required_but_missing(table: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="no Bloom index"):
+        delta.prune(str(table), pc.field("id") == 1, index=True)

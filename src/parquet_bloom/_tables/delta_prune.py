@@ -13,7 +13,8 @@ dropped: those rows are held in memory, in the result, never read again from the
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -25,11 +26,16 @@ import pyarrow.fs as pafs
 from deltalake import DeltaTable
 from deltalake.fs import DeltaStorageHandler
 
-from parquet_bloom._prune.dataset import DEFAULT_MAX_WORKERS
-from parquet_bloom._prune.dataset import prune as prune_dataset
+from parquet_bloom._index import store
+from parquet_bloom._index.files import IndexedFile
+from parquet_bloom._index.lookup import BloomIndex
+from parquet_bloom._prune.dataset import DEFAULT_MAX_WORKERS, Reading, prune_with
+from parquet_bloom._prune.expression import translate
+from parquet_bloom._tables.delta_index import index_location
 from parquet_bloom._tables.delta_snapshot import (
     deletion_vectors,
     file_location,
+    file_storage_options,
     is_local,
     load_table,
     reader_feature_refusal,
@@ -65,6 +71,7 @@ def prune(
     storage_options: Mapping[str, str] | None = None,
     max_workers: int = DEFAULT_MAX_WORKERS,
     tail_size: int | None = None,
+    index: bool | None = None,
 ) -> DeltaPruneResult:
     """The row groups of a Delta table that might hold a row ``expr`` keeps.
 
@@ -84,6 +91,11 @@ def prune(
     dropped, as ``DeltaTable.scan()`` drops them. Tables whose other reader features
     deltalake's pyarrow reading lacks (column mapping) raise
     :class:`~parquet_bloom.errors.UnsupportedFileError`, as deltalake refuses them.
+
+    ``index``: the table's Bloom index (``<table>/_bloom_index/``, see
+    :func:`parquet_bloom.delta.build_index`) decides the files it knows as the snapshot has
+    them (path, size, modification time) without opening them: None uses it when there is one
+    (one read to find out), True requires it (FileNotFoundError without), False never.
     """
     if not isinstance(expr, pc.Expression):
         raise TypeError(f"expr must be a pyarrow.compute.Expression, not {type(expr).__name__}")
@@ -94,12 +106,16 @@ def prune(
         raise UnsupportedFileError(
             f"cannot read the Delta table at {root} as a pyarrow dataset: {refusal}"
         )
-    actions = pa.table(table.get_add_actions(flatten=True)).select(["path", "size_bytes"])
+    actions = pa.table(table.get_add_actions(flatten=True)).select(
+        ["path", "size_bytes", "modification_time"]
+    )
     keys = {}  # decoded path under the root -> the log's path
     sizes = {}
-    for key, size in zip(*actions.to_pydict().values(), strict=True):
+    modified = {}
+    for key, size, mtime in zip(*actions.to_pydict().values(), strict=True):
         path = unquote(key)
         keys[path], sizes[path] = key, int(size)
+        modified[path] = int(mtime)  # ms, as the log has it
     masks = deletion_vectors(table)
     if "deletionVectors" in (table.protocol().reader_features or ()):
         options = storage_options
@@ -124,7 +140,17 @@ def prune(
             )
         )
     files = ds.FileSystemDataset(fragments, dataset.schema, dataset.format, filesystem)
-    pruned = prune_dataset(files, expr, max_workers=max_workers, tail_size=tail_size)
+    deltalake_options = storage_options
+    if deltalake_options is None and isinstance(table_or_uri, DeltaTable):
+        deltalake_options = getattr(table_or_uri, "_storage_options", None)
+    identities = {
+        opened: IndexedFile(path, opened, size=sizes.get(path), modified=modified.get(path, -1))
+        for opened, path in paths.items()
+    }
+    opened_sizes = {o: sizes[p] for o, p in paths.items() if p in sizes}
+    with _table_index(table, index, deltalake_options) as idx:
+        reading = Reading(opened_sizes, tail_size, identities, idx)
+        pruned = prune_with(files, translate(expr), reading, max_workers)
     left = list(pruned.dataset.get_fragments())
     with_deletes = [f for f in left if paths[f.path] in masks]
     result: ds.Dataset = pruned.dataset
@@ -151,6 +177,25 @@ def prune(
     return DeltaPruneResult(
         result, tuple(keys[paths[f.path]] for f in left), report, table.version()
     )
+
+
+@contextmanager
+def _table_index(
+    table: DeltaTable, wanted: bool | None, storage_options: Mapping[str, str] | None
+) -> Iterator[BloomIndex | None]:
+    """The table's index, opened, when ``wanted`` (None: if it has one)."""
+    if wanted is False:
+        yield None
+        return
+    if wanted not in (None, True):
+        raise TypeError(f"index must be None, True or False, not {wanted!r}")
+    where = index_location(table)
+    options = file_storage_options(table.table_uri, storage_options)
+    if wanted is None and store.read_pointer(where, options) is None:
+        yield None
+        return
+    with BloomIndex(where, storage_options=options) as idx:
+        yield idx
 
 
 def _log_dataset(
