@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from parquet_bloom import _audit as audit
-from parquet_bloom import _cli_hudi, _cli_paimon, _cli_table
+from parquet_bloom import _cli_hudi, _cli_index, _cli_paimon, _cli_table
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
 from parquet_bloom._io import location
@@ -144,7 +144,7 @@ def progress_bar(args: argparse.Namespace, total: int, stderr: IO[str]) -> Progr
 # -- files: paths, URLs, directories, globs -------------------------------------------------------
 
 
-def _storage_option(text: str) -> tuple[str, Any]:
+def storage_option(text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` of ``--storage-option``: ``true``/``false`` become booleans and integers
     integers; anything else stays a string."""
     key, sep, value = text.partition("=")
@@ -359,7 +359,7 @@ def _from_iso(text: str, parse: Callable[[str], Any]) -> Any:
     return value
 
 
-def _parse_literal(text: str, leaf: fmt.SchemaLeaf) -> Any:
+def parse_literal(text: str, leaf: fmt.SchemaLeaf) -> Any:
     """A command-line value as the Python value the column's type reads it as.
 
     Integers, floats, ISO dates, times and timestamps, decimals and UUIDs are parsed; strings
@@ -414,7 +414,7 @@ def _probe_file(
         if column not in leaves:
             raise ValueError(f"no column {column!r} in {path}; its columns are {', '.join(leaves)}")
         leaf = leaves[column]
-        probe = logical.literal_probe([_parse_literal(t, leaf) for t in texts], leaf)
+        probe = logical.literal_probe([parse_literal(t, leaf) for t in texts], leaf)
         row_groups = []
         for rg in range(reader.num_row_groups):
             try:
@@ -761,7 +761,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--storage-option",
             action="append",
-            type=_storage_option,
+            type=storage_option,
             default=[],
             metavar="KEY=VALUE",
             help="an option of the URLs' filesystem (fsspec storage_options; repeatable), "
@@ -859,6 +859,7 @@ def _parser() -> argparse.ArgumentParser:
     rewriting(p)
     p.add_argument("--column", action="append", required=True, help="column (repeatable)")
     _cli_hudi.extend(sub)
+    _cli_index.extend(sub, storage_option=storage_option, parse_literal=parse_literal)
     return _cli_table.extend(sub, _cli_paimon.extend(sub, parser))
 
 

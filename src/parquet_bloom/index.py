@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from parquet_bloom._index.build import ColumnSummary, IndexBuildReport, build_index
 from parquet_bloom._index.entries import Entry
+from parquet_bloom._index.files import IndexedFile, dataset_files
 from parquet_bloom._index.live import DatasetLookup, lookup
 from parquet_bloom._index.lookup import BloomIndex, IndexLookup
 from parquet_bloom._index.maintain import CompactReport, compact_index, refresh_index
@@ -27,8 +28,10 @@ __all__ = [
     "Entry",
     "IndexBuildReport",
     "IndexLookup",
+    "IndexedFile",
     "build_index",
     "compact_index",
+    "dataset_files",
     "lookup",
     "refresh_index",
 ]

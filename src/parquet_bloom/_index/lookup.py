@@ -258,6 +258,10 @@ class IndexSegment:
                 }
         return {}
 
+    def column_type(self, column: str) -> fmt.SchemaLeaf | None:
+        """The column's Parquet type as the segment records it (None: no filtered class)."""
+        return self._types.get(column)
+
     def arrow_schema(self, column: str) -> pa.Schema | None:
         """The column's top-level field as pyarrow reads the files (one field's schema), or
         None when the segment does not record it."""
@@ -473,6 +477,14 @@ class BloomIndex:
     def row_groups(self, column: str) -> int:
         self._check(column)
         return sum(s.row_groups(column) for s in self.segments)
+
+    def column_type(self, column: str) -> fmt.SchemaLeaf | None:
+        """The column's Parquet type, as the first segment with filters for it records."""
+        for segment in self.segments:
+            found = segment.column_type(column)
+            if found is not None:
+                return found
+        return None
 
     def arrow_schema(self, column: str) -> pa.Schema | None:
         """The column's top-level Arrow field (as a one-field schema) the first segment that

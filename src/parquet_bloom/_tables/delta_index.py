@@ -43,6 +43,7 @@ __all__ = [
     "has_index",
     "index_location",
     "lookup",
+    "lookup_opened",
     "refresh_index",
     "snapshot_indexed_files",
 ]
@@ -145,9 +146,26 @@ def lookup(
     the path under the table's root."""
     table = load_table(table_or_uri, version, storage_options)
     options = _options(table, _loaded_options(table_or_uri, storage_options))
-    files = snapshot_indexed_files(table, options)
     with BloomIndex(index_location(table), storage_options=options) as idx:
-        return lookup_files(files, column, values, idx, opened_here=True)
+        return lookup_opened(table, column, values, idx, opened_here=True)
+
+
+def lookup_opened(
+    table_or_uri: DeltaTable | str | os.PathLike[str],
+    column: str,
+    values: Any,
+    idx: BloomIndex,
+    storage_options: Mapping[str, str] | None = None,
+    *,
+    opened_here: bool = False,
+) -> DatasetLookup:
+    """:func:`lookup` through an index already open (the latest snapshot's files)."""
+    table = load_table(
+        table_or_uri, None, None if isinstance(table_or_uri, DeltaTable) else storage_options
+    )
+    options = _options(table, _loaded_options(table_or_uri, storage_options))
+    files = snapshot_indexed_files(table, options)
+    return lookup_files(files, column, values, idx, opened_here=opened_here)
 
 
 def _loaded_options(
