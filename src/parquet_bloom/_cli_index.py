@@ -75,11 +75,26 @@ def extend(
         p.set_defaults(run=_guarded(run), parse_literal=parse_literal)
         return p
 
+    def from_data(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--from-data",
+            choices=("missing", "all"),
+            help="also build filters from the values: for row groups without one, or all",
+        )
+        p.add_argument(
+            "--fpp",
+            type=_fpp,
+            help="the rate of the filters built from the values (default about 1/N for N "
+            "row groups: a lookup then expects about one false candidate)",
+        )
+
     p = command("build", "Build the index from the filters in the files.", _build)
     p.add_argument(
         "--column", action="append", required=True, metavar="C", help="column (repeatable)"
     )
-    command("refresh", "Add a segment for the files the index does not know.", _refresh)
+    from_data(p)
+    p = command("refresh", "Add a segment for the files the index does not know.", _refresh)
+    from_data(p)
     p = command("compact", "Merge the index's segments into one.", _compact)
     p.add_argument(
         "--retain-seconds",
@@ -106,6 +121,16 @@ def extend(
         metavar=("C", "VALUE"),
         help="the column, then the values, read as the column's type",
     )
+
+
+def _fpp(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"a rate between 0 and 1, not {text}")
+    return value
 
 
 def _guarded(run: Run) -> Run:
@@ -166,12 +191,23 @@ def _build(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     if delta:
         from parquet_bloom import delta as pbd
 
-        report = pbd.build_index(args.target, args.column, storage_options=options or None)
+        report = pbd.build_index(
+            args.target,
+            args.column,
+            storage_options=options or None,
+            from_data=args.from_data,
+            fpp=args.fpp,
+        )
     else:
         from parquet_bloom import index
 
         report = index.build_index(
-            args.target, args.column, args.index, storage_options=options or None
+            args.target,
+            args.column,
+            args.index,
+            storage_options=options or None,
+            from_data=args.from_data,
+            fpp=args.fpp,
         )
     return _report(args, out, asdict(report), str(report))
 
@@ -181,11 +217,19 @@ def _refresh(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     if delta:
         from parquet_bloom import delta as pbd
 
-        report = pbd.refresh_index(args.target, storage_options=options or None)
+        report = pbd.refresh_index(
+            args.target, storage_options=options or None, from_data=args.from_data, fpp=args.fpp
+        )
     else:
         from parquet_bloom import index
 
-        report = index.refresh_index(args.target, args.index, storage_options=options or None)
+        report = index.refresh_index(
+            args.target,
+            args.index,
+            storage_options=options or None,
+            from_data=args.from_data,
+            fpp=args.fpp,
+        )
     text = str(report) if report.files else f"index {report.location}: no file to add"
     return _report(args, out, asdict(report), text)
 

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -21,21 +21,29 @@ from parquet_bloom._index import entries as ent
 from parquet_bloom._index import layout, puffin, slices, store
 from parquet_bloom._index.files import IndexedFile, dataset_files
 from parquet_bloom._io import location
+from parquet_bloom._io.source import ByteSource
 from parquet_bloom._prune.dataset import file_schema
 from parquet_bloom._reader import BloomFilterReader
+from parquet_bloom._rewrite.build import FilterBuilds, Sizing, check_sizing
 from parquet_bloom._rewrite.output import open_sink
 from parquet_bloom._threads import read_pool
 from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
 
+# Which filters a build makes from the values: none, those missing, or every one.
+FromData = Literal["missing", "all"] | None
+
 __all__ = [
     "ColumnSummary",
+    "FromData",
     "IndexBuildReport",
     "Segment",
     "build_index",
     "check_columns",
+    "check_from_data",
     "create_index",
     "entries_blob",
     "files_blob",
+    "target_fpp",
     "write_blobs",
     "write_segment",
 ]
@@ -57,8 +65,10 @@ class ColumnSummary:
 class IndexBuildReport:
     """What :func:`build_index` wrote: ``location``, ``files``, ``row_groups``, ``columns``
     (name -> :class:`ColumnSummary`), ``index_bytes`` (the Puffin file's size), the reads of the
-    files (``reads``, ``bytes_read``), and ``unreadable`` (``(path, reason)`` of files whose
-    footer could not be read: each is in the index as a whole file every lookup returns)."""
+    files (``reads``, ``bytes_read``), ``unreadable`` (``(path, reason)`` of files whose footer
+    could not be read: each is in the index as a whole file every lookup returns; and of files
+    whose values could not be read to build filters: those row groups have none), and
+    ``built_from_data`` (the filters built from the values)."""
 
     location: str
     files: int = 0
@@ -68,12 +78,15 @@ class IndexBuildReport:
     reads: int = 0
     bytes_read: int = 0
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    built_from_data: int = 0
 
     def __str__(self) -> str:
         lines = [
             f"index {self.location}: {self.files} files, {self.row_groups} row groups, "
             f"{self.index_bytes:,} bytes ({self.reads} reads, {self.bytes_read:,} bytes read)"
         ]
+        if self.built_from_data:
+            lines.append(f"  {self.built_from_data} filters built from the values")
         for name, c in self.columns.items():
             sizes = ", ".join(f"{n} x {size:,} B" for size, n in sorted(c.classes.items()))
             lines.append(
@@ -97,6 +110,7 @@ class _Read:
     arrow: dict[str, str] = field(default_factory=dict)  # column -> its top-level Arrow field
     filters: dict[str, list[bytes | None]] = field(default_factory=dict)
     error: str | None = None
+    data_error: str | None = None  # why filters could not be built from the values
     reads: int = 0
     bytes_read: int = 0
 
@@ -127,26 +141,44 @@ def build_index(
     *,
     storage_options: Mapping[str, Any] | None = None,
     index_storage_options: Mapping[str, Any] | None = None,
+    from_data: FromData = None,
+    fpp: float | None = None,
 ) -> IndexBuildReport:
     """Build a Bloom index of ``columns`` over the Parquet files of ``source`` (a file, a
     directory, a prefix or glob, or a list of them, as :func:`parquet_bloom.prune` takes) from
     the filters the files hold, and write it to ``index_location`` (a local path or a URL;
     ``index_storage_options`` configure it, default ``storage_options``): one Puffin file there
     when its name ends in ``.puffin``, else an index directory (a segment and the pointer to
-    it, which ``refresh_index`` and ``compact_index`` maintain).
+    it, which ``refresh_index`` and ``compact_index`` maintain). ``from_data``: also build,
+    from the values, the filters of row groups that have none (``"missing"``) or replace every
+    filter (``"all"``), at ``fpp`` (default about 1/N for N row groups, see
+    docs/index.md#lookups-and-their-cost); None: only the filters the files hold.
 
     Raises ValueError for no column, or a column no file has, and the read error of a file
     that could not be fetched (nothing is written then). A file that is not a readable Parquet
     file is recorded as a whole file every lookup returns."""
     wanted = check_columns(columns)
+    check_from_data(from_data, fpp)
     files = dataset_files(source, storage_options)
     options = storage_options if index_storage_options is None else index_storage_options
     target = os.fspath(index_location)
     what = os.fspath(source) if isinstance(source, str | os.PathLike) else "the dataset"
     if store.is_single_file(target):
-        report, _ = write_segment(files, wanted, target, options, what=what)
+        report, _ = write_segment(
+            files, wanted, target, options, what=what, from_data=from_data, fpp=fpp
+        )
         return report
-    return create_index(target, files, wanted, options, what=what)
+    return create_index(target, files, wanted, options, what=what, from_data=from_data, fpp=fpp)
+
+
+def check_from_data(from_data: FromData, fpp: float | None) -> None:
+    """Refuse options no build could take, before any work."""
+    if from_data not in (None, "missing", "all"):
+        raise ValueError(f'from_data must be None, "missing" or "all", not {from_data!r}')
+    if fpp is not None:
+        if from_data is None:
+            raise ValueError("fpp sizes the filters built from the values: pass from_data too")
+        check_sizing(fpp, "exact", None, None)
 
 
 def create_index(
@@ -156,13 +188,17 @@ def create_index(
     storage_options: Mapping[str, Any] | None,
     *,
     what: str,
+    from_data: FromData = None,
+    fpp: float | None = None,
 ) -> IndexBuildReport:
     """A new index in ``directory``: one segment, then the pointer to it alone (an index there
     before is replaced: its segments stay until :func:`compact_index` removes them)."""
     previous = store.read_pointer(directory, storage_options)
     name = store.new_segment_name()
     target = store.join(directory, name)
-    report, segment = write_segment(files, columns, target, storage_options, what=what)
+    report, segment = write_segment(
+        files, columns, target, storage_options, what=what, from_data=from_data, fpp=fpp
+    )
     ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
     generation = 1 if previous is None else previous.generation + 1
     store.write_pointer(
@@ -189,18 +225,30 @@ def write_segment(
     *,
     what: str = "the dataset",
     require_columns: bool = True,
+    from_data: FromData = None,
+    fpp: float | None = None,
 ) -> tuple[IndexBuildReport, Segment]:
     """Read ``files``' filters of ``columns`` and write them as one Puffin file at ``target``
-    (``require_columns``: a column no file has is a ValueError)."""
+    (``require_columns``: a column no file has is a ValueError). ``from_data``: build from the
+    values the filters of the row groups that have none (``"missing"``) or of every row group
+    (``"all"``), at false-positive rate ``fpp`` (default about 1/N for N row groups: a lookup
+    over the whole index then expects about one false candidate)."""
     reads = list(read_pool().map(partial(_read_file, columns), files))
     missing = [c for c in columns if not any(c in r.types for r in reads)]
     if require_columns and missing and any(r.error is None for r in reads):
         raise ValueError(f"no file of {what} has the column(s) {', '.join(map(repr, missing))}")
-    report = IndexBuildReport(location=target, files=len(reads))
+    built = 0
+    if from_data is not None:
+        total = sum(len(r.rows) for r in reads)
+        sizing = check_sizing(fpp if fpp is not None else target_fpp(total), "exact", None, None)
+        fill = partial(_filters_from_data, columns, sizing, from_data == "all")
+        built = sum(read_pool().map(fill, [r for r in reads if r.error is None]))
+    report = IndexBuildReport(location=target, files=len(reads), built_from_data=built)
     report.row_groups = sum(len(r.rows) for r in reads)
     report.reads = sum(r.reads for r in reads)
     report.bytes_read = sum(r.bytes_read for r in reads)
     report.unreadable = [(r.path, r.error) for r in reads if r.error is not None]
+    report.unreadable += [(r.path, r.data_error) for r in reads if r.data_error is not None]
     blobs: list[tuple[puffin.BlobMetadata, Iterable[bytes]]] = []
     for column in columns:
         summary = ColumnSummary()
@@ -210,6 +258,47 @@ def write_segment(
     segment = write_blobs(target, blobs, columns, storage_options)
     report.index_bytes = segment.size
     return report, segment
+
+
+def target_fpp(row_groups: int) -> float:
+    """The false-positive rate at which a lookup over ``row_groups`` row groups expects about
+    one false candidate: 1/N, at most 1 %."""
+    return min(0.01, 1.0 / max(row_groups, 1))
+
+
+def _filters_from_data(columns: list[str], sizing: Sizing, every: bool, got: _Read) -> int:
+    """Build, from the values, the filters of ``got``'s row groups that have none (``every``:
+    all of them); how many were built. The values are hashed from the pages by the rewrite's
+    builds (its page reader, on the build threads)."""
+    wanted = [
+        (column, rg)
+        for column in columns
+        if column in got.filters
+        for rg, bitset in enumerate(got.filters[column])
+        if every or bitset is None
+    ]
+    if not wanted:
+        return 0
+    file = got.file
+    try:
+        with (
+            BloomFilterReader(file.path, filesystem=file.filesystem, size=got.size) as reader,
+            ByteSource(file.path, filesystem=file.filesystem, size=reader.size) as source,
+        ):
+            md = fmt.decode_file_metadata(reader.footer_bytes, full=True)
+            targets = [reader.column_chunk(rg, column) for column, rg in wanted]
+            with FilterBuilds(source, targets, reader.schema_leaves, md, sizing) as builds:
+                for (column, rg), chunk in zip(wanted, targets, strict=True):
+                    bloom = builds.result((chunk.row_group, chunk.column_index))
+                    got.filters[column][rg] = bloom.to_bytes()
+            got.reads += reader.reads + source.reads
+            got.bytes_read += reader.bytes_read + source.bytes_read
+    except (CorruptFileError, UnsupportedFileError) as err:
+        # Values that cannot be read: those row groups stay without a filter (every lookup
+        # returns them), and the report says why.
+        got.data_error = str(err)
+        return 0
+    return len(wanted)
 
 
 def _read_file(columns: list[str], file: IndexedFile) -> _Read:

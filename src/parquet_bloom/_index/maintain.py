@@ -18,9 +18,12 @@ from parquet_bloom._index import entries as ent
 from parquet_bloom._index import layout, puffin, slices, store
 from parquet_bloom._index.build import (
     ColumnSummary,
+    FromData,
     IndexBuildReport,
+    check_from_data,
     entries_blob,
     files_blob,
+    target_fpp,
     write_blobs,
     write_segment,
 )
@@ -49,17 +52,28 @@ def refresh_index(
     *,
     storage_options: Mapping[str, Any] | None = None,
     index_storage_options: Mapping[str, Any] | None = None,
+    from_data: FromData = None,
+    fpp: float | None = None,
 ) -> IndexBuildReport:
     """Add to the index directory at ``index_location`` a segment of the files of ``source`` it
     does not know at their present size (none: nothing is written, ``files`` is 0). Lookups
-    read every segment; :func:`compact_index` merges them."""
+    read every segment; :func:`compact_index` merges them. ``from_data`` and ``fpp`` as for
+    :func:`~parquet_bloom.index.build_index` (the default ``fpp`` counts the index's row
+    groups too)."""
+    check_from_data(from_data, fpp)
     directory = _directory(index_location)
     options = storage_options if index_storage_options is None else index_storage_options
-    return refresh_files(directory, dataset_files(source, storage_options), options)
+    files = dataset_files(source, storage_options)
+    return refresh_files(directory, files, options, from_data=from_data, fpp=fpp)
 
 
 def refresh_files(
-    directory: str, files: Sequence[IndexedFile], storage_options: Mapping[str, Any] | None
+    directory: str,
+    files: Sequence[IndexedFile],
+    storage_options: Mapping[str, Any] | None,
+    *,
+    from_data: FromData = None,
+    fpp: float | None = None,
 ) -> IndexBuildReport:
     """Add a segment of the ``files`` the index in ``directory`` does not know as they are."""
     pointer = store.read_pointer(directory, storage_options)
@@ -67,9 +81,14 @@ def refresh_files(
         raise FileNotFoundError(f"no Bloom index at {directory} to refresh: build one first")
     with BloomIndex(directory, storage_options=storage_options) as idx:
         known = idx.file_rows()
+        indexed = max((idx.row_groups(c) for c in idx.columns), default=0)
     new = [f for f in files if f.key not in known or not same_file(known[f.key], f)]
     if not new:
         return IndexBuildReport(location=directory)
+    if from_data is not None and fpp is None:
+        # About one false candidate over the whole index, with what this segment adds (its
+        # row groups are not known before their footers are read: counted as one a file).
+        fpp = target_fpp(indexed + len(new))
     name = store.new_segment_name()
     report, segment = write_segment(
         new,
@@ -77,6 +96,8 @@ def refresh_files(
         store.join(directory, name),
         storage_options,
         require_columns=False,
+        from_data=from_data,
+        fpp=fpp,
     )
     ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
     store.write_pointer(

@@ -17,7 +17,13 @@ from typing import Any
 from deltalake import DeltaTable
 
 from parquet_bloom._index import store
-from parquet_bloom._index.build import IndexBuildReport, check_columns, create_index
+from parquet_bloom._index.build import (
+    FromData,
+    IndexBuildReport,
+    check_columns,
+    check_from_data,
+    create_index,
+)
 from parquet_bloom._index.files import IndexedFile
 from parquet_bloom._index.live import DatasetLookup, lookup_files
 from parquet_bloom._index.lookup import BloomIndex
@@ -89,11 +95,15 @@ def build_index(
     *,
     version: int | None = None,
     storage_options: Mapping[str, str] | None = None,
+    from_data: FromData = None,
+    fpp: float | None = None,
 ) -> IndexBuildReport:
     """Build the table's index of ``columns`` from the filters in the files of its snapshot
     (``version``, default the latest), into ``<table>/_bloom_index/`` (an index there before
-    is replaced). ``storage_options`` are deltalake's."""
+    is replaced). ``storage_options`` are deltalake's. ``from_data`` and ``fpp``: as for
+    :func:`parquet_bloom.index.build_index`."""
     wanted = check_columns(columns)
+    check_from_data(from_data, fpp)
     table = load_table(table_or_uri, version, storage_options)
     options = _options(table, _loaded_options(table_or_uri, storage_options))
     files = snapshot_indexed_files(table, options)
@@ -110,12 +120,16 @@ def refresh_index(
     table_or_uri: DeltaTable | str | os.PathLike[str],
     *,
     storage_options: Mapping[str, str] | None = None,
+    from_data: FromData = None,
+    fpp: float | None = None,
 ) -> IndexBuildReport:
     """Add a segment of the files of the table's latest snapshot the index does not know
     (appended, or rewritten, since it was built or last refreshed)."""
+    check_from_data(from_data, fpp)
     table = load_table(table_or_uri, None, storage_options)
     options = _options(table, _loaded_options(table_or_uri, storage_options))
-    return refresh_files(index_location(table), snapshot_indexed_files(table, options), options)
+    files = snapshot_indexed_files(table, options)
+    return refresh_files(index_location(table), files, options, from_data=from_data, fpp=fpp)
 
 
 def compact_index(
