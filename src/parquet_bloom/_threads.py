@@ -19,7 +19,15 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["BUILD_THREADS", "COPY_THREADS", "READ_THREADS", "build_pool", "copy_pool", "read_pool"]
+__all__ = [
+    "BUILD_THREADS",
+    "COPY_THREADS",
+    "READ_THREADS",
+    "build_pool",
+    "copy_pool",
+    "prune_pool",
+    "read_pool",
+]
 
 
 def _cores() -> int:
@@ -68,3 +76,9 @@ def copy_pool() -> ThreadPoolExecutor:
 def read_pool() -> ThreadPoolExecutor:
     """The pool whose threads read many files' tails at once."""
     return _pool("read", READ_THREADS)
+
+
+def prune_pool(workers: int) -> ThreadPoolExecutor:
+    """A pool of ``workers`` threads pruning files, kept for the next prune that asks for as
+    many: starting 16 threads took a third of a point lookup over 200 files."""
+    return _pool(f"prune-{workers}", workers)

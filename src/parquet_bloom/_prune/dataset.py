@@ -24,7 +24,7 @@ import math
 import os
 import warnings
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -56,6 +56,7 @@ from parquet_bloom._prune.expression import (
 from parquet_bloom._prune.indexed import Decision, decide
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom._sbbf import SplitBlockBloomFilter
+from parquet_bloom._threads import prune_pool
 from parquet_bloom.errors import BloomFilterError
 
 # Files pruned at once. Pruning waits on requests (one a file, mostly), so more threads than
@@ -235,8 +236,7 @@ def prune_with(
 ) -> PruneResult:
     """:func:`prune` of a dataset, its filter translated, read as ``reading`` says (the table
     formats give their files' sizes and identities, and their index)."""
-    with ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="prune") as pool:
-        pruned, report, problems = _prune_dataset(dataset, tree, pool, reading)
+    pruned, report, problems = _prune_dataset(dataset, tree, prune_pool(max_workers), reading)
     for problem in problems:
         warnings.warn(problem, BloomFilterWarning, stacklevel=3)
     return PruneResult(pruned, report)

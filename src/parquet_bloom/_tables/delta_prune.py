@@ -1,13 +1,15 @@
-"""A Delta table's scan pruned twice: by the table's own metadata (deltalake's partition values
-and min/max statistics, as its pyarrow dataset carries them), then by the Bloom filters of the
-files left (:func:`parquet_bloom._prune.dataset.prune`).
+"""A Delta table's scan pruned twice: by the table's own metadata (its partition values, and
+the exact min/max statistics of its add actions: :mod:`.delta_stats`), then by the Bloom
+filters of the files left (:func:`parquet_bloom._prune.dataset.prune`), or by the table's Bloom
+index for the files it knows.
 
-Files with deletion vectors: deltalake's pyarrow dataset refuses any table with the
-``deletionVectors`` reader feature. Here such a table is read from its log instead (partition
-values only: its statistics are not used), and a file that has a deletion vector is pruned by
-its filters like any other, then its row groups left are read at once and the rows its
-deletion vector deletes (deltalake's own reading of it, ``DeltaTable.deletion_vectors``)
-dropped: those rows are held in memory, in the result, never read again from the file.
+The dataset is made from the log, as deltalake's pyarrow dataset is (the table's schema, each
+file with the expression of its partition values, the same Parquet format options), without
+deltalake's expression a file for its statistics (190 ms for 200 files). Files with deletion
+vectors (deltalake's pyarrow dataset refuses such tables) are pruned by their filters like any
+other, then their row groups left are read at once and the rows its deletion vector deletes
+(deltalake's own reading of it, ``DeltaTable.deletion_vectors``) dropped: those rows are held
+in memory, in the result, never read again from the file.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from parquet_bloom._tables.delta_snapshot import (
     reader_feature_refusal,
     table_root,
 )
+from parquet_bloom._tables.delta_stats import matching_files
 from parquet_bloom._tables.scan import TablePruneReport
 from parquet_bloom.errors import UnsupportedFileError
 
@@ -106,26 +109,30 @@ def prune(
         raise UnsupportedFileError(
             f"cannot read the Delta table at {root} as a pyarrow dataset: {refusal}"
         )
-    actions = pa.table(table.get_add_actions(flatten=True)).select(
-        ["path", "size_bytes", "modification_time"]
-    )
+    actions = pa.table(table.get_add_actions(flatten=True))
     keys = {}  # decoded path under the root -> the log's path
     sizes = {}
     modified = {}
-    for key, size, mtime in zip(*actions.to_pydict().values(), strict=True):
+    columns = ("path", "size_bytes", "modification_time")
+    listed = actions.select(list(columns)).to_pydict().values()
+    for key, size, mtime in zip(*listed, strict=True):
         path = unquote(key)
         keys[path], sizes[path] = key, int(size)
         modified[path] = int(mtime)  # ms, as the log has it
     masks = deletion_vectors(table)
-    if "deletionVectors" in (table.protocol().reader_features or ()):
-        options = storage_options
-        if options is None and isinstance(table_or_uri, DeltaTable):
-            options = getattr(table_or_uri, "_storage_options", None)  # what it was loaded with
-        dataset = _log_dataset(table, root, sizes, options)
-    else:
-        dataset = table.to_pyarrow_dataset()
+    deltalake_options = storage_options
+    if deltalake_options is None and isinstance(table_or_uri, DeltaTable):
+        deltalake_options = getattr(table_or_uri, "_storage_options", None)  # as it was loaded
+    # The table's own pruning: partition values (pyarrow's, from each fragment's partition
+    # expression) and the exact min/max statistics (vectorised over the add actions).
+    dataset = _log_dataset(table, root, sizes, deltalake_options)
     every = list(dataset.get_fragments())
-    chosen = list(dataset.get_fragments(filter=expr))
+    tree = translate(expr)
+    partition_columns = table.metadata().partition_columns or []
+    stats_keep = matching_files(actions, tree, partition_columns)
+    logged = actions.column("path").to_pylist()
+    in_range = {unquote(k) for k, keep in zip(logged, stats_keep, strict=True) if keep}
+    chosen = [f for f in dataset.get_fragments(filter=expr) if f.path in in_range]
     local = is_local(root)
     filesystem = pafs.LocalFileSystem() if local else dataset.filesystem
     paths = {}  # a fragment's path here -> its path under the root
@@ -140,9 +147,6 @@ def prune(
             )
         )
     files = ds.FileSystemDataset(fragments, dataset.schema, dataset.format, filesystem)
-    deltalake_options = storage_options
-    if deltalake_options is None and isinstance(table_or_uri, DeltaTable):
-        deltalake_options = getattr(table_or_uri, "_storage_options", None)
     identities = {
         opened: IndexedFile(path, opened, size=sizes.get(path), modified=modified.get(path, -1))
         for opened, path in paths.items()
@@ -150,7 +154,7 @@ def prune(
     opened_sizes = {o: sizes[p] for o, p in paths.items() if p in sizes}
     with _table_index(table, index, deltalake_options) as idx:
         reading = Reading(opened_sizes, tail_size, identities, idx)
-        pruned = prune_with(files, translate(expr), reading, max_workers)
+        pruned = prune_with(files, tree, reading, max_workers)
     left = list(pruned.dataset.get_fragments())
     with_deletes = [f for f in left if paths[f.path] in masks]
     result: ds.Dataset = pruned.dataset
