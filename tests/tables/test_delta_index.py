@@ -187,3 +187,28 @@ def test_the_tables_prune_after_changes_probes_what_the_index_lacks(table: Path)
 def test_an_index_required_but_missing(table: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no Bloom index"):
         delta.prune(str(table), pc.field("id") == 1, index=True)
+
+
+def test_a_deletion_vector_added_after_the_build(tmp_path: Path) -> None:
+    from deltalake import TableFeatures
+
+    root = tmp_path / "dv"
+    for append in range(2):
+        delta_tables.write(str(root), delta_tables.rows(append * 1000, 1000))
+    deltalake.DeltaTable(str(root)).alter.add_feature(
+        TableFeatures.DeletionVectors, allow_protocol_versions_increase=True
+    )
+    delta.build_index(str(root), ["id"])
+    actions = pa.table(deltalake.DeltaTable(str(root)).get_add_actions(flatten=True)).to_pylist()
+    (key,) = [a["path"] for a in actions if a["min.id"] == 0]
+    delta_tables.add_deletion_vector(root, key, [0, 3, 150])  # ids 0, 6 and 300 deleted
+    for value, expected in ((6, []), (8, [8]), (300, []), (1300, [1300])):
+        expr = pc.field("id") == value
+        result = delta.prune(str(root), expr, index=True)
+        assert result.dataset.to_table(filter=expr)["id"].to_pylist() == expected
+        engine = pa.table(deltalake.DeltaTable(str(root)).scan()).select(["id"])
+        assert engine.filter(pc.field("id") == value)["id"].to_pylist() == expected
+    # The deletion vector's commit adds the file again, at a new modification time: it is
+    # probed through its own filters, the other three answered by the index.
+    found = delta.lookup(str(root), "id", 8)
+    assert found.from_index == 3 and found.probed == [key]
