@@ -9,12 +9,14 @@ place: the original, untouched); and no multipart upload is left pending.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import parquet_bloom as pb
+from parquet_bloom._io import object_sink
 from parquet_bloom._io.object_sink import WRITE_TOKEN_KEY
 from parquet_bloom.errors import BloomFilterError
 from tests.remote.servers import S3Faults, S3Requests, S3Session
@@ -337,3 +339,134 @@ def test_the_object_carries_the_rewrites_token(
         ]
         assert tagged == ([("PUT", [])] if which == "small" else [("POST", ["uploads"])])
     assert len(set(tokens)) == 2 and all(len(t) == 32 for t in tokens)
+
+
+# -- which uploads are this rewrite's -------------------------------------------------------------
+
+
+def test_a_lost_create_reply_costs_one_listing_and_one_abort(
+    s3: S3Session, s3_requests: S3Requests, s3_faults: S3Faults, files: dict[str, Path]
+) -> None:
+    """The requests added when CreateMultipartUpload was retried: one ListMultipartUploads
+    (by the key as prefix) and one AbortMultipartUpload of the upload whose reply was lost.
+    Without a fault none is sent (test_rewrite_remote counts those requests)."""
+    bucket = s3.bucket()
+    src = s3.upload(files["large"], f"{bucket}/src.parquet")
+    s3_requests.reset()
+    s3_faults.fail("POST", "uploads", mode="lose_reply")
+    pb.rewrite_bloom_filters(
+        src, f"s3://{bucket}/dst.parquet", columns=FILTERED, storage_options=s3.storage_options
+    )
+    sent = [(r.method, tuple(sorted(r.query))) for r in s3_requests.list()]
+    writes = [x for x in sent if x[0] != "GET" or "uploads" in x[1]]
+    assert writes == [
+        ("HEAD", ()),
+        ("POST", ("uploads",)),  # its reply lost
+        ("POST", ("uploads",)),
+        *[("PUT", ("partNumber", "uploadId"))] * 2,
+        ("POST", ("uploadId",)),
+        ("GET", ("prefix", "uploads")),
+        ("DELETE", ("uploadId",)),
+    ]
+    assert s3.pending_uploads(bucket) == []
+
+
+def _started_an_hour_earlier(bucket: str, upload_id: str) -> None:
+    """Date an upload back an hour in the test server (moto's state), for an upload left by
+    some earlier writer without waiting for one."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+
+    upload = s3_backends[DEFAULT_ACCOUNT_ID]["global"].buckets[bucket].multiparts[upload_id]
+    upload.initiated -= timedelta(hours=1)
+
+
+def test_an_older_upload_of_the_same_key_is_not_aborted(
+    s3: S3Session, s3_faults: S3Faults, files: dict[str, Path], expected: dict[str, bytes]
+) -> None:
+    bucket = s3.bucket()
+    src = s3.upload(files["large"], f"{bucket}/src.parquet")
+    client = s3.client()
+    theirs = client.create_multipart_upload(Bucket=bucket, Key="dst.parquet")["UploadId"]
+    other_key = client.create_multipart_upload(Bucket=bucket, Key="dst.parquet.tmp")["UploadId"]
+    _started_an_hour_earlier(bucket, theirs)
+    s3_faults.fail("POST", "uploads", mode="lose_reply")
+    pb.rewrite_bloom_filters(
+        src, f"s3://{bucket}/dst.parquet", columns=FILTERED, storage_options=s3.storage_options
+    )
+    assert s3.fs().cat(f"{bucket}/dst.parquet") == expected["large"]
+    pending = client.list_multipart_uploads(Bucket=bucket)["Uploads"]
+    assert sorted(u["UploadId"] for u in pending) == sorted([theirs, other_key])
+    for upload in pending:
+        client.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+
+
+def test_an_upload_another_writer_starts_meanwhile_is_not_aborted_and_ours_is_reported(
+    s3: S3Session,
+    s3_faults: S3Faults,
+    files: dict[str, Path],
+    expected: dict[str, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another writer starts an upload of the same key just as this rewrite does, and this
+    rewrite's first reply is lost: two uploads started during its two requests, one of them
+    not its own and nothing to tell which: neither is aborted, and the warning says so."""
+    bucket = s3.bucket()
+    src = s3.upload(files["large"], f"{bucket}/src.parquet")
+    client = s3.client()
+    theirs: list[str] = []
+    create = object_sink.S3Sink._create
+
+    def with_another_writer(sink: object_sink.S3Sink, metadata: dict[str, Any]) -> str:
+        theirs.append(client.create_multipart_upload(Bucket=bucket, Key="dst.parquet")["UploadId"])
+        return create(sink, metadata)
+
+    monkeypatch.setattr(object_sink.S3Sink, "_create", with_another_writer)
+    s3_faults.fail("POST", "uploads", nth=2, mode="lose_reply")  # the other writer's goes first
+    with pytest.warns(object_sink.PendingUploadWarning, match="another writer") as warned:
+        pb.rewrite_bloom_filters(
+            src, f"s3://{bucket}/dst.parquet", columns=FILTERED, storage_options=s3.storage_options
+        )
+    assert s3.fs().cat(f"{bucket}/dst.parquet") == expected["large"]
+    pending = [u["UploadId"] for u in client.list_multipart_uploads(Bucket=bucket)["Uploads"]]
+    assert len(pending) == 2 and theirs[0] in pending
+    assert all(u in str(warned[0].message) for u in pending)
+    for upload_id in pending:
+        client.abort_multipart_upload(Bucket=bucket, Key="dst.parquet", UploadId=upload_id)
+
+
+def test_an_orphan_that_cannot_be_aborted_after_success_is_a_warning(
+    s3: S3Session, s3_faults: S3Faults, files: dict[str, Path], expected: dict[str, bytes]
+) -> None:
+    bucket = s3.bucket()
+    src = s3.upload(files["large"], f"{bucket}/src.parquet")
+    s3_faults.fail("POST", "uploads", mode="lose_reply")
+    s3_faults.fail("DELETE", "uploadId=", status=500, times=None)
+    with pytest.warns(object_sink.PendingUploadWarning, match="could not be aborted") as warned:
+        pb.rewrite_bloom_filters(
+            src,
+            f"s3://{bucket}/dst.parquet",
+            columns=FILTERED,
+            storage_options={**s3.storage_options, **FEW_RETRIES},
+        )
+    assert s3.fs().cat(f"{bucket}/dst.parquet") == expected["large"]
+    client = s3.client()
+    (orphan,) = client.list_multipart_uploads(Bucket=bucket)["Uploads"]
+    assert orphan["UploadId"] in str(warned[0].message)
+    s3_faults.clear()
+    client.abort_multipart_upload(Bucket=bucket, Key="dst.parquet", UploadId=orphan["UploadId"])
+
+
+def test_a_refused_put_is_not_looked_for(
+    s3: S3Session, s3_requests: S3Requests, s3_faults: S3Faults, files: dict[str, Path]
+) -> None:
+    """A write refused outright (403) wrote nothing: no HeadObject after it."""
+    bucket = s3.bucket()
+    src = s3.upload(files["small"], f"{bucket}/src.parquet")
+    s3_requests.reset()
+    s3_faults.fail("PUT", status=403, times=None)
+    with pytest.raises(PermissionError, match=f"s3://{bucket}/dst.parquet"):
+        pb.rewrite_bloom_filters(
+            src, f"s3://{bucket}/dst.parquet", columns=FILTERED, storage_options=s3.storage_options
+        )
+    assert [r.method for r in s3_requests.list() if r.method not in ("GET",)] == ["HEAD"]

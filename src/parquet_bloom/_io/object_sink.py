@@ -519,7 +519,7 @@ class S3Sink(ObjectSink):
         try:
             self._conditional(method, **kwargs)
         except Exception as err:
-            if not self._landed(size, err):
+            if not (_may_have_been_done(err) and self._landed(size, err)):
                 raise
 
     def _landed(self, size: int, err: BaseException) -> bool:
@@ -698,9 +698,9 @@ def _located(err: Exception, where: str) -> OSError:
     return OSError(message)
 
 
-def _error_code(err: BaseException) -> str | None:
-    """S3's error code (or HTTP status) behind an error: botocore's ClientError is the cause of
-    s3fs's OSError, which is the cause of the sink's."""
+def _error_response(err: BaseException) -> tuple[str | None, int | None]:
+    """S3's error code and HTTP status behind an error (None, None: no answer was received):
+    botocore's ClientError is the cause of s3fs's OSError, which is the cause of the sink's."""
     seen: BaseException | None = err
     for _ in range(4):
         if seen is None:
@@ -709,9 +709,30 @@ def _error_code(err: BaseException) -> str | None:
         if isinstance(response, dict):
             code = response.get("Error", {}).get("Code")
             status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            return str(code) if code else (str(status) if status else None)
+            return (str(code) if code else None), (int(status) if status else None)
         seen = seen.__cause__
-    return None
+    return None, None
+
+
+def _error_code(err: BaseException) -> str | None:
+    """S3's error code behind an error, else its HTTP status (as a string)."""
+    code, status = _error_response(err)
+    return code if code is not None else (None if status is None else str(status))
+
+
+def _may_have_been_done(err: BaseException) -> bool:
+    """Whether a write that failed with ``err`` may have been done by the store all the same:
+    no answer received (the reply lost), a server error, or the refusal of a retry of a write
+    that was done (412 under If-Match: the ETag is now the new object's; NoSuchUpload: the
+    upload was completed). Other refusals (403, 400...) say that nothing was written."""
+    code, status = _error_response(err)
+    if code is None and status is None:
+        return True
+    return (
+        code in ("PreconditionFailed", "NoSuchUpload")
+        or status in (412, 404)
+        or (status is not None and status >= 500)
+    )
 
 
 def _precondition_failed(err: BaseException) -> bool:
