@@ -8,6 +8,7 @@ place: the original, untouched); and no multipart upload is left pending.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -84,7 +85,7 @@ def rewrite(
     s3: S3Session,
     files: dict[str, Path],
     which: str,
-    arm: Any,
+    arm: Callable[[], None],
     *,
     in_place: bool = False,
     options: dict[str, Any] | None = None,
@@ -136,9 +137,8 @@ def test_a_lost_reply_is_retried_and_leaves_the_object_and_nothing_else(
     request_name: str,
 ) -> None:
     """The store did the request, its reply was lost, the client retried: a second upload
-    started (CreateMultipartUpload: the first one is found and aborted), or a retry refused
-    (CompleteMultipartUpload: the upload is gone; the object is found with this rewrite's
-    token)."""
+    started (CreateMultipartUpload: the first one is found and aborted), a part or the object
+    sent again (the same bytes), the upload completed again (moto answers that as done)."""
     r = REQUESTS[request_name]
     run = rewrite(s3, files, r.file, lambda: s3_faults.fail(r.method, r.query, mode="lose_reply"))
     assert [f.mode for f in s3_faults.injected] == ["lose_reply"]
