@@ -470,3 +470,31 @@ def test_a_refused_put_is_not_looked_for(
             src, f"s3://{bucket}/dst.parquet", columns=FILTERED, storage_options=s3.storage_options
         )
     assert [r.method for r in s3_requests.list() if r.method not in ("GET",)] == ["HEAD"]
+
+
+def test_without_its_count_the_sink_lists_after_every_multipart_upload(
+    s3: S3Session,
+    s3_requests: S3Requests,
+    s3_faults: S3Faults,
+    files: dict[str, Path],
+    expected: dict[str, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the client's requests cannot be counted (a client the sink cannot reach), the
+    sink does not know whether a reply was lost: it lists the key's uploads every time (one
+    request more) and aborts those started during its call."""
+    monkeypatch.setattr(object_sink.S3Sink, "_count_creates", lambda sink: False)
+    bucket = s3.bucket()
+    src = s3.upload(files["large"], f"{bucket}/src.parquet")
+    for lost in (False, True):
+        s3_requests.reset()
+        if lost:
+            s3_faults.fail("POST", "uploads", mode="lose_reply")
+        pb.rewrite_bloom_filters(
+            src, f"s3://{bucket}/dst.parquet", columns=FILTERED, storage_options=s3.storage_options
+        )
+        assert s3.fs().cat(f"{bucket}/dst.parquet") == expected["large"]
+        sent = [(r.method, tuple(sorted(r.query))) for r in s3_requests.list()]
+        assert sent.count(("GET", ("prefix", "uploads"))) == 1
+        assert sent.count(("DELETE", ("uploadId",))) == int(lost)
+        assert s3.pending_uploads(bucket) == []
