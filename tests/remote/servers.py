@@ -526,6 +526,7 @@ class S3Server(_Running, _MotoApi):
                 pass
 
         assert issubclass(QuietHandler, WSGIRequestHandler)
+        _upload_initiation_times()
         self.faults = S3Faults(dispatcher(create_backend_app))
         self.faults.delay = delay
         # With meter=True (or a bandwidth): requests and bytes counted, bodies paced.
@@ -653,6 +654,49 @@ class S3ServerProcess(_MotoApi):
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _upload_initiation_times() -> None:
+    """Make moto's ListMultipartUploads report when each upload was started. moto 5.2 answers
+    every upload with the same ``Initiated`` (2010-11-10T20:48:33Z), which no store does; the
+    S3 sink finds the uploads its lost replies started by that time (docs/object-storage.md).
+    Here each upload notes the time it was created (UTC, milliseconds, as S3 reports it) and
+    the listing reports it. Applied once; moto's other answers are unchanged."""
+    import datetime
+
+    from moto.s3.models import FakeMultipart
+    from moto.s3.responses import S3Response
+
+    if getattr(FakeMultipart, "_initiation_times", False):
+        return
+    create = FakeMultipart.__init__
+    listing = S3Response.list_multipart_uploads
+
+    def created(upload: Any, *args: Any, **kwargs: Any) -> None:
+        create(upload, *args, **kwargs)
+        now = datetime.datetime.now(datetime.timezone.utc)
+        upload.initiated = now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+    def listed(response: Any) -> Any:
+        uploads = response.backend.list_multipart_uploads(response.bucket_name)
+        serialize = response.serialized
+
+        def with_times(action_result: Any) -> Any:
+            for row in getattr(action_result, "result", {}).get("Uploads", []):
+                upload = uploads.get(row.get("UploadId"))
+                if upload is not None and hasattr(upload, "initiated"):
+                    row["Initiated"] = upload.initiated
+            return serialize(action_result)
+
+        response.serialized = with_times
+        try:
+            return listing(response)
+        finally:
+            del response.serialized
+
+    FakeMultipart.__init__ = created  # type: ignore[method-assign]
+    S3Response.list_multipart_uploads = listed  # type: ignore[method-assign]
+    FakeMultipart._initiation_times = True  # type: ignore[attr-defined]
 
 
 def _ranges_from_memory() -> None:

@@ -14,9 +14,13 @@ FileSink` does. What each store makes atomic: docs/object-storage.md, rewriting 
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import secrets
 import tempfile
 import threading
+import time
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -36,9 +40,11 @@ __all__ = [
     "PART_WORKERS",
     "SOURCE",
     "UPLOAD_PART_SIZE",
+    "WRITE_TOKEN_KEY",
     "WRITTEN",
     "ObjectSink",
     "Part",
+    "PendingUploadWarning",
     "Piece",
     "S3Sink",
     "StreamSink",
@@ -60,6 +66,20 @@ UPLOAD_PART_SIZE = 16 * 1024 * 1024
 COPY_PART_SIZE = 512 * 1024 * 1024
 # Parts in flight at once (each thread holds at most one uploaded part in memory).
 PART_WORKERS = 4
+# What S3Sink learns of its own writes when a reply is lost (docs/object-storage.md, lost
+# replies). Every PutObject and CreateMultipartUpload it sends carries this user metadata
+# (x-amz-meta-parquet-bloom-write) with a random token of the sink's; HeadObject returns it,
+# so that an object found after a lost reply is known to be this sink's.
+WRITE_TOKEN_KEY = "parquet-bloom-write"
+# The uploads that lost replies to CreateMultipartUpload started are found by the time S3 says
+# they were initiated, against the store's own clock (the Date header of the listing, which has
+# a resolution of one second; moto reports Initiated to the second too): this much either side.
+CLOCK_ALLOWANCE = datetime.timedelta(seconds=2)
+# Without a Date header, this machine's clock: S3 refuses a request signed more than 15 minutes
+# off its own clock (RequestTimeTooSkewed), so the two differ by less than this.
+SKEW_ALLOWANCE = datetime.timedelta(minutes=15)
+# ListMultipartUploads pages read (1,000 uploads each) before giving up on finding them all.
+MAX_UPLOAD_PAGES = 100
 # Where a piece of the new object comes from.
 WRITTEN = 0  # bytes written to the sink (kept in its spool until the object is sent)
 SOURCE = 1  # bytes of the source, copied unchanged
@@ -161,6 +181,31 @@ def _upload_parts(run: list[Piece], length: int, upload_part: int) -> list[Part]
     return parts
 
 
+class PendingUploadWarning(UserWarning):
+    """A multipart upload of the S3 sink was left pending (it could not be aborted): it keeps
+    its parts, and costs their storage, until aborted or removed by a lifecycle rule."""
+
+
+# CreateMultipartUpload requests sent, by the token of the sink that sent them: botocore and
+# s3fs retry a request whose reply was lost, and each attempt that reached the store started an
+# upload. Counted by a botocore event handler on the filesystem's client (_count_create).
+_CREATE_REQUESTS: dict[str, int] = {}
+_CREATE_REQUESTS_LOCK = threading.Lock()
+_TOKEN_HEADER = f"x-amz-meta-{WRITE_TOKEN_KEY}"
+
+
+def _count_create(request: Any = None, **_: Any) -> None:
+    """botocore's ``before-send.s3.CreateMultipartUpload``: one more request of the sink whose
+    token the request carries (called once an attempt, retries included)."""
+    headers = getattr(request, "headers", None) or {}
+    token = headers.get(_TOKEN_HEADER)
+    if isinstance(token, bytes):
+        token = token.decode("ascii", "replace")
+    with _CREATE_REQUESTS_LOCK:
+        if token in _CREATE_REQUESTS:
+            _CREATE_REQUESTS[token] += 1
+
+
 class ObjectSink(ABC):
     """What :class:`S3Sink` and :class:`StreamSink` share: the counts, and ``copy``'s checks
     before the store's own way of appending a source's bytes (``_append``)."""
@@ -236,7 +281,16 @@ class S3Sink(ObjectSink):
     ``if_match``: the ETag the object being replaced must still have (an in-place rewrite);
     if it changed, a located :class:`~parquet_bloom.errors.BloomFilterError` and nothing
     written. Requests go through the filesystem's own client (s3fs ``call_s3``: its
-    credentials, endpoint and retries).
+    credentials, endpoint and retries); a failed request is an OSError naming the object's
+    URL (``target``).
+
+    Lost replies (docs/object-storage.md): what the sink writes carries a token of its own in
+    user metadata (:data:`WRITE_TOKEN_KEY`), so that when the request that makes the object
+    appear fails, a HeadObject that finds the object with that token and the expected size
+    is success. The uploads that retried CreateMultipartUpload requests started are found by
+    a listing and aborted, after success and failure alike; an upload that could not be
+    aborted is in ``leftovers`` and reported (a note on the error raised, else a
+    :class:`PendingUploadWarning`).
     """
 
     def __init__(
@@ -266,6 +320,14 @@ class S3Sink(ObjectSink):
         self._spool: IO[bytes] | None = None
         self._spool_lock = threading.Lock()
         self._written = 0
+        self._token = secrets.token_hex(16)
+        self._create_began: float | None = None  # time.monotonic() around CreateMultipartUpload
+        self._create_ended = 0.0
+        self._create_wall = (0.0, 0.0)  # the same, time.time()
+        self._creates_counted = False
+        self.leftovers: list[str] = []
+        """Multipart uploads of the target that the sink started and could not abort (or
+        could not tell from another writer's): one description each."""
 
     def __enter__(self) -> S3Sink:
         self._spool = tempfile.SpooledTemporaryFile(max_size=self._upload_part)
@@ -339,16 +401,19 @@ class S3Sink(ObjectSink):
         if len(parts) > MAX_PARTS:
             raise OSError(f"{self.target}: {len(parts)} parts, more than S3's {MAX_PARTS}")
         condition = {} if self._if_match is None else {"IfMatch": self._if_match}
+        metadata = {"Metadata": {WRITE_TOKEN_KEY: self._token}}
         if len(parts) <= 1 and not (parts and parts[0].server_copy):
             body = self._assemble(parts[0]) if parts else b""
-            self._conditional("put_object", Body=body, **condition)
+            self._finish("put_object", len(body), Body=body, **metadata, **condition)
             self._count(uploaded=len(body))
             return
-        upload_id = self._call("create_multipart_upload")["UploadId"]
+        upload_id: str | None = None
         try:
+            upload_id = self._create(metadata)
             etags = self._send_parts(upload_id, parts)
-            self._conditional(
+            self._finish(
                 "complete_multipart_upload",
+                sum(part.length for part in parts),
                 UploadId=upload_id,
                 MultipartUpload={
                     "Parts": [{"PartNumber": n, "ETag": e} for n, e in enumerate(etags, 1)]
@@ -356,17 +421,41 @@ class S3Sink(ObjectSink):
                 **condition,
             )
         except BaseException as err:
-            try:
-                self._call("abort_multipart_upload", UploadId=upload_id)
-            except Exception as abort_error:
-                note = getattr(err, "add_note", None)  # Python 3.11+
-                if note is not None:
-                    note(
-                        f"the multipart upload {upload_id} of {self.target} could not be "
-                        f"aborted ({abort_error}): a lifecycle rule for incomplete multipart "
-                        "uploads on the bucket removes it"
-                    )
+            self._clean_up(upload_id, completed=False)
+            note = getattr(err, "add_note", None)  # Python 3.11+
+            if note is not None:
+                for leftover in self.leftovers:
+                    note(leftover)
             raise
+        self._clean_up(upload_id, completed=True)
+        for leftover in self.leftovers:
+            warnings.warn(leftover, PendingUploadWarning, stacklevel=4)
+
+    def _create(self, metadata: dict[str, Any]) -> str:
+        """CreateMultipartUpload, its requests counted (retries included) and timed."""
+        with _CREATE_REQUESTS_LOCK:
+            _CREATE_REQUESTS[self._token] = 0
+        self._creates_counted = self._count_creates()
+        self._create_began, wall = time.monotonic(), time.time()
+        try:
+            return str(self._call("create_multipart_upload", **metadata)["UploadId"])
+        finally:
+            self._create_ended = time.monotonic()
+            self._create_wall = (wall, time.time())
+
+    def _count_creates(self) -> bool:
+        """Have the filesystem's client count this sink's CreateMultipartUpload requests
+        (:func:`_count_create`); whether it could."""
+        try:
+            events = self._fs.s3.meta.events
+            events.register(
+                "before-send.s3.CreateMultipartUpload",
+                _count_create,
+                unique_id="parquet-bloom-count-create",
+            )
+        except Exception:
+            return False
+        return True
 
     def _send_parts(self, upload_id: str, parts: list[Part]) -> list[str]:
         """Send every part, ``workers`` at a time; their ETags in order. On any failure the
@@ -420,9 +509,33 @@ class S3Sink(ObjectSink):
                 out += spool.read(piece.length)
         return bytes(out)
 
-    def _call(self, method: str, **kwargs: Any) -> Any:
-        self._count(requests=1)
-        return self._fs.call_s3(method, Bucket=self._bucket, Key=self._key, **kwargs)
+    # -- the object appears ---------------------------------------------------------------------
+
+    def _finish(self, method: str, size: int, **kwargs: Any) -> None:
+        """The request that makes the object appear (PutObject, CompleteMultipartUpload). When
+        it fails, its reply may have been lost after the store did it (and the client's retry
+        refused: 412 with If-Match, NoSuchUpload once completed): a HeadObject that finds the
+        object with this sink's token and ``size`` bytes is success; else the error stands."""
+        try:
+            self._conditional(method, **kwargs)
+        except Exception as err:
+            if not (_may_have_been_done(err) and self._landed(size, err)):
+                raise
+
+    def _landed(self, size: int, err: BaseException) -> bool:
+        """Whether the object is there, written by this sink, ``size`` bytes long."""
+        try:
+            head = self._call("head_object")
+        except Exception as head_error:
+            if _error_code(head_error) not in ("404", "NoSuchKey", "NotFound"):
+                note = getattr(err, "add_note", None)
+                if note is not None:
+                    note(f"the object could not be looked at afterwards: {head_error}")
+            return False
+        metadata = {str(k).lower(): v for k, v in (head.get("Metadata") or {}).items()}
+        return bool(
+            metadata.get(WRITE_TOKEN_KEY) == self._token and head.get("ContentLength") == size
+        )
 
     def _conditional(self, method: str, **kwargs: Any) -> Any:
         """A call that makes the object appear: with ``IfMatch``, a changed object is refused
@@ -438,14 +551,193 @@ class S3Sink(ObjectSink):
                 source=self.target,
             ) from err
 
+    # -- what is left behind --------------------------------------------------------------------
+
+    def _clean_up(self, upload_id: str | None, *, completed: bool) -> None:
+        """Abort the upload ``upload_id`` unless ``completed``, and the uploads that this
+        sink's CreateMultipartUpload requests started and whose replies were lost; what could
+        not be aborted goes to ``leftovers``. Never raises but KeyboardInterrupt and the
+        like."""
+        try:
+            with _CREATE_REQUESTS_LOCK:
+                requests = _CREATE_REQUESTS.pop(self._token, 0)
+            failed: dict[str, BaseException] = {}
+            if upload_id is not None and not completed:
+                error = self._abort(upload_id)
+                if error is not None:
+                    failed[upload_id] = error
+            if self._create_began is None:
+                pass  # no upload was started
+            elif upload_id is not None and requests == 1 and self._creates_counted and not failed:
+                pass  # one request, its upload known: nothing else was started
+            elif upload_id is None and requests == 0 and self._creates_counted:
+                pass  # the create was not sent at all
+            else:
+                failed = self._abort_orphans(upload_id, requests, failed)
+            self.leftovers.extend(
+                f"the multipart upload {u} of {self.target} could not be aborted ({e}): it "
+                "stays pending (and its parts billed) until aborted or removed by a lifecycle "
+                "rule for incomplete multipart uploads"
+                for u, e in failed.items()
+            )
+        except Exception as err:  # a bug here must not hide the rewrite's own outcome
+            self.leftovers.append(f"the uploads of {self.target} could not be cleaned up: {err}")
+
+    def _abort_orphans(
+        self, upload_id: str | None, requests: int, failed: dict[str, BaseException]
+    ) -> dict[str, BaseException]:
+        """List the target's uploads; abort those this sink started and does not know of;
+        the uploads still pending that could not be aborted, with their errors."""
+        try:
+            uploads, window = self._list_uploads()
+        except Exception as err:
+            self.leftovers.append(
+                f"the multipart uploads of {self.target} could not be listed ({err}): those "
+                "that requests whose replies were lost may have started were not aborted"
+            )
+            return failed
+        listed = {u["UploadId"] for u in uploads}
+        failed = {u: e for u, e in failed.items() if u in listed}  # gone: aborted after all
+        began, ended = window
+        ours = [
+            u["UploadId"]
+            for u in uploads
+            if u["UploadId"] != upload_id
+            and isinstance(u.get("Initiated"), datetime.datetime)
+            and began <= u["Initiated"] <= ended
+        ]
+        # At most one upload a request: more means another writer started one meanwhile.
+        could = requests - (upload_id is not None) if self._creates_counted else len(ours)
+        if len(ours) > could:
+            self.leftovers.append(
+                f"{len(ours)} multipart uploads of {self.target} were started while this "
+                f"sink's {requests} CreateMultipartUpload requests ran, more than they could "
+                f"have started: another writer's are among them, so none was aborted "
+                f"({', '.join(ours)})"
+            )
+            return failed
+        errors = {u: e for u in ours if (e := self._abort(u)) is not None}
+        if errors:
+            try:
+                uploads, _ = self._list_uploads()
+                errors = {
+                    u: e for u, e in errors.items() if any(x["UploadId"] == u for x in uploads)
+                }
+            except Exception:
+                pass  # reported as not aborted, which they may not be
+        return {**failed, **errors}
+
+    def _abort(self, upload_id: str) -> BaseException | None:
+        """AbortMultipartUpload; None when the upload is gone (a retry after a lost reply
+        finds it aborted: NoSuchUpload), else the error."""
+        try:
+            self._call("abort_multipart_upload", UploadId=upload_id)
+        except Exception as err:
+            return None if _error_code(err) == "NoSuchUpload" else err
+        return None
+
+    def _list_uploads(
+        self,
+    ) -> tuple[list[dict[str, Any]], tuple[datetime.datetime, datetime.datetime]]:
+        """The target's pending multipart uploads (ListMultipartUploads with the key as
+        prefix, exact key kept), and the time the create call ran, in the store's clock."""
+        uploads: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {"Prefix": self._key}
+        for _ in range(MAX_UPLOAD_PAGES):
+            page = self._request("list_multipart_uploads", **kwargs)
+            received = time.monotonic()
+            rows = page.get("Uploads") or []
+            uploads += [u for u in rows if u.get("Key") == self._key]
+            # Sorted by key: past ours, nothing more of ours.
+            if not page.get("IsTruncated") or any(u.get("Key", "") > self._key for u in rows):
+                break
+            kwargs["KeyMarker"] = page.get("NextKeyMarker")
+            kwargs["UploadIdMarker"] = page.get("NextUploadIdMarker")
+        else:
+            raise OSError(f"more than {MAX_UPLOAD_PAGES} pages of multipart uploads")
+        assert self._create_began is not None
+        date = (page.get("ResponseMetadata") or {}).get("HTTPHeaders", {}).get("date")
+        try:
+            now = email.utils.parsedate_to_datetime(date)
+        except (TypeError, ValueError):
+            now = None
+        if now is None or now.tzinfo is None:
+            began, ended = (
+                datetime.datetime.fromtimestamp(t, datetime.timezone.utc) for t in self._create_wall
+            )
+            return uploads, (began - SKEW_ALLOWANCE, ended + SKEW_ALLOWANCE)
+        began = now - datetime.timedelta(seconds=received - self._create_began)
+        ended = now - datetime.timedelta(seconds=received - self._create_ended)
+        return uploads, (began - CLOCK_ALLOWANCE, ended + CLOCK_ALLOWANCE)
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def _call(self, method: str, **kwargs: Any) -> Any:
+        """A request about the target object."""
+        return self._request(method, Key=self._key, **kwargs)
+
+    def _request(self, method: str, **kwargs: Any) -> Any:
+        """A request to the target's bucket, through the filesystem's client (its retries); a
+        failure is an OSError naming the target."""
+        self._count(requests=1)
+        try:
+            return self._fs.call_s3(method, Bucket=self._bucket, **kwargs)
+        except BloomFilterError:
+            raise
+        except Exception as err:
+            raise _located(err, f"{method} on {self.target} failed") from err
+
+
+def _located(err: Exception, where: str) -> OSError:
+    """``err`` (s3fs's OSError, or botocore's own error for a connection that failed) as an
+    OSError of the same class whose message says ``where``."""
+    message = f"{where}: {err}"
+    if isinstance(err, OSError):
+        with suppress(Exception):
+            return type(err)(message)
+    return OSError(message)
+
+
+def _error_response(err: BaseException) -> tuple[str | None, int | None]:
+    """S3's error code and HTTP status behind an error (None, None: no answer was received):
+    botocore's ClientError is the cause of s3fs's OSError, which is the cause of the sink's."""
+    seen: BaseException | None = err
+    for _ in range(4):
+        if seen is None:
+            break
+        response = getattr(seen, "response", None)
+        if isinstance(response, dict):
+            code = response.get("Error", {}).get("Code")
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            return (str(code) if code else None), (int(status) if status else None)
+        seen = seen.__cause__
+    return None, None
+
+
+def _error_code(err: BaseException) -> str | None:
+    """S3's error code behind an error, else its HTTP status (as a string)."""
+    code, status = _error_response(err)
+    return code if code is not None else (None if status is None else str(status))
+
+
+def _may_have_been_done(err: BaseException) -> bool:
+    """Whether a write that failed with ``err`` may have been done by the store all the same:
+    no answer received (the reply lost), a server error, or the refusal of a retry of a write
+    that was done (412 under If-Match: the ETag is now the new object's; NoSuchUpload: the
+    upload was completed). Other refusals (403, 400...) say that nothing was written."""
+    code, status = _error_response(err)
+    if code is None and status is None:
+        return True
+    return (
+        code in ("PreconditionFailed", "NoSuchUpload")
+        or status in (412, 404)
+        or (status is not None and status >= 500)
+    )
+
 
 def _precondition_failed(err: BaseException) -> bool:
-    """Whether an error from s3fs is S3's 412 Precondition Failed (s3fs turns it into an
-    OSError, with botocore's error as its cause)."""
-    response = getattr(err.__cause__, "response", None) or {}
-    code = response.get("Error", {}).get("Code")
-    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-    return code in ("PreconditionFailed", "412") or status == 412
+    """Whether an error from s3fs is S3's 412 Precondition Failed."""
+    return _error_code(err) in ("PreconditionFailed", "412")
 
 
 class StreamSink(ObjectSink):
