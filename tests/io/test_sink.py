@@ -706,6 +706,23 @@ def test_an_output_that_cannot_grow_names_its_path_and_leaves_nothing(
     assert os.listdir(out.parent) == []
 
 
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_an_output_directory_not_ours_to_write_names_the_output(
+    sources: dict[str, Path], tmp_path: Path
+) -> None:
+    # A directory without write permission; root writes anywhere but in sysfs, which refuses
+    # new files to everyone.
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    if os.geteuid() == 0:
+        if not os.path.isdir("/sys/kernel"):
+            pytest.skip("root, and no sysfs to be refused by")
+        locked = Path("/sys")
+    with pytest.raises(PermissionError) as caught:
+        rewrite_bloom_filters(sources["pyarrow-plain"], locked / "out.parquet", columns=["id"])
+    assert caught.value.filename == str(locked / "out.parquet")
+
+
 @pytest.mark.parametrize("direct", [False, True])
 def test_a_failure_while_building_filters_creates_no_file(
     sources: dict[str, Path], direct: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -155,7 +155,15 @@ class FileSink:
             raise FileNotFoundError(
                 errno.ENOENT, f"no directory to write {self.target!r} in", self._directory
             )
-        self._tmp_path, self._out = open_temporary(self._directory, os.path.basename(self.target))
+        try:
+            self._tmp_path, self._out = open_temporary(
+                self._directory, os.path.basename(self.target)
+            )
+        except OSError as err:  # it would name our temporary file, not the output
+            if err.errno is None:
+                raise
+            reason = f"{err.strerror or err}: cannot write {self.target}"
+            raise type(err)(err.errno, reason, self.target) from err
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:

@@ -757,9 +757,8 @@ def prune_reader(
         )
         keep = pruning.might_match(tree)
     except BloomFilterError as err:
-        return FilePruned(
-            everything, _costs(report, path, reader), f"{err}; keeping all row groups of the file"
-        )
+        report = replace(_costs(report, path, reader), unreadable_files=(path,))
+        return FilePruned(everything, report, f"{err}; keeping all row groups of the file")
     kept = [rg for rg in everything if keep[rg]]
     report = _costs(
         replace(
@@ -769,6 +768,7 @@ def prune_reader(
             compressed_bytes_skipped=sum(sizes) - sum(sizes[rg] for rg in kept),
             filter_reads=reader.requests - requests_before,
             filters_unreadable=len(pruning.unreadable),
+            unreadable_files=(path,) if pruning.unreadable else (),
         ),
         path,
         reader,
