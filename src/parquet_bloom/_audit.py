@@ -14,7 +14,9 @@ Two questions, for two audiences:
 
 Filters come from :class:`~parquet_bloom._reader.BloomFilterReader`; a chunk's values become the
 hashes the writer should have inserted through :func:`parquet_bloom._logical.column_hashes`.
-A filter that cannot be read is a finding (a violation), not a crash.
+A filter that cannot be decoded is a finding (a violation), not a crash. A read that fails
+(the store refuses, resets, times out, or the object vanishes mid-run) is no finding about the
+file: both raise :class:`~parquet_bloom.errors.FileReadError`, naming the URL and the bytes.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from parquet_bloom._arrow_chunks import ChunkReader, Unmapped
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._reader import BloomFilterReader, locate_filter
 from parquet_bloom._sbbf import SplitBlockBloomFilter, expected_fpp
-from parquet_bloom.errors import BloomFilterError, UnsupportedFileError
+from parquet_bloom.errors import BloomFilterError, FileReadError, UnsupportedFileError
 
 __all__ = [
     "CheckReport",
@@ -372,7 +374,8 @@ def inspect_file(
     (:class:`~parquet_bloom.BloomFilterReader`).
 
     Raises :class:`~parquet_bloom.errors.BloomFilterError` when the footer itself is unusable;
-    a filter that cannot be read is reported in its chunk's ``error``.
+    a filter that cannot be decoded is reported in its chunk's ``error``. A read that fails
+    raises :class:`~parquet_bloom.errors.FileReadError` (nothing is known about the filter).
     """
     name = os.fspath(path) if filesystem is None else str(path)
     with BloomFilterReader(
@@ -387,6 +390,7 @@ def inspect_file(
         locations = _describe_locations(filtered, _row_group_extents(chunks))
         # One coalesced read, in which one bad filter spoils no other.
         filters, failed = reader.filters_with_errors()
+        _raise_read_error(failed.values())
         errors = {key: err.reason for key, err in failed.items()}
         out = []
         for chunk in chunks:
@@ -578,7 +582,11 @@ def check_file(
     ``storage_options``, ``size`` and ``tail_size`` are as :func:`inspect_file` takes them.
 
     Raises :class:`~parquet_bloom.errors.BloomFilterError` when the footer itself is unusable,
-    ValueError/TypeError for an unknown column or a bad ``max_fpp``.
+    ValueError/TypeError for an unknown column or a bad ``max_fpp``. A read that fails, of the
+    footer, a filter or a chunk's values, is never a violation: it raises
+    :class:`~parquet_bloom.errors.FileReadError` (the URL and the bytes in its message,
+    ``source`` and ``offset``), including a "not found" once the footer was read (the object
+    was deleted or replaced meanwhile); a file missing when first read is FileNotFoundError.
     """
     if max_fpp is not None:
         if isinstance(max_fpp, bool) or not isinstance(max_fpp, float | int):
@@ -598,7 +606,11 @@ def check_file(
             tail_size=tail_size,
         ) as reader,
         ByteSource(
-            name, filesystem=filesystem, storage_options=storage_options, size=reader.size
+            name,
+            filesystem=filesystem,
+            storage_options=storage_options,
+            size=reader.size,
+            exists=True,  # the reader found it: a "not found" now is a read error
         ) as source,
         ChunkReader(source) as values,
     ):
@@ -621,6 +633,8 @@ def check_file(
         for done, chunk in enumerate(filtered, 1):
             try:
                 f = reader.filter(chunk.row_group, chunk.path)
+            except FileReadError:
+                raise  # the store failed, not the writer
             except BloomFilterError as err:
                 kind = _violation_kind(err, chunk, reader.footer_start)
                 findings = [_Finding(kind, None, err.reason)]
@@ -655,6 +669,17 @@ def check_file(
     )
 
 
+def _raise_read_error(errors: Iterable[BaseException]) -> None:
+    """Raise the first :class:`FileReadError` among ``errors`` or behind them (pyarrow may
+    raise its own error over the one a read of ours raised inside it)."""
+    for err in errors:
+        seen: BaseException | None = err
+        while seen is not None:
+            if isinstance(seen, FileReadError):
+                raise seen
+            seen = seen.__cause__ or seen.__context__
+
+
 @dataclass(frozen=True)
 class _Finding:
     """A violation before it is given its place (file, row group, column)."""
@@ -686,6 +711,7 @@ def _check_chunk(
     except Unmapped as err:
         return replace(base, notes=(f"values not checked: {err}",)), findings
     except (pa.ArrowException, OSError) as err:  # pyarrow cannot decode the chunk
+        _raise_read_error([err])  # unless our read of its bytes failed
         findings.append(_Finding("data", None, f"cannot read the chunk's values: {err}"))
         return base, findings
     try:

@@ -25,7 +25,12 @@ from parquet_bloom import _logical as logical
 from parquet_bloom._io.ranges import ByteRange, ReadBuffer, coalesce
 from parquet_bloom._io.source import ByteSource, read_footer
 from parquet_bloom._sbbf import MAX_NUM_BYTES, MIN_NUM_BYTES, SplitBlockBloomFilter
-from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
+from parquet_bloom.errors import (
+    BloomFilterError,
+    CorruptFileError,
+    FileReadError,
+    UnsupportedFileError,
+)
 
 # A filter without bloom_filter_length: read this much and hope it holds header and bitset. The
 # header is 15 to 19 bytes, so this covers whole filters up to about 256 KiB (a 1 % filter for
@@ -467,10 +472,14 @@ class BloomFilterReader:
     ) -> dict[ByteRange, BloomFilterError]:
         """Read ``ranges``, coalesced, into ``buffer`` (and ``keep``); returns the ranges that
         could not be read. When a coalesced read fails (a truncated file, say), each range is
-        read alone, so that one bad range does not spoil the others."""
+        read alone, so that one bad range does not spoil the others; not when the store failed
+        to answer (a :class:`FileReadError`), which says nothing about the ranges: every one
+        is then unread with that error, without asking a failing store again."""
         merged = coalesce(ranges, self._source.max_gap)
         try:
             datas = self._source.read(merged)
+        except FileReadError as err:
+            return dict.fromkeys(ranges, err)
         except BloomFilterError:
             datas = None
         if datas is not None:

@@ -6,7 +6,8 @@ line on stderr and exit status 2, never a traceback. With several files, a progr
 stderr when stderr is a terminal or ``--progress`` is given.
 
 Exit status: 0 success; 1 ``probe`` found every row group excluded, or ``check`` found a
-violation; 2 bad input or usage.
+violation; 2 bad input or usage, or a file that could not be read (a store's error, a reset, a
+timeout, an object gone mid-run: never a violation, whatever read failed).
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ def _each_file(
             if not entry.listed and isinstance(e, FileNotFoundError | IsADirectoryError):
                 try:
                     inner = location.list_files(name + "/", storage_options=options)
-                except (FileNotFoundError, NotADirectoryError):
+                except _INPUT_ERRORS:  # not a prefix either: the first error says what
                     inner = []
                 if inner:
                     queue.extendleft(reversed(inner))
@@ -750,7 +751,7 @@ def _parser() -> argparse.ArgumentParser:
         prog=PROG,
         description="Inspect, probe, check and rewrite the Bloom filters of Parquet files.",
         epilog="Exit status: 0 ok; 1 probe excluded everything / check found violations; "
-        "2 bad input.",
+        "2 bad input, or a file that could not be read.",
     )
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)

@@ -76,10 +76,15 @@ class UnsupportedFileError(BloomFilterError):
 
 
 class FileReadError(BloomFilterError):
-    """The bytes of a file could not be fetched: a connection refused or reset, a timeout, a
-    server error its filesystem gave up retrying. Nothing is known about the file's contents,
-    and the same call may succeed later. (A file that is not there, or not ours to read, stays
-    FileNotFoundError or PermissionError.)"""
+    """The bytes of a file could not be fetched: a connection refused or reset, a body cut
+    short, a timeout, a server error its filesystem gave up retrying, or the object gone after
+    a request about it had succeeded (deleted or replaced while it was read). Nothing is known
+    about the file's contents, and the same call may succeed later: never a finding about the
+    file (``check`` reports it as an error, not a violation). ``source`` is the file as the
+    caller named it (its URL), ``offset`` where the failed read started (None for a size
+    look-up, a listing, or a first read from the end); the message gives the length. (A file
+    that is not there when first asked for, or not ours to read, stays FileNotFoundError or
+    PermissionError, naming it.)"""
 
 
 class TableFileError(ValueError):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from parquet_bloom._audit import check_file
 from parquet_bloom._sizing import expected_num_bytes, fold_to_fpp
-from parquet_bloom.errors import BloomFilterError
+from parquet_bloom.errors import BloomFilterError, FileReadError
 
 if TYPE_CHECKING:
     from hypothesis.strategies import SearchStrategy
@@ -55,12 +55,17 @@ def assert_bloom_filters_valid(
     protocol), its filesystem configured by ``storage_options``.
 
     The message lists every violation with its file, row group, column and, for a value missing
-    from its chunk's filter, the first such value. A file whose footer cannot be read fails too.
-    An unknown column or a bad ``max_fpp`` is a mistake in the test, raised as ValueError.
+    from its chunk's filter, the first such value. A file whose footer cannot be decoded fails
+    too. An unknown column or a bad ``max_fpp`` is a mistake in the test, raised as ValueError.
+    A read that fails (the store's error, a reset, a timeout, the object gone mid-run) says
+    nothing about the writer: it is raised as :class:`~parquet_bloom.errors.FileReadError`, an
+    error of the test run rather than a failed assertion; a missing file as FileNotFoundError.
     """
     name = os.fspath(path)
     try:
         report = check_file(name, columns, max_fpp, storage_options=storage_options)
+    except FileReadError:
+        raise
     except BloomFilterError as err:
         raise AssertionError(f"Bloom filters of {name} cannot be checked: {err}") from err
     if report.ok:

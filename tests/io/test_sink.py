@@ -663,6 +663,66 @@ def test_a_failed_rename_leaves_no_file(
     assert os.listdir(tmp_path) == []
 
 
+# A real failure of the output's writes, no stand-in: the kernel refuses writes past the
+# process's file size limit (RLIMIT_FSIZE) with EFBIG, as a full disk refuses them with ENOSPC;
+# SIGXFSZ, which would kill the process first, is ignored. In a child process, so that the
+# limit is its own.
+_LIMITED_REWRITE = """
+import json, resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[3]), int(sys.argv[3])))
+import parquet_bloom as pb
+try:
+    pb.rewrite_bloom_filters(sys.argv[1], sys.argv[2], columns=["id"])
+except OSError as err:
+    print(json.dumps([type(err).__name__, err.errno, err.filename, str(err)]))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="RLIMIT_FSIZE is POSIX")
+def test_an_output_that_cannot_grow_names_its_path_and_leaves_nothing(
+    sources: dict[str, Path], tmp_path: Path
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    src = sources["pyarrow-filters"]
+    out = tmp_path / "out" / "rewritten.parquet"
+    out.parent.mkdir()
+    limit = 16 * 1024
+    assert src.stat().st_size > 2 * limit
+    done = subprocess.run(
+        [sys.executable, "-B", "-c", _LIMITED_REWRITE, str(src), str(out), str(limit)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    kind, number, filename, message = json.loads(done.stdout)
+    assert (kind, number) == ("OSError", errno.EFBIG), done.stdout
+    assert filename == str(out)
+    assert str(out) in message and "bytes" in message, message
+    assert os.listdir(out.parent) == []
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
+def test_an_output_directory_not_ours_to_write_names_the_output(
+    sources: dict[str, Path], tmp_path: Path
+) -> None:
+    # A directory without write permission; root writes anywhere but in sysfs, which refuses
+    # new files to everyone.
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    if os.geteuid() == 0:
+        if not os.path.isdir("/sys/kernel"):
+            pytest.skip("root, and no sysfs to be refused by")
+        locked = Path("/sys")
+    with pytest.raises(PermissionError) as caught:
+        rewrite_bloom_filters(sources["pyarrow-plain"], locked / "out.parquet", columns=["id"])
+    assert caught.value.filename == str(locked / "out.parquet")
+
+
 @pytest.mark.parametrize("direct", [False, True])
 def test_a_failure_while_building_filters_creates_no_file(
     sources: dict[str, Path], direct: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

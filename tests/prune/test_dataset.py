@@ -469,6 +469,7 @@ def test_a_corrupt_filter_keeps_its_row_group_and_warns(files: list[Path], tmp_p
     with pytest.warns(pb.BloomFilterWarning, match=r"broken\.parquet.*row group 2"):
         report = check(dataset, expression)
     assert report.filters_unreadable == 1
+    assert report.unreadable_files == (str(broken),)
     with pytest.warns(pb.BloomFilterWarning):
         kept = prune(dataset, expression).dataset
     assert [(Path(f.path).name, [rg.id for rg in f.row_groups]) for f in kept.get_fragments()] == [

@@ -22,6 +22,7 @@ install (:func:`install_hint`).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import urllib.parse
@@ -265,7 +266,9 @@ def list_files(
     local file stands for itself. A remote name without ``/`` at the end or glob characters
     stands for one object, unlisted (no request made), unless ``list_plain``: then it is
     listed too, as a directory if it is one. A list of names is the concatenation of each
-    name's files. An empty listing raises FileNotFoundError.
+    name's files. An empty listing raises FileNotFoundError. A listing that fails (the store's
+    error, a reset, a timeout) raises :class:`~parquet_bloom.errors.FileReadError` naming
+    ``source``; a name the store says is not there, FileNotFoundError naming it.
     """
     if not isinstance(source, str | os.PathLike):
         entries = []
@@ -294,13 +297,15 @@ def list_files(
         else:
             return [Entry(path, None, None)]  # opening it reports a missing file
     elif has_glob(path):
-        entries = _glob(path, as_directory, lambda root: _find(fs, root))
+        entries = _glob(path, as_directory, lambda root: _listing(text, fs, root))
     elif as_directory or list_plain:
-        entries = [e for rel, e in _find(fs, path.rstrip("/")) if not is_hidden(rel.split("/"))]
+        listed = _listing(text, fs, path.rstrip("/"))
+        entries = [e for rel, e in listed if not is_hidden(rel.split("/"))]
     else:
         return [Entry(path, None, fs, listed=False)]
     if not entries:
-        raise FileNotFoundError(f"no Parquet files under {text}")
+        # "[Errno 2] no Parquet files under: 's3://bucket/t/'", the name as its filename
+        raise FileNotFoundError(errno.ENOENT, "no Parquet files under", text)
     return entries
 
 
@@ -335,6 +340,15 @@ def _walk(root: str, *, keep_prefix: bool = True) -> list[tuple[str, Entry]]:
             out.append((rel, Entry(full if keep_prefix else rel, size, None)))
     out.sort(key=lambda pair: pair[1].path)
     return out
+
+
+def _listing(name: str, filesystem: Any, root: str) -> list[tuple[str, Entry]]:
+    """:func:`_find`, its failures in the library's terms, naming ``name`` (what the caller
+    asked to list): the same mapping as a read's (:func:`parquet_bloom._io.source.fetching`)."""
+    from parquet_bloom._io.source import fetching  # source imports this module
+
+    with fetching(name, action="list"):
+        return _find(filesystem, root)
 
 
 def _find(filesystem: Any, root: str) -> list[tuple[str, Entry]]:

@@ -117,6 +117,13 @@ SPLICE_PIPE_SIZE = 1024 * 1024
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, which Python names on Linux only
 
 
+# Errors of writing the output itself (its device, its quota, its size limit, a read-only file
+# system), which name no file: the sink names its target in them.
+_OUTPUT_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EFBIG, errno.EROFS} | {getattr(errno, "EDQUOT", errno.ENOSPC)}
+)
+
+
 class Cancelled(Exception):
     """A copy was told to stop (its caller failed elsewhere): the sink is to be aborted."""
 
@@ -148,14 +155,24 @@ class FileSink:
             raise FileNotFoundError(
                 errno.ENOENT, f"no directory to write {self.target!r} in", self._directory
             )
-        self._tmp_path, self._out = open_temporary(self._directory, os.path.basename(self.target))
+        try:
+            self._tmp_path, self._out = open_temporary(
+                self._directory, os.path.basename(self.target)
+            )
+        except OSError as err:  # it would name our temporary file, not the output
+            if err.errno is None:
+                raise
+            reason = f"{err.strerror or err}: cannot write {self.target}"
+            raise type(err)(err.errno, reason, self.target) from err
         return self
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         assert self._tmp_path is not None and self._out is not None
         committed = False
+        written = None
         try:
             try:
+                written = self._out.tell()
                 if exc_type is None:
                     self.sync()
             finally:
@@ -166,16 +183,34 @@ class FileSink:
                     _take_ownership_and_mode(self._tmp_path, self._like)
                 os.replace(self._tmp_path, self.target)
                 committed = True
+        except OSError as err:  # the final sync, close or rename
+            named = self._named(err, written)
+            if named is err:
+                raise
+            raise named from err
         finally:
             if not committed:
                 with suppress(FileNotFoundError):
                     os.unlink(self._tmp_path)
+        if isinstance(exc, OSError) and exc.errno in _OUTPUT_ERRNOS and exc.filename is None:
+            # The output's own failure (a full disk, a file size limit) inside the block:
+            # named here, where the target is known, once the temporary file is gone.
+            raise self._named(exc, written).with_traceback(exc.__traceback__) from exc
         if committed:
             deferred = _deferred_syncs.get()
             if deferred is None:
                 _fsync_directory(self._directory)
             else:
                 deferred.add(self._directory)
+
+    def _named(self, err: OSError, written: int | None) -> OSError:
+        """``err`` (same type and errno) naming the target and how far the output got; an
+        error that names a file already is left as it is."""
+        if err.filename is not None or err.errno is None:
+            return err
+        where = "" if written is None else f" after {written:,} bytes"
+        reason = err.strerror or str(err)
+        return type(err)(err.errno, f"{reason}: cannot write {self.target}{where}", self.target)
 
     # -- output -------------------------------------------------------------------------------
 

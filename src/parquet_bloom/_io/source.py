@@ -34,6 +34,8 @@ __all__ = [
     "ByteSource",
     "Footer",
     "SourceFile",
+    "describe_range",
+    "fetching",
     "read_footer",
 ]
 
@@ -85,18 +87,24 @@ class ByteSource:
         filesystem: Any | None = None,
         storage_options: Mapping[str, Any] | None = None,
         size: int | None = None,
+        exists: bool = False,
     ) -> None:
         """``source``: a local path, a URL (``file://``, or any fsspec protocol, resolved with
         ``storage_options`` by :func:`parquet_bloom._io.location.resolve`), a binary file object,
         or a path on ``filesystem``. ``size``, when known (a listing gave it), is trusted: no
         size lookup (HEAD) is made, and a read past the object's real end is a located short
-        read."""
+        read. ``exists``: the object is known to be there (another source of the same caller
+        has read it): a "not found" from its first request is then a read error, not a
+        missing file (see :func:`fetching`)."""
         if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
             raise TypeError(f"size must be an integer, not {type(size).__name__}")
         if size is not None and size < 0:
             raise ValueError(f"size must be >= 0, not {size}")
         self.reads = 0
         self.bytes_read = 0
+        # Whether a request about the object succeeded: a "not found" from then on means it
+        # vanished while being read (fetching()).
+        self._found = exists
         self._lock = threading.Lock()
         self._fd: int | None = None  # a local file we opened: read with pread
         self._file: IO[bytes] | None = None  # a caller's file object: seek and read, locked
@@ -120,9 +128,10 @@ class ByteSource:
                 self.name = text if location.is_url(text) and "::" not in text else path
         if filesystem is not None:
             if hasattr(filesystem, "open_input_file"):  # pyarrow.fs.FileSystem
-                with _fetching(path, None):
+                with fetching(self.name, action="open", found=self._found):
                     self._arrow = filesystem.open_input_file(path)
                     self.size = int(self._arrow.size()) if size is None else size
+                self._found = True
             else:
                 self._fs = filesystem
                 self.size = size  # None: looked up, or learnt from a suffix read, when needed
@@ -164,8 +173,9 @@ class ByteSource:
         if self._size is None:
             if self._fs is None:
                 raise ValueError(f"the size of {self.name} is not known")
-            with _fetching(self.name, None):
+            with fetching(self.name, action="look up", found=self._found):
                 size = _fsspec_size(self._fs, self.name)
+            self._found = True
             with self._lock:
                 self.size_lookups += 1
             self._size = size
@@ -200,8 +210,9 @@ class ByteSource:
         the size is not known, one suffix-range read gives both where the backend allows it
         (s3fs, fsspec's HTTP); elsewhere the size is looked up first."""
         if self._size is None and self._fs is not None:
-            with _fetching(self.name, None):
+            with fetching(self.name, None, length, found=self._found):
                 got = _suffix_read(self._fs, self.name, length)
+            self._found = True
             if got is not None:
                 data, size = got
                 self._count_read(len(data))
@@ -215,6 +226,8 @@ class ByteSource:
                 return size - len(data), data
         size = self.size
         n = min(size, length)
+        if n == 0:  # an empty file: nothing to read (a read of no bytes may read them all)
+            return size, b""
         return size - n, self.read_exact(size - n, n)
 
     def _count_read(self, length: int) -> None:
@@ -229,13 +242,15 @@ class ByteSource:
         if not ranges:
             return []
         if self._fs is not None:
-            with _fetching(self.name, ranges[0].offset):
+            start, end = ranges[0].offset, max(r.end for r in ranges)
+            with fetching(self.name, start, end - start, found=self._found):
                 fetched = self._fs.cat_ranges(
                     [self.name] * len(ranges),
                     [r.offset for r in ranges],
                     [r.end for r in ranges],
                     on_error="raise",
                 )
+            self._found = True
             datas = [bytes(d) for d in fetched]
         else:
             datas = [self._read_one(r) for r in ranges]
@@ -281,7 +296,7 @@ class ByteSource:
                 at += len(part)
             return b"".join(parts) if len(parts) != 1 else parts[0]
         if self._arrow is not None:
-            with _fetching(self.name, r.offset):
+            with fetching(self.name, r.offset, r.length, found=True):
                 return bytes(self._arrow.read_at(r.length, r.offset))
         assert self._file is not None
         with self._lock:
@@ -307,27 +322,78 @@ class ByteSource:
 
 
 # What a filesystem raises that says exactly what is wrong with the file, not with fetching it.
+# (FileNotFoundError and PermissionError are named by :func:`fetching`, which also decides
+# whether a "not found" is one.)
 _PRECISE = (
     BloomFilterError,
-    FileNotFoundError,
-    PermissionError,
     IsADirectoryError,
     NotADirectoryError,
     TypeError,
 )
 
 
+def _detail(err: BaseException) -> str:
+    """What an error says, never nothing: fsspec's FSTimeoutError and asyncio's timeouts have
+    no message."""
+    text = " ".join(str(err).split())
+    if text:
+        return text
+    return "timed out" if isinstance(err, TimeoutError) else "no detail given"
+
+
+def describe_range(offset: int | None, length: int | None) -> str:
+    """A read's bytes as a message names them: ``" 660 bytes at offset 51655"``, ``" the last
+    8 bytes"`` (a suffix read: the size is not known yet), nothing for no range (a look-up, a
+    listing)."""
+    if offset is None:
+        return "" if length is None else f" the last {length} bytes"
+    return f" from offset {offset}" if length is None else f" {length} bytes at offset {offset}"
+
+
 @contextmanager
-def _fetching(name: str, offset: int | None) -> Iterator[None]:
-    """A filesystem's failure to fetch bytes (botocore's connection errors, a 5xx it gave up
-    retrying, aiohttp's payload errors, a timeout) as a located :class:`FileReadError`."""
+def fetching(
+    name: str,
+    offset: int | None = None,
+    length: int | None = None,
+    *,
+    found: bool = False,
+    action: str = "read",
+) -> Iterator[None]:
+    """A filesystem's failure to fetch bytes of ``name`` (botocore's connection errors, a 5xx
+    it gave up retrying, aiohttp's response and payload errors, a timeout) as a located
+    :class:`FileReadError` naming ``name`` and the bytes asked for (``offset``, ``length``:
+    :func:`describe_range`). ``action`` names what was being done ("read", "list", "look up").
+
+    Not found is not always the same thing. Before anything was fetched (``found`` False: the
+    first request about the object), the object is missing: FileNotFoundError, naming
+    ``name``. Once a request about it succeeded (``found``), a "not found" means the object
+    was deleted or replaced while it was being read: a read error like any other, located.
+    A refusal (PermissionError) stays one, naming ``name``."""
     try:
         yield
     except _PRECISE:
         raise
+    except FileNotFoundError as err:
+        if found:
+            raise FileReadError(
+                f"cannot {action}{describe_range(offset, length)}: not found after it was "
+                f"read (deleted or replaced meanwhile): {type(err).__name__}: {_detail(err)}",
+                source=name,
+                offset=offset,
+            ) from err
+        if err.filename == name:
+            raise
+        raise FileNotFoundError(errno.ENOENT, _detail(err), name) from err
+    except PermissionError as err:
+        if err.filename == name:
+            raise
+        raise PermissionError(errno.EACCES, _detail(err), name) from err
     except Exception as err:
         raise FileReadError(
-            f"cannot read: {type(err).__name__}: {err}", source=name, offset=offset
+            f"cannot {action}{describe_range(offset, length)}: {type(err).__name__}: "
+            f"{_detail(err)}",
+            source=name,
+            offset=offset,
         ) from err
 
 

@@ -57,7 +57,7 @@ from parquet_bloom._prune.indexed import Decision, decide
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom._sbbf import SplitBlockBloomFilter
 from parquet_bloom._threads import prune_pool
-from parquet_bloom.errors import BloomFilterError
+from parquet_bloom.errors import BloomFilterError, FileReadError
 
 # Files pruned at once. Pruning waits on requests (one a file, mostly), so more threads than
 # cores pay off on object storage: measured over 200 files with 20 ms a request, 16 in flight
@@ -88,20 +88,24 @@ class PruneReport:
     """What pruning skipped and what it cost.
 
     Sizes are the row groups' compressed column chunk bytes (``total_compressed_size``), what a
-    scan of all columns would read; a file whose footer we cannot read counts its row groups
-    but not their bytes. ``requests`` are our own requests (on object storage, each a round
-    trip): ``reads`` (footers and filters; ``filter_reads`` those after the footer's, none
-    when the tail read held the filters, at most one per file when a writer keeps a file's
-    filters together) and size lookups (none when a listing gave the size); ``bytes_read``
+    scan of all columns would read; a file whose footer we cannot decode counts its row groups
+    (as pyarrow counts them) but not their bytes, and one we cannot fetch neither.
+    ``requests`` are our own requests (on object storage, each a round trip): ``reads``
+    (footers and filters; ``filter_reads`` those after the footer's, none when the tail read
+    held the filters, at most one per file when a writer keeps a file's filters together) and
+    size lookups (none when a listing gave the size); ``bytes_read``
     their bytes; ``per_file`` each file's :class:`FileCost`, in the order of the dataset's
     files. pyarrow's own requests (listing, schema inference, the scan) are not counted.
     ``filters_unreadable`` counts column chunk filters that could not be used (their row
-    groups were kept, with a :class:`BloomFilterWarning`). A filter with nothing a Bloom
-    filter can decide reads nothing at all and counts only ``files``. With an index,
-    ``index_files`` were decided by it without opening them (``files`` and ``files_skipped``
-    count them, the row group and byte counts do not: their footers were not read), and
-    ``index_reads`` and ``index_bytes_read`` are the index's reads (also in ``requests``,
-    ``reads`` and ``bytes_read``).
+    groups were kept, with a :class:`BloomFilterWarning`); ``unreadable_files`` names the files
+    (by URL on object storage) whose footer or some filter could not be read or used, a store's
+    failure or a missing object as much as a corrupt footer: all their row groups, or those of
+    the filters concerned, were kept. A filter with nothing a Bloom filter can decide reads
+    nothing at all and counts only ``files``. With an index, ``index_files`` were decided by
+    it without opening them (``files`` and ``files_skipped`` count them, the row group and
+    byte counts do not: their footers were not read), and ``index_reads`` and
+    ``index_bytes_read`` are the index's reads (also in ``requests``, ``reads`` and
+    ``bytes_read``).
     """
 
     files: int = 0
@@ -116,6 +120,7 @@ class PruneReport:
     filters_unreadable: int = 0
     requests: int = 0
     per_file: tuple[FileCost, ...] = ()
+    unreadable_files: tuple[str, ...] = ()
     index_files: int = 0
     index_reads: int = 0
     index_bytes_read: int = 0
@@ -133,6 +138,13 @@ class PruneReport:
             f"{self.requests} requests ({self.reads} reads, {self.filter_reads} for filters "
             f"alone), {self.bytes_read:,} bytes read"
             + (f"; {self.filters_unreadable} filters unreadable" if self.filters_unreadable else "")
+            + (
+                f"; {len(self.unreadable_files)} files not read in full (their row groups kept): "
+                + ", ".join(self.unreadable_files[:3])
+                + (", ..." if len(self.unreadable_files) > 3 else "")
+                if self.unreadable_files
+                else ""
+            )
             + (
                 f"; {self.index_files} files decided by the index ({self.index_reads} reads, "
                 f"{self.index_bytes_read:,} bytes)"
@@ -266,7 +278,17 @@ def _listed_dataset(
     names = {e.path: file_key(e.name) for e in entries}
     if fs is not None and not isinstance(fs, pafs.FileSystem):
         fs = pafs.PyFileSystem(_ListedFiles(fs, sizes))
-    dataset = ds.dataset([e.path for e in entries], format="parquet", filesystem=fs)
+    paths = [e.path for e in entries]
+    try:
+        dataset = ds.dataset(paths, format="parquet", filesystem=fs)
+    except (BloomFilterError, OSError, pa.ArrowException):
+        # pyarrow takes the schema from the first file's footer. When that file cannot be
+        # read (gone since the listing, a store's failure), the schema comes from the first
+        # file that can be: the unreadable one stays in, and pruning keeps its row groups.
+        schema = _first_readable_schema(entries[1:])
+        if schema is None:
+            raise
+        dataset = ds.dataset(paths, schema=schema, format="parquet", filesystem=fs)
     return dataset, sizes, names
 
 
@@ -289,6 +311,18 @@ def _describe(fs: Any | None) -> str:
     if fs is None:
         return "the local filesystem"
     return type(fs).__name__
+
+
+def _first_readable_schema(entries: Sequence[location.Entry]) -> pa.Schema | None:
+    """The Arrow schema of the first of ``entries`` whose footer can be read, as pyarrow's
+    dataset discovery would take it from that file; None if none can be."""
+    for entry in entries:
+        try:
+            with BloomFilterReader(entry.path, filesystem=entry.filesystem, size=entry.size) as r:
+                return _physical_schema(r)
+        except (BloomFilterError, OSError, pa.ArrowException):
+            continue
+    return None
 
 
 class _ListedFiles(pafs.FSSpecHandler):  # type: ignore[misc]
@@ -506,6 +540,7 @@ def _prune_fragment(
     size = reading.sizes.get(fragment.path)
     row_group_ids = _fragment_row_groups(fragment)
     report = PruneReport(files=1)
+    name = _file_name(fragment.path, filesystem)
     keys = ds.get_partition_keys(fragment.partition_expression)
     if all(m.column[0] in keys for m in members(tree)):
         # Only partition keys, which are not in the file: nothing to read, every row group
@@ -521,9 +556,15 @@ def _prune_fragment(
                     fragment.path, filesystem=filesystem, size=size, tail_size=reading.tail_size
                 )
             )
-        except BloomFilterError as err:
-            report = replace(_costs(report, fragment.path, None), row_groups=_count(fragment))
-            return _Outcome(fragment, report, f"{err}; keeping all row groups of the file")
+        except (BloomFilterError, OSError) as err:
+            # Any file we cannot read, a missing one too (deleted since the listing): one
+            # file's trouble must not fail the pruning of the others, nor drop its rows.
+            report = replace(
+                _costs(report, fragment.path, None),
+                row_groups=_count(fragment, err),
+                unreadable_files=(name,),
+            )
+            return _Outcome(fragment, report, _keeping_all(name, err))
         try:  # a row group's column chunks are checked when first read
             if row_group_ids is None:
                 row_group_ids = list(range(reader.num_row_groups))
@@ -539,9 +580,9 @@ def _prune_fragment(
             footer = (reader.requests, reader.bytes_read)
             pruning = _FilePruning(reader, schema, physical_schema, list(row_groups))
             keep = pruning.might_match(tree)
-        except BloomFilterError as err:
-            report = _costs(report, fragment.path, reader)
-            return _Outcome(fragment, report, f"{err}; keeping all row groups of the file")
+        except (BloomFilterError, OSError) as err:
+            report = replace(_costs(report, fragment.path, reader), unreadable_files=(name,))
+            return _Outcome(fragment, report, _keeping_all(name, err))
         kept = [rg for rg, k in zip(row_groups, keep, strict=True) if k]
         report = _costs(
             replace(
@@ -553,6 +594,7 @@ def _prune_fragment(
                 ),
                 filter_reads=reader.requests - footer[0],
                 filters_unreadable=len(pruning.unreadable),
+                unreadable_files=(name,) if pruning.unreadable else (),
             ),
             fragment.path,
             reader,
@@ -560,7 +602,7 @@ def _prune_fragment(
     problem = None
     if pruning.unreadable:
         problem = (
-            f"{len(pruning.unreadable)} Bloom filter(s) of {fragment.path} could not be read, "
+            f"{len(pruning.unreadable)} Bloom filter(s) of {name} could not be read, "
             f"so their row groups were kept; first: {pruning.unreadable[0]}"
         )
     if len(kept) == len(row_groups):
@@ -585,9 +627,34 @@ def _compressed_size(row_group: Any) -> int:
     return sum(row_group.column(j).total_compressed_size for j in range(row_group.num_columns))
 
 
-def _count(fragment: ds.ParquetFileFragment) -> int:
-    """The row groups of a fragment whose footer we could not read, as pyarrow counts them
-    (0 when pyarrow cannot read it either)."""
+def _file_name(path: str, filesystem: Any) -> str:
+    """A fragment's file as a person names it: its URL on an fsspec filesystem, else its
+    path."""
+    if filesystem is None or isinstance(filesystem, pafs.FileSystem):
+        return path
+    return location.Entry(path, None, filesystem).name
+
+
+def _keeping_all(name: str, err: Exception) -> str:
+    """The warning for a file whose footer or filters could not be read: it names the file
+    once (our errors name it already)."""
+    text = " ".join(str(err).split()) or type(err).__name__
+    if name not in text and _path_of(name) not in text:
+        text = f"{name}: {text}"
+    return f"{text}; keeping all row groups of the file"
+
+
+def _path_of(name: str) -> str:
+    """A URL without its scheme (``s3://b/k`` -> ``b/k``), as fsspec names a path."""
+    return name.split("://", 1)[-1]
+
+
+def _count(fragment: ds.ParquetFileFragment, err: Exception) -> int:
+    """The row groups of a fragment whose footer we could not decode, as pyarrow counts them
+    (0 when pyarrow cannot read it either). A file we could not fetch (a store's failure, a
+    missing object) is not asked for again: 0."""
+    if isinstance(err, FileReadError | OSError):
+        return 0
     try:
         return int(fragment.num_row_groups)
     except (pa.ArrowException, OSError):
@@ -859,9 +926,8 @@ def prune_reader(
         )
         keep = pruning.might_match(tree)
     except BloomFilterError as err:
-        return FilePruned(
-            everything, _costs(report, path, reader), f"{err}; keeping all row groups of the file"
-        )
+        report = replace(_costs(report, path, reader), unreadable_files=(path,))
+        return FilePruned(everything, report, f"{err}; keeping all row groups of the file")
     kept = [rg for rg in everything if keep[rg]]
     report = _costs(
         replace(
@@ -871,6 +937,7 @@ def prune_reader(
             compressed_bytes_skipped=sum(sizes) - sum(sizes[rg] for rg in kept),
             filter_reads=reader.requests - requests_before,
             filters_unreadable=len(pruning.unreadable),
+            unreadable_files=(path,) if pruning.unreadable else (),
         ),
         path,
         reader,

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from parquet_bloom import _format as fmt
 from parquet_bloom._io import location
 from parquet_bloom._io.ranges import ByteRange, ReadBuffer, coalesce
-from parquet_bloom._io.source import ByteSource, read_footer
+from parquet_bloom._io.source import ByteSource, fetching, read_footer
 from parquet_bloom._rewrite import plan
 from parquet_bloom._rewrite.build import FilterBuilds, Ndv, Sizing, check_sizing
 from parquet_bloom._rewrite.output import BodyCopy, is_s3, open_sink, write_filters, write_footer
@@ -243,11 +243,15 @@ def rewrite_bloom_filters(
     else:
         # One request for the size and the ETag: the version the rewrite reads, on which an
         # in-place rewrite and the store's copies are conditional.
-        info = source_fs.info(source_path)
+        # Its failures are a read's (fetching): a located FileReadError, or FileNotFoundError
+        # naming src. Read errors from here on name src as given (its URL).
+        with fetching(source, action="look up"):
+            info = source_fs.info(source_path)
         if info.get("type") == "directory":
             raise IsADirectoryError(errno.EISDIR, "src is a directory, not a file", source)
         etag = info.get("ETag")
-        opened = ByteSource(source_path, filesystem=source_fs, size=int(info["size"]))
+        name = source if location.is_url(source) and "::" not in source else source_path
+        opened = ByteSource(name, filesystem=source_fs, size=int(info["size"]), exists=True)
     with opened as file:
         report.bytes_before = file.size
         try:
