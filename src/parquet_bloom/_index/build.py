@@ -19,7 +19,7 @@ from parquet_bloom import __version__
 from parquet_bloom import _format as fmt
 from parquet_bloom._index import entries as ent
 from parquet_bloom._index import layout, puffin, slices, store
-from parquet_bloom._index.files import IndexedFile, dataset_files
+from parquet_bloom._index.files import IndexedFile, dataset_files, file_columns
 from parquet_bloom._io import location
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._prune.dataset import file_schema
@@ -109,6 +109,7 @@ class _Read:
     types: dict[str, dict[str, str]] = field(default_factory=dict)
     arrow: dict[str, str] = field(default_factory=dict)  # column -> its top-level Arrow field
     filters: dict[str, list[bytes | None]] = field(default_factory=dict)
+    own: dict[str, str] = field(default_factory=dict)  # column -> its path in the file
     error: str | None = None
     data_error: str | None = None  # why filters could not be built from the values
     reads: int = 0
@@ -227,12 +228,15 @@ def write_segment(
     require_columns: bool = True,
     from_data: FromData = None,
     fpp: float | None = None,
+    fields: Mapping[str, int] | None = None,
+    snapshot: tuple[int, int] = (-1, -1),
 ) -> tuple[IndexBuildReport, Segment]:
     """Read ``files``' filters of ``columns`` and write them as one Puffin file at ``target``
     (``require_columns``: a column no file has is a ValueError). ``from_data``: build from the
     values the filters of the row groups that have none (``"missing"``) or of every row group
     (``"all"``), at false-positive rate ``fpp`` (default about 1/N for N row groups: a lookup
-    over the whole index then expects about one false candidate)."""
+    over the whole index then expects about one false candidate). ``fields`` and ``snapshot``
+    as :func:`write_blobs` takes them."""
     reads = list(read_pool().map(partial(_read_file, columns), files))
     missing = [c for c in columns if not any(c in r.types for r in reads)]
     if require_columns and missing and any(r.error is None for r in reads):
@@ -255,7 +259,7 @@ def write_segment(
         report.columns[column] = summary
         blobs += _column_blobs(column, reads, summary)
     blobs.append(_files_blob(reads))
-    segment = write_blobs(target, blobs, columns, storage_options)
+    segment = write_blobs(target, blobs, columns, storage_options, fields=fields, snapshot=snapshot)
     report.index_bytes = segment.size
     return report, segment
 
@@ -286,7 +290,7 @@ def _filters_from_data(columns: list[str], sizing: Sizing, every: bool, got: _Re
             ByteSource(file.path, filesystem=file.filesystem, size=reader.size) as source,
         ):
             md = fmt.decode_file_metadata(reader.footer_bytes, full=True)
-            targets = [reader.column_chunk(rg, column) for column, rg in wanted]
+            targets = [reader.column_chunk(rg, got.own[column]) for column, rg in wanted]
             with FilterBuilds(source, targets, reader.schema_leaves, md, sizing) as builds:
                 for (column, rg), chunk in zip(wanted, targets, strict=True):
                     bloom = builds.result((chunk.row_group, chunk.column_index))
@@ -308,19 +312,24 @@ def _read_file(columns: list[str], file: IndexedFile) -> _Read:
             got.size = reader.size
             groups = reader.metadata.row_groups or []
             got.rows = [int(rg.num_rows) for rg in groups]
-            present = [c for c in columns if c in reader.columns]
+            named = file_columns(file, reader.schema_leaves, columns)
+            if named is None:
+                raise UnsupportedFileError(
+                    "its schema has no field ids to find the columns by", source=file.key
+                )
+            got.own = named
             leaves = {leaf.path: leaf for leaf in reader.schema_leaves}
-            found, failed = reader.filters_with_errors(present)
-            schema = file_schema(reader) if present else None
-            for column in present:
-                got.types[column] = fmt.leaf_type_properties(leaves[column])
+            found, failed = reader.filters_with_errors(list(named.values()))
+            schema = file_schema(reader) if named else None
+            for column, own in named.items():
+                got.types[column] = fmt.leaf_type_properties(leaves[own])
                 assert schema is not None
-                top = schema.field(leaves[column].path_in_schema[0])
+                top = schema.field(leaves[own].path_in_schema[0])
                 got.arrow[column] = pa.schema([top]).serialize().to_pybytes().hex()
                 row = []
                 for rg in range(len(groups)):
-                    f = found.get((rg, column))
-                    row.append(None if f is None or (rg, column) in failed else f.to_bytes())
+                    f = found.get((rg, own))
+                    row.append(None if f is None or (rg, own) in failed else f.to_bytes())
                 got.filters[column] = row
             got.reads, got.bytes_read = reader.reads, reader.bytes_read
     except (CorruptFileError, UnsupportedFileError) as err:
@@ -409,8 +418,13 @@ def write_blobs(
     blobs: list[tuple[puffin.BlobMetadata, Iterable[bytes]]],
     columns: list[str],
     storage_options: Mapping[str, Any] | None,
+    *,
+    fields: Mapping[str, int] | None = None,
+    snapshot: tuple[int, int] = (-1, -1),
 ) -> Segment:
-    """Write the Puffin file (whole or not at all)."""
+    """Write the Puffin file (whole or not at all). ``fields``: each column's Iceberg field
+    id, put in its blobs' ``fields``; ``snapshot``: the snapshot id and sequence number the
+    index was built from, put in every blob's (-1 outside Iceberg)."""
     filesystem, path = location.resolve(target, storage_options=storage_options)
     if filesystem is None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -425,7 +439,7 @@ def write_blobs(
                 written += len(part)
             if written != meta.length:
                 raise AssertionError(f"blob {meta.type} wrote {written} bytes, not {meta.length}")
-            placed.append(_at(meta, at))
+            placed.append(_at(meta, at, fields or {}, snapshot))
             at += written
         footer = puffin.encode_footer(
             placed,
@@ -443,13 +457,21 @@ def _nonempty(parts: Iterable[bytes]) -> Iterator[bytes]:
     return (p for p in parts if p)
 
 
-def _at(meta: puffin.BlobMetadata, offset: int) -> puffin.BlobMetadata:
+def _at(
+    meta: puffin.BlobMetadata,
+    offset: int,
+    fields: Mapping[str, int],
+    snapshot: tuple[int, int],
+) -> puffin.BlobMetadata:
+    column = meta.properties.get(layout.COLUMN)
+    field_id = fields.get(column) if column is not None else None
+    snapshot_id, sequence_number = snapshot
     return puffin.BlobMetadata(
         meta.type,
         offset=offset,
         length=meta.length,
-        fields=meta.fields,
-        snapshot_id=meta.snapshot_id,
-        sequence_number=meta.sequence_number,
+        fields=meta.fields if field_id is None else (field_id,),
+        snapshot_id=meta.snapshot_id if snapshot_id < 0 else snapshot_id,
+        sequence_number=meta.sequence_number if sequence_number < 0 else sequence_number,
         properties=meta.properties,
     )

@@ -10,9 +10,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from parquet_bloom._format import SchemaLeaf
 from parquet_bloom._io import location
 
-__all__ = ["IndexedFile", "dataset_files", "file_key", "same_file"]
+__all__ = ["IndexedFile", "dataset_files", "file_columns", "file_key", "same_file"]
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,11 @@ class IndexedFile:
     """A file to index or to look up: ``key`` (how the index names it: an absolute local path,
     a URL, or a table's name of the file), where it is read (``path`` on ``filesystem``, None:
     local), ``size`` when known, and the table's identity of it (``modified``: Delta's
-    modification time in ms; ``sequence``: Iceberg's data sequence number; -1 where none)."""
+    modification time in ms; ``sequence``: Iceberg's data sequence number; -1 where none).
+
+    ``field_ids``: for a table that names columns by id (Iceberg), each index column's field
+    id; the file's column is then the leaf whose Parquet ``field_id`` it is, whatever its name
+    there (a column renamed since the file was written). None: columns are found by name."""
 
     key: str
     path: str
@@ -28,6 +33,7 @@ class IndexedFile:
     size: int | None = None
     modified: int = -1
     sequence: int = -1
+    field_ids: tuple[tuple[str, int], ...] | None = None
 
 
 def file_key(name: str) -> str:
@@ -43,6 +49,26 @@ def dataset_files(
     listed = location.list_files(source, storage_options=storage_options)
     files = [IndexedFile(file_key(e.name), e.path, e.filesystem, e.size) for e in listed]
     return sorted(files, key=lambda f: f.key)
+
+
+def file_columns(
+    file: IndexedFile, leaves: Iterable[SchemaLeaf], columns: Iterable[str]
+) -> dict[str, str] | None:
+    """Each of ``columns`` the file has -> its path in the file (a column it lacks is left
+    out): by name, or by field id where ``file.field_ids`` says. None when the file's columns
+    cannot be told by id (its schema has no field ids): no column of it can be ruled out."""
+    paths = [leaf.path for leaf in leaves]
+    if file.field_ids is None:
+        present = set(paths)
+        return {c: c for c in columns if c in present}
+    by_id: dict[int, str] = {}
+    for leaf in leaves:
+        if leaf.field_id is not None:
+            by_id.setdefault(leaf.field_id, leaf.path)
+    if paths and not by_id:
+        return None
+    ids = dict(file.field_ids)
+    return {c: by_id[ids[c]] for c in columns if c in ids and ids[c] in by_id}
 
 
 def same_file(known: tuple[int, int, int], file: IndexedFile) -> bool:

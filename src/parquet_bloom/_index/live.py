@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from parquet_bloom._index.files import IndexedFile, dataset_files, same_file
+from parquet_bloom._index.files import IndexedFile, dataset_files, file_columns, same_file
 from parquet_bloom._index.lookup import BloomIndex
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._threads import read_pool
@@ -118,7 +118,10 @@ def _probe(column: str, values: Any, file: IndexedFile) -> tuple[list[int], int,
     except (CorruptFileError, UnsupportedFileError):
         return [-1], 0, 0  # not a file we can read: it stays a candidate, whole
     with reader:
-        if column not in reader.columns:
+        named = file_columns(file, reader.schema_leaves, [column])
+        if named is None:
+            return [-1], reader.reads, reader.bytes_read  # its columns cannot be told apart
+        if column not in named:
             return [], reader.reads, reader.bytes_read
-        groups = reader.row_groups_might_contain(column, values)
+        groups = reader.row_groups_might_contain(named[column], values)
         return groups, reader.reads, reader.bytes_read

@@ -20,6 +20,7 @@ from parquet_bloom._index.build import (
     ColumnSummary,
     FromData,
     IndexBuildReport,
+    Segment,
     check_from_data,
     entries_blob,
     files_blob,
@@ -37,6 +38,7 @@ __all__ = [
     "CompactReport",
     "compact_files",
     "compact_index",
+    "merge_segments",
     "refresh_files",
     "refresh_index",
 ]
@@ -172,20 +174,17 @@ def compact_files(
                 for f in live
                 if f.key in rows_by_path and same_file(rows_by_path[f.key], f)
             }
-        blobs: list[tuple[puffin.BlobMetadata, Iterable[bytes]]] = []
-        for column in pointer.columns:
-            summary = ColumnSummary()
-            report.columns[column] = summary
-            blobs += _merged_column(column, idx.segments, keep, summary, report)
-        rows: list[list[Any]] = [
-            [path, size, modified, sequence]
-            for path, (size, modified, sequence) in sorted(rows_by_path.items())
-            if keep.get(path) == size
-        ]
-        blobs.append(files_blob(rows))
-    name = store.new_segment_name()
-    target = store.join(directory, name)
-    segment = write_blobs(target, blobs, list(pointer.columns), storage_options)
+        name = store.new_segment_name()
+        target = store.join(directory, name)
+        segment = merge_segments(
+            idx.segments,
+            [keep] * len(idx.segments),
+            rows_by_path,
+            list(pointer.columns),
+            target,
+            storage_options,
+            report,
+        )
     report.index_bytes = segment.size
     ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
     store.write_pointer(
@@ -193,6 +192,37 @@ def compact_files(
     )
     report.removed = _remove_unnamed(directory, {name}, storage_options, retain_seconds)
     return report
+
+
+def merge_segments(
+    segments: Sequence[IndexSegment],
+    keeps: Sequence[Mapping[str, int]],
+    file_rows: Mapping[str, tuple[int, int, int]],
+    columns: list[str],
+    target: str,
+    storage_options: Mapping[str, Any] | None,
+    report: CompactReport,
+    *,
+    fields: Mapping[str, int] | None = None,
+    snapshot: tuple[int, int] = (-1, -1),
+) -> Segment:
+    """Write one Puffin file at ``target`` holding the row groups of ``segments`` that
+    ``keeps`` keep (one mapping a segment: path -> the size of the file whose entries stay),
+    and the ``file_rows`` (path -> size, modified, sequence) of the files kept; ``fields`` and
+    ``snapshot`` as :func:`write_blobs` takes them. ``report`` counts what was kept."""
+    blobs: list[tuple[puffin.BlobMetadata, Iterable[bytes]]] = []
+    for column in columns:
+        summary = ColumnSummary()
+        report.columns[column] = summary
+        blobs += _merged_column(column, segments, keeps, summary, report)
+    kept = {path: size for keep in keeps for path, size in keep.items()}
+    rows: list[list[Any]] = [
+        [path, size, modified, sequence]
+        for path, (size, modified, sequence) in sorted(file_rows.items())
+        if kept.get(path) == size
+    ]
+    blobs.append(files_blob(rows))
+    return write_blobs(target, blobs, columns, storage_options, fields=fields, snapshot=snapshot)
 
 
 def _directory(index_location: str | os.PathLike[str]) -> str:
@@ -207,8 +237,8 @@ def _directory(index_location: str | os.PathLike[str]) -> str:
 
 def _merged_column(
     column: str,
-    segments: list[IndexSegment],
-    keep_size: Mapping[str, int],
+    segments: Sequence[IndexSegment],
+    keeps: Sequence[Mapping[str, int]],
     summary: ColumnSummary,
     report: CompactReport,
 ) -> list[tuple[puffin.BlobMetadata, Iterable[bytes]]]:
@@ -217,7 +247,8 @@ def _merged_column(
     by_size: dict[int, list[tuple[bytes, list[ent.Entry], npt.NDArray[np.intp], int]]] = {}
     none: list[ent.Entry] = []
     kind: dict[str, str] | None = None
-    for segment in segments:
+    arrow: str | None = None
+    for segment, keep_size in zip(segments, keeps, strict=True):
         for c in segment.column_classes(column):
             entries = segment.read_entries(c)
             kept = [i for i, e in enumerate(entries) if keep_size.get(e.path) == e.file_size]
@@ -228,6 +259,7 @@ def _merged_column(
             props = segment.type_properties(column)
             if kind is None:
                 kind = props
+                arrow = c.slices.properties.get(layout.ARROW_FIELD)
             if props != kind:  # another type than the merged classes': kept unfiltered
                 none += [entries[i] for i in kept]
                 continue
@@ -237,6 +269,8 @@ def _merged_column(
             )
     out: list[tuple[puffin.BlobMetadata, Iterable[bytes]]] = []
     type_properties = {layout.TYPE_PREFIX + k: v for k, v in (kind or {}).items()}
+    if arrow is not None:  # the column's Arrow field, as the build recorded it
+        type_properties[layout.ARROW_FIELD] = arrow
     for number, (num_bytes, parts) in enumerate(sorted(by_size.items())):
         members = [e for _, entries, _, _ in parts for e in entries]
         n = len(members)
