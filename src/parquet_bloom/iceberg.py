@@ -5,6 +5,10 @@ filters added, resized or removed across a table in one snapshot.
   pyiceberg's own manifest, partition and metrics pruning) whose Parquet Bloom filters might
   hold a matching row, the row groups to read in each, and ``to_arrow()``, equal to the
   scan's ``to_arrow()`` while reading only those row groups.
+- :func:`build_index`, :func:`refresh_index`, :func:`compact_index`, :func:`lookup`,
+  :func:`has_index`: the table's Bloom index (docs/index.md#iceberg), one Puffin file a
+  snapshot registered as its statistics file, looked up against a snapshot, never wrong;
+  :func:`prune` uses it (``index=``).
 - :func:`rewrite_bloom_filters`: every live data file rewritten to a new file beside it (the
   same pages, new filters), then one OVERWRITE snapshot swapping old files for new. In three
   stages, so that the middle one can run anywhere (Spark executors): :func:`plan_rewrite`,
@@ -25,6 +29,13 @@ except ImportError as err:  # pragma: no cover - exercised only without pyiceber
         "parquet_bloom.iceberg needs pyiceberg: pip install 'parquet-bloom[iceberg]'"
     ) from err
 
+from parquet_bloom._tables.iceberg_index import (
+    build_index,
+    compact_index,
+    has_index,
+    lookup,
+    refresh_index,
+)
 from parquet_bloom._tables.iceberg_io import storage_options_for
 from parquet_bloom._tables.iceberg_rewrite import (
     DEFAULT_MAX_ATTEMPTS,
@@ -54,9 +65,14 @@ __all__ = [
     "RewriteJob",
     "TablePruneReport",
     "TableRewriteReport",
+    "build_index",
     "commit_rewrite",
+    "compact_index",
+    "has_index",
+    "lookup",
     "plan_rewrite",
     "prune",
+    "refresh_index",
     "rewrite_bloom_filters",
     "run_job",
     "storage_options_for",

@@ -887,6 +887,9 @@ def _value_type(arrow_type: pa.DataType) -> pa.DataType:
     return _SAME_VALUES.get(arrow_type, arrow_type)
 
 
+value_type = _value_type  # for the table formats: the type whose values a column compares as
+
+
 # -- one open file, for the table formats (parquet_bloom._tables) ----------------------------
 
 

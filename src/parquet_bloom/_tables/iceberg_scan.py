@@ -29,7 +29,7 @@ import os
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from types import TracebackType
 from typing import Any
@@ -58,9 +58,12 @@ from parquet_bloom._prune.dataset import (
     PruneReport,
     file_schema,
     prune_reader,
+    value_type,
 )
-from parquet_bloom._prune.expression import UNKNOWN, Node, Unknown, translate
+from parquet_bloom._prune.expression import UNKNOWN, Equal, IsIn, Node, Unknown, translate
+from parquet_bloom._prune.indexed import Decision, decide
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
+from parquet_bloom._tables.iceberg_index import TableIndex, open_table_index
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_for
 from parquet_bloom._tables.scan import TablePruneReport
 from parquet_bloom.errors import BloomFilterError
@@ -124,6 +127,7 @@ def prune(
     max_workers: int = DEFAULT_MAX_WORKERS,
     tail_size: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    index: bool | None = None,
 ) -> IcebergPruneResult:
     """Plan ``table.scan(row_filter=row_filter, ...)`` and drop the files and row groups whose
     Bloom filters rule out every row the filter keeps.
@@ -150,6 +154,14 @@ def prune(
     ``.report`` (:class:`TablePruneReport`) and ``.to_arrow()``, equal to
     ``table.scan(row_filter=row_filter, ...).to_arrow()``: read by pyiceberg's ArrowScan, row
     groups skipped, position deletes moved to the rows kept, so no deleted row comes back.
+
+    ``index``: the table's Bloom index (a statistics file, see
+    :func:`parquet_bloom.iceberg.build_index`; the snapshot's own, or its nearest ancestor's)
+    decides the files it knows as the snapshot has them (path, size, data sequence number)
+    without opening them: None uses it when the table's metadata lists one, True requires it
+    (FileNotFoundError without), False never. Files it does not know are probed as without
+    it; ``report.bloom.index_files``, ``index_reads`` and ``index_bytes_read`` say what it
+    decided and cost.
     """
     if not isinstance(max_workers, int) or max_workers < 1:
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
@@ -177,10 +189,26 @@ def prune(
         tail_size=tail_size,
     )
     decidable = not isinstance(_tree(schema, scan.row_filter, case_sensitive), Unknown)
+    decided: dict[int, _FileOutcome] = {}
+    narrowed: dict[int, frozenset[int]] = {}
+    index_cost = PruneReport()
     if decidable and tasks:
+        with open_table_index(table, scan.snapshot(), index, probing.storage_options) as opened:
+            if opened is not None:
+                decided, narrowed, index_cost = _by_index(tasks, opened, probing)
+        probed = [(i, t) for i, t in enumerate(tasks) if i not in decided]
         with ThreadPoolExecutor(max_workers, thread_name_prefix="iceberg-prune") as pool:
-            outcomes = list(pool.map(lambda task: _probe_task(task, probing), tasks))
+            done = dict(
+                zip(
+                    [i for i, _ in probed],
+                    pool.map(lambda it: _probe_task(it[1], probing, narrowed.get(it[0])), probed),
+                    strict=True,
+                )
+            )
+        outcomes = [decided[i] if i in decided else done[i] for i in range(len(tasks))]
     else:  # nothing a Bloom filter decides: read no footer at all
+        with open_table_index(table, scan.snapshot(), index, probing.storage_options):
+            pass  # index=True still requires one
         outcomes = [_FileOutcome(task, None, PruneReport(files=1)) for task in tasks]
     for outcome in outcomes:
         if outcome.problem is not None:
@@ -191,7 +219,7 @@ def prune(
         table_bytes=table_bytes,
         files_after_table=len(tasks),
         bytes_after_table=sum(t.file.file_size_in_bytes for t in tasks),
-        bloom=sum((o.report for o in outcomes), PruneReport()),
+        bloom=sum((o.report for o in outcomes), index_cost),
         files_left_to_table=sum(o.left_to_table for o in outcomes),
     )
     return IcebergPruneResult(
@@ -201,6 +229,80 @@ def prune(
         scan=scan,
         _subsets={o.task.file.file_path: o.subset for o in kept if o.subset is not None},
     )
+
+
+def _by_index(
+    tasks: list[FileScanTask], opened: TableIndex, probing: _Probing
+) -> tuple[dict[int, _FileOutcome], dict[int, frozenset[int]], PruneReport]:
+    """The tasks (by place) whose files the index knows as they are: those it decided alone
+    (every member of the filter answered by its lookups), and those it narrowed that their
+    own filters then decide (the row groups it left them); and what it cost (all its reads:
+    the footer, the file list, the lookups)."""
+    idx = opened.index
+    schema = probing.schema
+
+    def probe(member: Equal | IsIn) -> tuple[str, Any] | None:
+        # The tree is the residual on the table's schema: its names are the current ones.
+        if len(member.column) != 1:
+            return None  # a nested field: its path in the files may have other names
+        try:
+            found = schema.find_field(member.column[0], case_sensitive=True)
+        except ValueError:
+            return None
+        column = opened.columns.get(found.field_id)
+        if column is None or found.field_id in opened.identity_sources:
+            return None  # not indexed; or a partition's value, which a file may not hold
+        stored = idx.arrow_schema(column)
+        values = member.values
+        if stored is None or value_type(stored.field(0).type) != value_type(values.type):
+            return None  # the files store another type than the scan compares (promoted)
+        return column, values
+
+    decisions: dict[str, tuple[Decision, bool]] = {}
+    decided: dict[int, _FileOutcome] = {}
+    narrowed: dict[int, frozenset[int]] = {}
+    for i, task in enumerate(tasks):
+        data_file = task.file
+        path: str = data_file.file_path
+        if (
+            data_file.file_format != FileFormat.PARQUET
+            or (task.delete_files and not _CAN_MOVE_DELETES)
+            or task.residual == AlwaysTrue()
+            or not opened.knows(path, data_file.file_size_in_bytes)
+        ):
+            continue
+        key = repr(task.residual)
+        if key not in decisions:
+            tree = _tree(schema, task.residual, probing.case_sensitive)
+            decisions[key] = decide(tree, probe, idx)
+        decision, complete = decisions[key]
+        if decision is None and not complete:
+            continue  # the index decided nothing of this filter: the file's own filters
+        report = PruneReport(files=1, index_files=1)
+        if decision is not None and path not in decision:
+            decided[i] = _FileOutcome(task, [], replace(report, files_skipped=1))
+            continue
+        allowed = None if decision is None else decision[path]
+        if not complete:
+            if allowed is not None:
+                narrowed[i] = allowed
+            continue
+        if allowed is None:
+            decided[i] = _FileOutcome(task, None, report)
+            continue
+        kept = sorted(allowed)
+        source = local_or_url(path)
+        options = probing.storage_options if location.is_url(source) else None
+        subset = _Subset(tuple(kept), source=(source, options, data_file.file_size_in_bytes))
+        decided[i] = _FileOutcome(task, kept, report, subset=subset)
+    cost = PruneReport(
+        reads=idx.reads,
+        requests=idx.reads,
+        bytes_read=idx.bytes_read,
+        index_reads=idx.reads,
+        index_bytes_read=idx.bytes_read,
+    )
+    return decided, narrowed, cost
 
 
 def _snapshot_totals(scan: DataScan) -> tuple[int, int]:
@@ -254,7 +356,11 @@ class _FileOutcome:
     left_to_table: bool = False
 
 
-def _probe_task(task: FileScanTask, probing: _Probing) -> _FileOutcome:
+def _probe_task(
+    task: FileScanTask, probing: _Probing, allowed: frozenset[int] | None = None
+) -> _FileOutcome:
+    """One task's file probed through its own filters; ``allowed``: the row groups the index
+    left it (the filter has members the index could not decide), the most it keeps."""
     data_file = task.file
     path: str = data_file.file_path
     if data_file.file_format != FileFormat.PARQUET or (task.delete_files and not _CAN_MOVE_DELETES):
@@ -282,11 +388,32 @@ def _probe_task(task: FileScanTask, probing: _Probing) -> _FileOutcome:
             tree = UNKNOWN
             problem = f"{path}: the filter could not be translated to the file's schema ({err})"
         pruned = prune_reader(reader, tree, path)
+        kept, report = pruned.kept, pruned.report
+        if allowed is not None:
+            kept, report = _narrowed(reader, kept, report, allowed)
         num_row_groups = reader.num_row_groups
         subset = None
-        if 0 < len(pruned.kept) < num_row_groups:
-            subset = _Subset(reader.footer_start, bytes(reader.footer_bytes), tuple(pruned.kept))
-    return _FileOutcome(task, pruned.kept, pruned.report, problem or pruned.problem, subset)
+        if 0 < len(kept) < num_row_groups:
+            subset = _Subset(tuple(kept), (reader.footer_start, bytes(reader.footer_bytes)))
+    return _FileOutcome(task, kept, report, problem or pruned.problem, subset)
+
+
+def _narrowed(
+    reader: BloomFilterReader, kept: list[int], report: PruneReport, allowed: frozenset[int]
+) -> tuple[list[int], PruneReport]:
+    """The row groups both the file's filters and the index keep, and the report saying so."""
+    kept = [rg for rg in kept if rg in allowed]
+    sizes = [
+        sum(c.total_compressed_size for c in reader.row_group(rg))
+        for rg in range(reader.num_row_groups)
+    ]
+    return kept, replace(
+        report,
+        files_skipped=int(not kept),
+        row_groups_skipped=reader.num_row_groups - len(kept),
+        compressed_bytes_skipped=sum(sizes) - sum(sizes[rg] for rg in kept),
+        index_files=1,
+    )
 
 
 def _file_tree(reader: BloomFilterReader, residual: BooleanExpression, probing: _Probing) -> Node:
@@ -310,11 +437,31 @@ def _file_tree(reader: BloomFilterReader, residual: BooleanExpression, probing: 
 @dataclass(frozen=True)
 class _Subset:
     """A data file's row groups kept: the file's bytes before its footer, then a footer that
-    lists only them (row groups keep their offsets, so nothing else moves)."""
+    lists only them (row groups keep their offsets, so nothing else moves). The file's footer
+    is given (``given``: where it starts, its bytes) when the prune read it, else read from
+    ``source`` (path, storage options, size) when the scan first needs it: a file the index
+    decided was not opened by the prune."""
 
-    footer_start: int
-    footer: bytes
     kept: tuple[int, ...]
+    given: tuple[int, bytes] | None = None
+    source: tuple[str, Mapping[str, Any] | None, int] | None = None
+
+    @cached_property
+    def _footer(self) -> tuple[int, bytes]:
+        if self.given is not None:
+            return self.given
+        assert self.source is not None
+        path, options, size = self.source
+        with BloomFilterReader(path, storage_options=options, size=size) as reader:
+            return reader.footer_start, bytes(reader.footer_bytes)
+
+    @property
+    def footer_start(self) -> int:
+        return self._footer[0]
+
+    @property
+    def footer(self) -> bytes:
+        return self._footer[1]
 
     @cached_property
     def _layout(self) -> tuple[bytes, np.ndarray, np.ndarray]:
