@@ -406,3 +406,34 @@ def test_every_type_through_the_index(typed: Table, row_filter: Any, matches: se
     want = typed.scan(row_filter=row_filter).to_arrow()
     assert got.schema == want.schema and it.sorted_rows(got) == it.sorted_rows(want)
     assert {r["id"] for r in got.to_pylist()} == matches
+
+
+def test_filters_built_from_the_values_of_pyicebergs_files(tmp_path: Path) -> None:
+    """pyiceberg writes no Bloom filters: the index builds them from the values, finding the
+    columns of files written before a rename by field id."""
+    table = it.catalog(tmp_path).create_table("db.plain", it.SCHEMA)
+    for k in range(3):
+        table.append(it.values(range(k, 90, 3)))
+    with table.update_schema() as update:
+        update.rename_column("name", "label")
+    assert pbi.build_index(table, ["id"]).columns["id"].unfiltered == 3  # nothing to slice
+    report = pbi.build_index(table, ["id", "label"], from_data="missing")
+    assert report.built_from_data == 6 and report.unreadable == []
+    assert report.columns["label"].unfiltered == 0
+    found = _check(table, "label", ["name-40", "name-1000"])
+    assert found.from_index == 3 and len(found.files) <= 1
+    table.append(it.values(range(90, 99)).rename_columns(table.schema().column_names))
+    refreshed = pbi.refresh_index(table, from_data="missing")
+    assert refreshed.files == 1 and refreshed.built_from_data == 2
+    for row_filter in ("id = 40", "label = 'name-95'", "id in (2, 97)"):
+        indexed = pbi.prune(table, row_filter)
+        plain = pbi.prune(table, row_filter, index=False)
+        # The files hold no filters: the index's, built from their values, prune them.
+        assert plain.report.bloom.files_skipped == 0
+        assert set(indexed.row_groups) <= set(plain.row_groups)
+        if row_filter == "id = 40":  # the three first files' id ranges hold 40: one kept
+            assert len(plain.row_groups) == 3 and len(indexed.row_groups) == 1
+        assert indexed.report.bloom.index_files == indexed.report.files_after_table
+        assert indexed.report.bloom.per_file == ()
+        expected = table.scan(row_filter=row_filter).to_arrow()
+        assert _rows(indexed.to_arrow()) == _rows(expected)

@@ -45,7 +45,15 @@ from pyiceberg.transforms import IdentityTransform
 from pyiceberg.types import PrimitiveType
 
 from parquet_bloom._index import layout
-from parquet_bloom._index.build import IndexBuildReport, Segment, check_columns, write_segment
+from parquet_bloom._index.build import (
+    FromData,
+    IndexBuildReport,
+    Segment,
+    check_columns,
+    check_from_data,
+    target_fpp,
+    write_segment,
+)
 from parquet_bloom._index.files import IndexedFile, same_file
 from parquet_bloom._index.live import DatasetLookup, lookup_files
 from parquet_bloom._index.lookup import BloomIndex, IndexSegment
@@ -231,16 +239,21 @@ def build_index(
     *,
     snapshot_id: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    from_data: FromData = None,
+    fpp: float | None = None,
 ) -> IndexBuildReport:
     """Build the table's Bloom index of ``columns`` (names in the table's current schema;
     indexed by field id) from the filters in the data files of the snapshot (default the
     current one), write it as one Puffin file in the table's metadata directory and register
     it as that snapshot's statistics file. ``storage_options``: fsspec's, for the table's
     files (default :func:`parquet_bloom.iceberg.storage_options_for` the table).
+    ``from_data`` and ``fpp``: as for :func:`parquet_bloom.index.build_index` (pyiceberg
+    writes no filters: ``from_data="missing"`` builds them from the values for the index).
 
     Raises ValueError for a column the schema lacks or no file has, and when the snapshot
     already has a statistics file that is not an index (it would be replaced)."""
     wanted = check_columns(columns)
+    check_from_data(from_data, fpp)
     snapshot = _snapshot(table, snapshot_id)
     fields = _field_ids(table.schema(), wanted)
     _check_slot(table.metadata, snapshot.snapshot_id)
@@ -253,6 +266,8 @@ def build_index(
         local_or_url(uri),
         options,
         what=f"the Iceberg table {table.name()}",
+        from_data=from_data,
+        fpp=fpp,
         fields=fields,
         snapshot=(snapshot.snapshot_id, snapshot.sequence_number or 0),
     )
@@ -305,12 +320,20 @@ def lookup(
 
 
 def refresh_index(
-    table: Table, *, storage_options: Mapping[str, Any] | None = None
+    table: Table,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    from_data: FromData = None,
+    fpp: float | None = None,
 ) -> IndexBuildReport:
     """Register for the current snapshot an index of its live files: the newest index's row
     groups of the files it knows as they are, and the filters of the others, read now (one
-    Puffin file, merged). Nothing is written when the current snapshot's own index already
-    knows every live file as it is (``files`` 0)."""
+    Puffin file, merged; ``from_data`` and ``fpp`` as for :func:`build_index`, the default
+    ``fpp`` counting the index's row groups too). Nothing is written when the current
+    snapshot's own index already knows every live file as it is (``files`` 0). The report
+    counts the files read now (``files``) and the merged index (``row_groups``,
+    ``columns``, ``index_bytes``)."""
+    check_from_data(from_data, fpp)
     snapshot = _snapshot(table, None)
     _check_slot(table.metadata, snapshot.snapshot_id)
     options = _options(table, storage_options)
@@ -325,6 +348,11 @@ def refresh_index(
         if statistics.snapshot_id == snapshot.snapshot_id and not new and len(kept) == len(known):
             return IndexBuildReport(location=statistics.statistics_path)
         columns = list(idx.columns)
+        if from_data is not None and fpp is None:
+            # About one false candidate over the whole index (the new files' row groups are
+            # not known before their footers are read: counted as one a file).
+            indexed = max((idx.row_groups(c) for c in columns), default=0)
+            fpp = target_fpp(indexed + len(new))
         uri = _new_location(table, snapshot.snapshot_id)
         merged = CompactReport(location=uri, segments_before=len(idx.segments))
         with tempfile.TemporaryDirectory(prefix="bloom-index-") as scratch:
@@ -335,6 +363,8 @@ def refresh_index(
                 os.path.join(scratch, "new.puffin"),
                 None,
                 require_columns=False,
+                from_data=from_data,
+                fpp=fpp,
                 fields=fields,
             )
             with IndexSegment(os.path.join(scratch, "new.puffin")) as added:
