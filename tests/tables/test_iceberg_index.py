@@ -437,3 +437,44 @@ def test_filters_built_from_the_values_of_pyicebergs_files(tmp_path: Path) -> No
         assert indexed.report.bloom.per_file == ()
         expected = table.scan(row_filter=row_filter).to_arrow()
         assert _rows(indexed.to_arrow()) == _rows(expected)
+
+
+# -- on S3 --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def s3_table(s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Table:
+    """test_iceberg's table on the S3 server, reached through its FileIO properties only."""
+    bucket = s3.bucket()
+    properties = it.s3_properties(s3.endpoint_url)
+    catalog = it.catalog(tmp_path, f"s3://{bucket}/warehouse", **properties)
+    table = catalog.create_table("db.t", it.SCHEMA, partition_spec=it.BY_REGION)
+    for f in range(2):
+        it.add_data_file(
+            table, it.values(range(f, 40, 2), it.REGIONS[f]), f"f{f}.parquet", row_group_size=5
+        )
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "wrong")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    return table
+
+
+def test_the_index_on_s3(s3: Any, s3_table: Table, s3_requests: Any) -> None:
+    report = pbi.build_index(s3_table, ["id"])
+    bucket, key = report.location.removeprefix("s3://").split("/", 1)
+    assert key.startswith("warehouse/db/t/metadata/bloom-index-") and key in s3.objects(bucket, "")
+    data = s3_table.io.new_input(report.location).open().read()
+    assert PuffinFile(data).footer.blobs and len(data) == report.index_bytes
+    s3_requests.reset()
+    result = pbi.prune(s3_table, "id in (3, 5)")  # odd ids: f1, row group 0
+    requests = s3_requests.list()
+    bloom = result.report.bloom
+    assert list(result.row_groups.values()) == [[0]] and bloom.index_files == 2
+    # No data file opened: the index's reads only (its footer, file list, slices, entries).
+    assert not [r for r in requests if r.key.endswith(".parquet")]
+    assert len([r for r in requests if r.key.endswith(".puffin")]) == bloom.index_reads
+    got, want = result.to_arrow(), s3_table.scan(row_filter="id in (3, 5)").to_arrow()
+    assert it.sorted_rows(got) == it.sorted_rows(want) and got.num_rows == 2
+    found = pbi.lookup(s3_table, "id", 3)
+    assert found.files == {f"{s3_table.location()}/data/f1.parquet": [0]}
+    assert found.from_index == 2 and found.probed == []
