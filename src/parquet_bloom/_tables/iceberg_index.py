@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -59,7 +60,9 @@ from parquet_bloom._index.live import DatasetLookup, lookup_files
 from parquet_bloom._index.lookup import BloomIndex, IndexSegment
 from parquet_bloom._index.maintain import CompactReport, merge_segments
 from parquet_bloom._io import location
+from parquet_bloom._reader import BloomFilterWarning
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_for
+from parquet_bloom.errors import BloomFilterError
 
 __all__ = [
     "INDEX_PREFIX",
@@ -453,7 +456,8 @@ def open_table_index(
     storage_options: Mapping[str, Any],
 ) -> Iterator[TableIndex | None]:
     """The index a prune of ``snapshot`` uses, opened, when ``wanted`` (None: if the table's
-    metadata lists one; True: FileNotFoundError without)."""
+    metadata lists one, and with a :class:`~parquet_bloom.BloomFilterWarning` and no index
+    when its file cannot be read; True: FileNotFoundError without, its read errors raised)."""
     if wanted is False:
         yield None
         return
@@ -477,7 +481,24 @@ def open_table_index(
         for f in spec.fields
         if isinstance(f.transform, IdentityTransform)
     )
-    with _open(table, statistics, storage_options) as idx:
-        yield TableIndex(
-            idx, _index_fields(idx), idx.file_rows(), data_sequences(table, snapshot), identity
+    try:
+        idx = _open(table, statistics, storage_options)
+        try:
+            known = idx.file_rows()
+        except BaseException:
+            idx.close()
+            raise
+    except (FileNotFoundError, BloomFilterError) as err:
+        if wanted:
+            raise
+        # An accelerator, not the table: without it every file is probed, as it would be.
+        warnings.warn(
+            f"the Bloom index {statistics.statistics_path} cannot be read ({err}); pruning "
+            "without it",
+            BloomFilterWarning,
+            stacklevel=4,
         )
+        yield None
+        return
+    with idx:
+        yield TableIndex(idx, _index_fields(idx), known, data_sequences(table, snapshot), identity)
