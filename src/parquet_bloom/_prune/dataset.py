@@ -7,7 +7,7 @@ of them can be decided by a Bloom filter; anything else keeps the row group. Pru
 a row group that holds a matching row: a NaN or null literal, a BOOLEAN column, a column absent
 from the file (a hive partition key, a newer column), a file column whose type the dataset casts,
 and a filter that cannot be read (with a :class:`BloomFilterWarning`) all keep it. Literals are
-probed as the scan compares them, casts and all (see :func:`_compared_values`).
+probed as the scan compares them, casts and all (see :mod:`parquet_bloom._prune.compare`).
 
 IO. Files are pruned concurrently in threads (the work is waiting on reads). For each file the
 footer is read once by us (for the filter offsets and the row groups' sizes), and all filters
@@ -19,14 +19,12 @@ left. A dataset made from a listing reads its files exactly as pyarrow's scan as
 
 from __future__ import annotations
 
-import decimal
-import math
 import os
 import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
-from contextlib import ExitStack, suppress
-from dataclasses import dataclass, field, fields, replace
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -43,6 +41,7 @@ from parquet_bloom._index.lookup import BloomIndex
 from parquet_bloom._io import location
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._logical import literal_probe
+from parquet_bloom._prune.compare import compared_values, field_type, reads_unchanged, value_type
 from parquet_bloom._prune.expression import (
     And,
     Equal,
@@ -54,6 +53,7 @@ from parquet_bloom._prune.expression import (
     translate,
 )
 from parquet_bloom._prune.indexed import Decision, decide
+from parquet_bloom._prune.report import FileCost, PruneReport, PruneResult
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom._sbbf import SplitBlockBloomFilter
 from parquet_bloom._threads import prune_pool
@@ -69,100 +69,6 @@ DEFAULT_MAX_WORKERS = 16
 # IN list costs microseconds that way, while a vectorised probe pays a fixed numpy overhead
 # (measured: scalar wins below about 40 hashes).
 SCALAR_PROBE_MAX_HASHES = 32
-
-# -- the result ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FileCost:
-    """What reading one file's footer and filters cost: ``requests`` (reads, and a size
-    lookup when nothing gave the size) and ``bytes_read``."""
-
-    path: str
-    requests: int
-    bytes_read: int
-
-
-@dataclass(frozen=True)
-class PruneReport:
-    """What pruning skipped and what it cost.
-
-    Sizes are the row groups' compressed column chunk bytes (``total_compressed_size``), what a
-    scan of all columns would read; a file whose footer we cannot decode counts its row groups
-    (as pyarrow counts them) but not their bytes, and one we cannot fetch neither.
-    ``requests`` are our own requests (on object storage, each a round trip): ``reads``
-    (footers and filters; ``filter_reads`` those after the footer's, none when the tail read
-    held the filters, at most one per file when a writer keeps a file's filters together) and
-    size lookups (none when a listing gave the size); ``bytes_read``
-    their bytes; ``per_file`` each file's :class:`FileCost`, in the order of the dataset's
-    files. pyarrow's own requests (listing, schema inference, the scan) are not counted.
-    ``filters_unreadable`` counts column chunk filters that could not be used (their row
-    groups were kept, with a :class:`BloomFilterWarning`); ``unreadable_files`` names the files
-    (by URL on object storage) whose footer or some filter could not be read or used, a store's
-    failure or a missing object as much as a corrupt footer: all their row groups, or those of
-    the filters concerned, were kept. A filter with nothing a Bloom filter can decide reads
-    nothing at all and counts only ``files``. With an index, ``index_files`` were decided by
-    it without opening them (``files`` and ``files_skipped`` count them, the row group and
-    byte counts do not: their footers were not read), and ``index_reads`` and
-    ``index_bytes_read`` are the index's reads (also in ``requests``, ``reads`` and
-    ``bytes_read``).
-    """
-
-    files: int = 0
-    files_skipped: int = 0
-    row_groups: int = 0
-    row_groups_skipped: int = 0
-    compressed_bytes: int = 0
-    compressed_bytes_skipped: int = 0
-    reads: int = 0
-    filter_reads: int = 0
-    bytes_read: int = 0
-    filters_unreadable: int = 0
-    requests: int = 0
-    per_file: tuple[FileCost, ...] = ()
-    unreadable_files: tuple[str, ...] = ()
-    index_files: int = 0
-    index_reads: int = 0
-    index_bytes_read: int = 0
-
-    def __add__(self, other: PruneReport) -> PruneReport:
-        return PruneReport(
-            **{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)}
-        )
-
-    def __str__(self) -> str:
-        return (
-            f"skipped {self.files_skipped} of {self.files} files, "
-            f"{self.row_groups_skipped} of {self.row_groups} row groups, "
-            f"{self.compressed_bytes_skipped:,} of {self.compressed_bytes:,} bytes; "
-            f"{self.requests} requests ({self.reads} reads, {self.filter_reads} for filters "
-            f"alone), {self.bytes_read:,} bytes read"
-            + (f"; {self.filters_unreadable} filters unreadable" if self.filters_unreadable else "")
-            + (
-                f"; {len(self.unreadable_files)} files not read in full (their row groups kept): "
-                + ", ".join(self.unreadable_files[:3])
-                + (", ..." if len(self.unreadable_files) > 3 else "")
-                if self.unreadable_files
-                else ""
-            )
-            + (
-                f"; {self.index_files} files decided by the index ({self.index_reads} reads, "
-                f"{self.index_bytes_read:,} bytes)"
-                if self.index_files
-                else ""
-            )
-        )
-
-
-@dataclass(frozen=True)
-class PruneResult:
-    """The pruned ``dataset`` (a ``FileSystemDataset``, or a ``UnionDataset`` of them) and the
-    ``report``. A plain pair rather than a Dataset subclass: pyarrow's datasets are extension
-    types that cannot be subclassed from Python and keep their own state."""
-
-    dataset: ds.Dataset
-    report: PruneReport
-
 
 # -- pruning ---------------------------------------------------------------------------------
 
@@ -436,12 +342,12 @@ def _by_index(
         if member.column[0] in keys or column not in columns:
             return None
         physical = idx.arrow_schema(column)
-        dataset_type = _field_type(dataset.schema, member.column)
+        dataset_type = field_type(dataset.schema, member.column)
         if physical is None or dataset_type is None:
             return None
-        if not _reads_unchanged(dataset.schema, physical, member.column):
+        if not reads_unchanged(dataset.schema, physical, member.column):
             return None
-        values = _compared_values(member, _value_type(dataset_type))
+        values = compared_values(member, value_type(dataset_type))
         return None if values is None else (column, values)
 
     reads, read_bytes = idx.reads, idx.bytes_read
@@ -735,7 +641,7 @@ class _FilePruning:
         column_type = self._compared_type(member.column)
         if leaf is None or column_type is None:
             return None
-        values = _compared_values(member, column_type)
+        values = compared_values(member, column_type)
         if values is None:
             return None
         try:
@@ -752,10 +658,10 @@ class _FilePruning:
         """The type the scan compares ``column``'s values in (the dataset's, dictionary
         unwrapped), or None when those are not the file's own values."""
         if column not in self._compared_types:
-            unchanged = _reads_unchanged(self._schema, self._physical_schema, column)
-            dataset_type = _field_type(self._schema, column)
+            unchanged = reads_unchanged(self._schema, self._physical_schema, column)
+            dataset_type = field_type(self._schema, column)
             self._compared_types[column] = (
-                _value_type(dataset_type) if unchanged and dataset_type is not None else None
+                value_type(dataset_type) if unchanged and dataset_type is not None else None
             )
         return self._compared_types[column]
 
@@ -785,109 +691,6 @@ class _FilePruning:
             else:
                 keep[i] = bool(bloom.find_hashes(hashes).any())
         return keep
-
-
-def _compared_values(member: Equal | IsIn, column_type: pa.DataType) -> pa.Array | None:
-    """The literals as the scan compares them with values of ``column_type`` (the dataset's
-    type of the column, dictionary unwrapped), or None when they may equal more stored values
-    than a probe can name: keep every row group.
-
-    ``is_in`` first casts its value set to the column's type with a safe cast (Arrow's set
-    lookup does), which still rounds a double to the nearest float32 or to the column's
-    decimal scale and truncates a timestamp to its date; only if that cast fails does it
-    compare as ``==`` does. ``==`` compares both sides cast to a common type, which is exact
-    for every pair but decimals against floating point: both are compared as doubles, and
-    Arrow's decimal to double cast is not correctly rounded (it makes 0.3 into
-    0.30000000000000004).
-    """
-    values = member.values
-    if isinstance(member, IsIn) and values.type != column_type:
-        with suppress(pa.ArrowException):  # Arrow compares in the value set's type then
-            return values.cast(column_type)
-    if pa.types.is_decimal(column_type) and pa.types.is_floating(values.type):
-        return _decimals_cast_to(values.cast(pa.float64()), column_type)
-    if pa.types.is_floating(column_type) and pa.types.is_decimal(values.type):
-        return values.cast(pa.float64())
-    return values
-
-
-# Decimals of up to this many digits are further apart than a double's rounding error, so at
-# most a few of them cast to any one double.
-_DOUBLE_EXACT_DIGITS = 15
-# How many units of the last decimal place either side of a double to try: Arrow's cast errs
-# by under a unit at up to _DOUBLE_EXACT_DIGITS digits.
-_DECIMAL_NEIGHBOURS = 2
-
-
-def _decimals_cast_to(doubles: pa.Array, decimal_type: pa.DataType) -> pa.Array | None:
-    """Every value of ``decimal_type`` that Arrow's cast to double turns into one of
-    ``doubles`` (a null stays, to keep every row group), or None past 15 digits, where too
-    many may."""
-    if decimal_type.precision > _DOUBLE_EXACT_DIGITS:
-        return None
-    limit = 10**decimal_type.precision
-    units: set[int] = set()
-    for double in doubles.to_pylist():
-        if double is None or not math.isfinite(double):
-            continue  # a null keeps every row group below; NaN and infinities equal no decimal
-        nearest = int(decimal.Decimal(double).scaleb(decimal_type.scale).to_integral_value())
-        reach = range(nearest - _DECIMAL_NEIGHBOURS, nearest + _DECIMAL_NEIGHBOURS + 1)
-        units.update(u for u in reach if -limit < u < limit)
-    candidates = pa.array(
-        [decimal.Decimal(u).scaleb(-decimal_type.scale) for u in sorted(units)], decimal_type
-    )
-    found = candidates.filter(pc.is_in(candidates.cast(pa.float64()), value_set=doubles))
-    if doubles.null_count:
-        found = pa.concat_arrays([found, pa.nulls(1, decimal_type)])
-    return found
-
-
-def _reads_unchanged(schema: pa.Schema, physical_schema: pa.Schema, path: tuple[str, ...]) -> bool:
-    """Whether the scan compares the file's own values: the dataset's type of the field is the
-    file's, up to dictionary encoding and string/binary layout. Integer widening is exact too.
-    Another cast (numbers read as strings, timestamps truncated to a coarser unit) could make
-    values equal that the file does not store, so such a column keeps its row groups."""
-    dataset_type, file_type = _field_type(schema, path), _field_type(physical_schema, path)
-    if dataset_type is None or file_type is None:
-        return False
-    dataset_type, file_type = _value_type(dataset_type), _value_type(file_type)
-    if pa.types.is_integer(dataset_type) and pa.types.is_integer(file_type):
-        # Widening keeps every value (an int32 file in an int64 dataset).
-        return bool(
-            pa.types.is_signed_integer(dataset_type) == pa.types.is_signed_integer(file_type)
-            and dataset_type.bit_width >= file_type.bit_width
-        )
-    return bool(dataset_type == file_type)
-
-
-def _field_type(schema: pa.Schema, path: tuple[str, ...]) -> pa.DataType | None:
-    """The type at ``path`` (names down through structs), or None if there is none."""
-    arrow_type: Any = pa.struct(list(schema))
-    for name in path:
-        if not pa.types.is_struct(arrow_type):
-            return None
-        index = arrow_type.get_field_index(name)
-        if index < 0:
-            return None
-        arrow_type = arrow_type.field(index).type
-    return arrow_type
-
-
-_SAME_VALUES = {
-    pa.large_string(): pa.string(),
-    pa.string_view(): pa.string(),
-    pa.large_binary(): pa.binary(),
-    pa.binary_view(): pa.binary(),
-}
-
-
-def _value_type(arrow_type: pa.DataType) -> pa.DataType:
-    if pa.types.is_dictionary(arrow_type):
-        arrow_type = arrow_type.value_type
-    return _SAME_VALUES.get(arrow_type, arrow_type)
-
-
-value_type = _value_type  # for the table formats: the type whose values a column compares as
 
 
 # -- one open file, for the table formats (parquet_bloom._tables) ----------------------------

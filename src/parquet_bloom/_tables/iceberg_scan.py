@@ -53,15 +53,11 @@ from pyiceberg.utils.config import Config
 
 from parquet_bloom import _format as fmt
 from parquet_bloom._io import location
-from parquet_bloom._prune.dataset import (
-    DEFAULT_MAX_WORKERS,
-    PruneReport,
-    file_schema,
-    prune_reader,
-    value_type,
-)
+from parquet_bloom._prune.compare import value_type
+from parquet_bloom._prune.dataset import DEFAULT_MAX_WORKERS, file_schema, prune_reader
 from parquet_bloom._prune.expression import UNKNOWN, Equal, IsIn, Node, Unknown, translate
 from parquet_bloom._prune.indexed import Decision, decide
+from parquet_bloom._prune.report import PruneReport
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom._tables.iceberg_index import TableIndex, open_table_index
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from parquet_bloom._prune.dataset import PruneReport
+from parquet_bloom._prune.report import PruneReport
 
 __all__ = ["TablePruneReport"]
 
