@@ -67,10 +67,18 @@ class PruneReport:
         )
 
     def __str__(self) -> str:
+        # The row groups and bytes of the files the index decided are not known (their footers
+        # were not read): counted for the files opened only, and said so.
+        opened = self.files - self.index_files
+        parts = [f"skipped {self.files_skipped} of {self.files} files"]
+        if opened or not self.index_files:
+            parts.append(
+                f"{self.row_groups_skipped} of {self.row_groups} row groups, "
+                f"{self.compressed_bytes_skipped:,} of {self.compressed_bytes:,} bytes"
+                + (f" of the {opened} files opened" if self.index_files else "")
+            )
         return (
-            f"skipped {self.files_skipped} of {self.files} files, "
-            f"{self.row_groups_skipped} of {self.row_groups} row groups, "
-            f"{self.compressed_bytes_skipped:,} of {self.compressed_bytes:,} bytes; "
+            ", ".join(parts) + "; "
             f"{self.requests} requests ({self.reads} reads, {self.filter_reads} for filters "
             f"alone), {self.bytes_read:,} bytes read"
             + (f"; {self.filters_unreadable} filters unreadable" if self.filters_unreadable else "")
