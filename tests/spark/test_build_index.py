@@ -137,10 +137,14 @@ def test_a_dataset_index_is_the_local_builds(spark: Any, dataset: Path, tmp_path
 
 @pytest.mark.parametrize("reduce_tasks", [1, 10_000], ids=["fewer-than-blocks", "more"])
 def test_ranges_of_a_class_or_of_one_block(
-    spark: Any, dataset: Path, tmp_path: Path, reduce_tasks: int
+    spark: Any, dataset: Path, tmp_path: Path, reduce_tasks: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """One range a class (1 reduce task asked: fewer than the blocks), or one a block (10,000
-    asked: more than the blocks), in an index directory: the local build's index either way."""
+    asked: more than the blocks), in an index directory: the local build's index either way.
+    The second with batches of 4 bitsets (of 256 bytes at most) for the slices job's map tasks:
+    a class's members come in many rows."""
+    if reduce_tasks > 1:
+        monkeypatch.setattr(spark_index, "PIECES_BATCH_BYTES", 1024)
     index.build_index(str(dataset), COLUMNS, tmp_path / "local")
     pbs.build_index(
         spark, str(dataset), COLUMNS, index_location=tmp_path / "spark", reduce_tasks=reduce_tasks

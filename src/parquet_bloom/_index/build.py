@@ -35,6 +35,7 @@ FromData = Literal["missing", "all"] | None
 __all__ = [
     "ClassSlices",
     "ColumnSummary",
+    "FileRead",
     "FromData",
     "IndexBuildReport",
     "Segment",
@@ -46,6 +47,7 @@ __all__ = [
     "create_index_with",
     "entries_blob",
     "files_blob",
+    "read_file",
     "segment_blobs",
     "target_fpp",
     "write_blobs",
@@ -103,7 +105,7 @@ class IndexBuildReport:
 
 
 @dataclass
-class _Read:
+class FileRead:
     """What one file gave: its row groups' rows, and per column each row group's filter (its
     bitset), or why it has none usable."""
 
@@ -260,7 +262,7 @@ def write_segment(
     values the filters of the row groups that have none (``"missing"``) or of every row group
     (``"all"``), at false-positive rate ``fpp`` (default about 1/N for N row groups: a lookup
     over the whole index then expects about one false candidate)."""
-    reads = list(read_pool().map(partial(_read_file, columns), files))
+    reads = list(read_pool().map(partial(read_file, columns), files))
     check_read_columns(reads, columns, what, require_columns)
     built = 0
     if from_data is not None:
@@ -275,7 +277,7 @@ def write_segment(
 
 
 def check_read_columns(
-    reads: Sequence[_Read], columns: list[str], what: str, require_columns: bool
+    reads: Sequence[FileRead], columns: list[str], what: str, require_columns: bool
 ) -> None:
     """A column no file read has is a ValueError (when ``require_columns``, and some file could
     be read)."""
@@ -286,11 +288,11 @@ def check_read_columns(
 
 # The slices of one size class, given its column, class number, filter size and members (each
 # a read and a row group, in the order of the class's bits): the blob's bytes in order.
-ClassSlices = Callable[[str, int, int, list[tuple[_Read, int]]], Iterable[bytes]]
+ClassSlices = Callable[[str, int, int, list[tuple[FileRead, int]]], Iterable[bytes]]
 
 
 def segment_blobs(
-    reads: list[_Read],
+    reads: list[FileRead],
     columns: list[str],
     target: str,
     *,
@@ -320,7 +322,7 @@ def target_fpp(row_groups: int) -> float:
     return min(0.01, 1.0 / max(row_groups, 1))
 
 
-def _filters_from_data(columns: list[str], sizing: Sizing, every: bool, got: _Read) -> int:
+def _filters_from_data(columns: list[str], sizing: Sizing, every: bool, got: FileRead) -> int:
     """Build, from the values, the filters of ``got``'s row groups that have none (``every``:
     all of them); how many were built. The values are hashed from the pages by the rewrite's
     builds (its page reader, on the build threads)."""
@@ -355,8 +357,9 @@ def _filters_from_data(columns: list[str], sizing: Sizing, every: bool, got: _Re
     return len(wanted)
 
 
-def _read_file(columns: list[str], file: IndexedFile) -> _Read:
-    got = _Read(file=file, size=file.size if file.size is not None else -1)
+def read_file(columns: list[str], file: IndexedFile) -> FileRead:
+    """``file``'s footer and filters of ``columns`` (its tail; no data)."""
+    got = FileRead(file=file, size=file.size if file.size is not None else -1)
     try:
         with BloomFilterReader(file.path, filesystem=file.filesystem, size=file.size) as reader:
             got.size = reader.size
@@ -386,7 +389,7 @@ def _read_file(columns: list[str], file: IndexedFile) -> _Read:
 
 
 def _local_slices(
-    column: str, number: int, num_bytes: int, members: list[tuple[_Read, int]]
+    column: str, number: int, num_bytes: int, members: list[tuple[FileRead, int]]
 ) -> Iterable[bytes]:
     bitsets: list[bytes] = []
     for r, rg in members:
@@ -397,14 +400,14 @@ def _local_slices(
 
 
 def _column_blobs(
-    column: str, reads: list[_Read], summary: ColumnSummary, class_slices: ClassSlices
+    column: str, reads: list[FileRead], summary: ColumnSummary, class_slices: ClassSlices
 ) -> list[tuple[puffin.BlobMetadata, Iterable[bytes]]]:
     """The blobs of one column: a slices and an entries blob per filter size, and the entries of
     the row groups without a usable filter."""
     typed = [r for r in reads if column in r.types]
     kind = typed[0].types[column] if typed else {}
     arrow = typed[0].arrow[column] if typed else None
-    classes: dict[int, list[tuple[ent.Entry, tuple[_Read, int]]]] = {}
+    classes: dict[int, list[tuple[ent.Entry, tuple[FileRead, int]]]] = {}
     none: list[ent.Entry] = []
     for r in reads:
         if r.error is not None:
@@ -458,7 +461,7 @@ def entries_blob(
     return meta, (data,)
 
 
-def _files_blob(reads: list[_Read]) -> tuple[puffin.BlobMetadata, Iterable[bytes]]:
+def _files_blob(reads: list[FileRead]) -> tuple[puffin.BlobMetadata, Iterable[bytes]]:
     return files_blob([[r.path, r.size, r.file.modified, r.file.sequence] for r in reads])
 
 

@@ -30,6 +30,7 @@ more by Python while it is written.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -48,19 +49,20 @@ from pyspark.sql import functions as F
 
 from parquet_bloom._index import slices, store
 from parquet_bloom._index.build import (
+    FileRead,
     IndexBuildReport,
     Segment,
-    _Read,
-    _read_file,
     check_columns,
     check_read_columns,
     create_index_with,
+    read_file,
     segment_blobs,
     write_blobs,
 )
 from parquet_bloom._index.files import IndexedFile, dataset_files
 from parquet_bloom._sbbf import BYTES_PER_BLOCK, WORDS_PER_BLOCK
 from parquet_bloom._threads import READ_THREADS, read_pool
+from parquet_bloom.spark._build import MAX_RECORDS_PER_BATCH_CONF, collect_batches
 from parquet_bloom.spark._types import without_pandas_warning
 
 __all__ = ["MAX_RANGE_BYTES", "build_index", "range_plan"]
@@ -77,6 +79,11 @@ FILES_PER_TASK = 64
 
 # Files a map task reads at once (on the read threads) and holds the filters of.
 _FILES_AT_ONCE = READ_THREADS
+
+# The bytes of bitsets a map task of the slices job is handed at once (an Arrow batch): Spark's
+# 10,000 rows a batch would be 10 GiB of 1 MiB filters. The task holds the batch and its pieces.
+PIECES_BATCH_BYTES = 64 << 20
+_SPARK_RECORDS_PER_BATCH = 10_000  # Spark's default maxRecordsPerBatch
 
 # Rows of the tails job: per file one row of metadata (column and row_group -1, payload its
 # JSON), and per column and row group with a filter one row (payload the bitset).
@@ -223,11 +230,12 @@ def _build_delta(
     reduce_tasks: int,
 ) -> IndexBuildReport:
     from parquet_bloom._tables import delta_index
-    from parquet_bloom._tables.delta_snapshot import load_table, table_root
+    from parquet_bloom._tables.delta_snapshot import file_storage_options, load_table, table_root
 
     table = load_table(table_or_uri, version, storage_options)
-    loaded = delta_index._loaded_options(table_or_uri, storage_options)
-    options = delta_index._options(table, loaded)
+    if storage_options is None:  # those a DeltaTable was loaded with, as the local build takes
+        storage_options = getattr(table_or_uri, "_storage_options", None)
+    options = file_storage_options(table.table_uri, storage_options)
     files = delta_index.snapshot_indexed_files(table, options)
     what = f"the Delta table at {table_root(table)}"
     write = partial(_write_segment, spark, files, columns, options, what, reduce_tasks)
@@ -246,7 +254,7 @@ def _write_segment(
     """The local build's write_segment, with the reads and the transposition on Spark."""
     kept: list[DataFrame] = []
     try:
-        reads: list[_Read] = []
+        reads: list[FileRead] = []
         tails = None
         if files:
             tails = _tails(spark, files, columns).persist(StorageLevel.MEMORY_AND_DISK)
@@ -260,7 +268,9 @@ def _write_segment(
             placement = planner.placement(reads, columns, reduce_tasks)
             sliced = _slices_job(spark, tails, placement).persist(StorageLevel.MEMORY_AND_DISK)
             kept.append(sliced)
-            sliced.count()  # every reduce task at once, kept on the executors
+            largest = max(c.num_bytes for c in placement.classes)
+            with _arrow_batches_of_at_most(spark, max(1, PIECES_BATCH_BYTES // largest)):
+                sliced.count()  # every reduce task at once, kept on the executors
             planner.receive(sliced.toLocalIterator(prefetchPartitions=False))
         segment = write_blobs(target, blobs, columns, storage_options)
         planner.check_done()
@@ -269,6 +279,24 @@ def _write_segment(
             df.unpersist()
     report.index_bytes = segment.size
     return report, segment
+
+
+@contextlib.contextmanager
+def _arrow_batches_of_at_most(spark: SparkSession, rows: int) -> Iterator[None]:
+    """Lower the session's Arrow batch size for the duration of one of our jobs, then restore
+    it (a session setting: queries other threads run meanwhile get the smaller batches too)."""
+    before = spark.conf.get(MAX_RECORDS_PER_BATCH_CONF, None)
+    if 0 < int(before or _SPARK_RECORDS_PER_BATCH) <= rows:
+        yield
+        return
+    spark.conf.set(MAX_RECORDS_PER_BATCH_CONF, str(rows))
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(MAX_RECORDS_PER_BATCH_CONF)
+        else:
+            spark.conf.set(MAX_RECORDS_PER_BATCH_CONF, before)
 
 
 def _tails(spark: SparkSession, files: list[IndexedFile], columns: list[str]) -> DataFrame:
@@ -291,12 +319,12 @@ def _read_tails(columns: list[str], batches: Iterator[pa.RecordBatch]) -> Iterat
         files = [pickle.loads(d) for d in batch.column(1).to_pylist()]
         for start in range(0, len(files), _FILES_AT_ONCE):
             chunk = files[start : start + _FILES_AT_ONCE]
-            reads = read_pool().map(partial(_read_file, columns), chunk)
+            reads = read_pool().map(partial(read_file, columns), chunk)
             for number, got in zip(numbers[start:], reads, strict=False):
                 yield _tail_rows(number, got, columns)
 
 
-def _tail_rows(number: int, got: _Read, columns: list[str]) -> pa.RecordBatch:
+def _tail_rows(number: int, got: FileRead, columns: list[str]) -> pa.RecordBatch:
     meta = {
         "size": got.size,
         "rows": got.rows,
@@ -325,18 +353,16 @@ def _tail_rows(number: int, got: _Read, columns: list[str]) -> pa.RecordBatch:
     )
 
 
-def _collect_reads(tails: DataFrame, files: list[IndexedFile]) -> list[_Read]:
+def _collect_reads(tails: DataFrame, files: list[IndexedFile]) -> list[FileRead]:
     """Driver side: each file's metadata row, as the local build's reads (without bitsets)."""
-    from parquet_bloom.spark._build import _collect_batches
-
-    found: dict[int, _Read] = {}
+    found: dict[int, FileRead] = {}
     metadata = tails.filter(F.col("column") == _NO_COLUMN).select("file", "payload")
-    for batch in _collect_batches(metadata):
+    for batch in collect_batches(metadata):
         for number, payload in zip(
             batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
         ):
             meta = json.loads(payload)
-            found[number] = _Read(
+            found[number] = FileRead(
                 file=files[number],
                 size=meta["size"],
                 rows=meta["rows"],
@@ -358,18 +384,18 @@ class _Planner:
     job's ranges in that order."""
 
     def __init__(self) -> None:
-        self.classes: list[tuple[str, int, list[tuple[_Read, int]]]] = []
+        self.classes: list[tuple[str, int, list[tuple[FileRead, int]]]] = []
         self.ranges: list[ClassRanges] = []
         self._rows: Iterator[Any] = iter(())
         self._ahead: Any = None
 
     def add(
-        self, column: str, number: int, num_bytes: int, members: list[tuple[_Read, int]]
+        self, column: str, number: int, num_bytes: int, members: list[tuple[FileRead, int]]
     ) -> Iterable[bytes]:
         self.classes.append((column, num_bytes, members))
         return self._slices(len(self.classes) - 1)
 
-    def placement(self, reads: list[_Read], columns: list[str], reduce_tasks: int) -> _Placement:
+    def placement(self, reads: list[FileRead], columns: list[str], reduce_tasks: int) -> _Placement:
         self.ranges = range_plan([(b, len(m)) for _, b, m in self.classes], reduce_tasks)
         counts = np.array([len(r.rows) for r in reads], dtype=np.int64)
         first = np.zeros(len(reads), dtype=np.int64)
