@@ -208,3 +208,26 @@ def test_a_file_that_cannot_be_fetched_fails_the_build(
     with pytest.raises(ValueError, match="has the column"):
         pbs.build_index(spark, str(delta_table), ["nope"])
     assert not (delta_table / "_bloom_index").exists()
+
+
+def test_a_dataset_on_object_storage(spark: Any, s3: Any, dataset: Path, tmp_path: Path) -> None:
+    """Files on S3, read by the executors through the filesystem (its storage options) shipped
+    with their descriptions, the index written to S3: the local build's."""
+    bucket = s3.bucket()
+    for path in sorted(dataset.glob("f1*.parquet")):
+        s3.upload(path, f"s3://{bucket}/t/{path.name}")
+    options = s3.storage_options
+    target = f"s3://{bucket}/t/_bloom_index/index.puffin"
+    report = pbs.build_index(
+        spark, f"s3://{bucket}/t/", COLUMNS, index_location=target, storage_options=options
+    )
+    local = index.build_index(
+        f"s3://{bucket}/t/",
+        COLUMNS,
+        tmp_path / "local.puffin",
+        storage_options=options,
+        index_storage_options={},
+    )
+    assert report.files == local.files == 10 and report.unreadable == []
+    (tmp_path / "spark.puffin").write_bytes(s3.fs().cat_file(target.removeprefix("s3://")))
+    _assert_same_index(tmp_path / "spark.puffin", tmp_path / "local.puffin")
