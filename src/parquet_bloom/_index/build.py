@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
@@ -33,16 +33,22 @@ from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
 FromData = Literal["missing", "all"] | None
 
 __all__ = [
+    "ClassSlices",
     "ColumnSummary",
+    "FileRead",
     "FromData",
     "IndexBuildReport",
     "Segment",
     "build_index",
     "check_columns",
     "check_from_data",
+    "check_read_columns",
     "create_index",
+    "create_index_with",
     "entries_blob",
     "files_blob",
+    "read_file",
+    "segment_blobs",
     "target_fpp",
     "write_blobs",
     "write_segment",
@@ -99,7 +105,7 @@ class IndexBuildReport:
 
 
 @dataclass
-class _Read:
+class FileRead:
     """What one file gave: its row groups' rows, and per column each row group's filter (its
     bitset), or why it has none usable."""
 
@@ -110,6 +116,9 @@ class _Read:
     arrow: dict[str, str] = field(default_factory=dict)  # column -> its top-level Arrow field
     filters: dict[str, list[bytes | None]] = field(default_factory=dict)
     own: dict[str, str] = field(default_factory=dict)  # column -> its path in the file
+    # Each row group's filter size by column, where the bitsets are not here (a distributed
+    # build's driver, parquet_bloom.spark): then used instead of ``filters``.
+    sizes: dict[str, list[int | None]] | None = None
     error: str | None = None
     data_error: str | None = None  # why filters could not be built from the values
     reads: int = 0
@@ -118,6 +127,12 @@ class _Read:
     @property
     def path(self) -> str:
         return self.file.key
+
+    def filter_sizes(self, column: str) -> list[int | None]:
+        """Each row group's filter size for ``column`` (None: no usable filter)."""
+        if self.sizes is not None:
+            return self.sizes[column]
+        return [None if b is None else len(b) for b in self.filters[column]]
 
     def entry(self, row_group: int, rows: int) -> ent.Entry:
         f = self.file
@@ -194,12 +209,26 @@ def create_index(
 ) -> IndexBuildReport:
     """A new index in ``directory``: one segment, then the pointer to it alone (an index there
     before is replaced: its segments stay until :func:`compact_index` removes them)."""
+
+    def write(target: str) -> tuple[IndexBuildReport, Segment]:
+        return write_segment(
+            files, columns, target, storage_options, what=what, from_data=from_data, fpp=fpp
+        )
+
+    return create_index_with(directory, columns, storage_options, write)
+
+
+def create_index_with(
+    directory: str,
+    columns: list[str],
+    storage_options: Mapping[str, Any] | None,
+    write: Callable[[str], tuple[IndexBuildReport, Segment]],
+) -> IndexBuildReport:
+    """:func:`create_index` with the segment written by ``write(target)`` (a distributed build
+    writes it from what its tasks send)."""
     previous = store.read_pointer(directory, storage_options)
     name = store.new_segment_name()
-    target = store.join(directory, name)
-    report, segment = write_segment(
-        files, columns, target, storage_options, what=what, from_data=from_data, fpp=fpp
-    )
+    report, segment = write(store.join(directory, name))
     ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
     generation = 1 if previous is None else previous.generation + 1
     store.write_pointer(
@@ -237,17 +266,46 @@ def write_segment(
     (``"all"``), at false-positive rate ``fpp`` (default about 1/N for N row groups: a lookup
     over the whole index then expects about one false candidate). ``fields`` and ``snapshot``
     as :func:`write_blobs` takes them."""
-    reads = list(read_pool().map(partial(_read_file, columns), files))
-    missing = [c for c in columns if not any(c in r.types for r in reads)]
-    if require_columns and missing and any(r.error is None for r in reads):
-        raise ValueError(f"no file of {what} has the column(s) {', '.join(map(repr, missing))}")
+    reads = list(read_pool().map(partial(read_file, columns), files))
+    check_read_columns(reads, columns, what, require_columns)
     built = 0
     if from_data is not None:
         total = sum(len(r.rows) for r in reads)
         sizing = check_sizing(fpp if fpp is not None else target_fpp(total), "exact", None, None)
         fill = partial(_filters_from_data, columns, sizing, from_data == "all")
         built = sum(read_pool().map(fill, [r for r in reads if r.error is None]))
-    report = IndexBuildReport(location=target, files=len(reads), built_from_data=built)
+    report, blobs = segment_blobs(reads, columns, target, built_from_data=built)
+    segment = write_blobs(target, blobs, columns, storage_options, fields=fields, snapshot=snapshot)
+    report.index_bytes = segment.size
+    return report, segment
+
+
+def check_read_columns(
+    reads: Sequence[FileRead], columns: list[str], what: str, require_columns: bool
+) -> None:
+    """A column no file read has is a ValueError (when ``require_columns``, and some file could
+    be read)."""
+    missing = [c for c in columns if not any(c in r.types for r in reads)]
+    if require_columns and missing and any(r.error is None for r in reads):
+        raise ValueError(f"no file of {what} has the column(s) {', '.join(map(repr, missing))}")
+
+
+# The slices of one size class, given its column, class number, filter size and members (each
+# a read and a row group, in the order of the class's bits): the blob's bytes in order.
+ClassSlices = Callable[[str, int, int, list[tuple[FileRead, int]]], Iterable[bytes]]
+
+
+def segment_blobs(
+    reads: list[FileRead],
+    columns: list[str],
+    target: str,
+    *,
+    built_from_data: int = 0,
+    class_slices: ClassSlices | None = None,
+) -> tuple[IndexBuildReport, list[tuple[puffin.BlobMetadata, Iterable[bytes]]]]:
+    """The report and the blobs (for :func:`write_blobs`) of the files ``reads``: each class's
+    slices made by ``class_slices`` (default: from the bitsets the reads hold, here)."""
+    report = IndexBuildReport(location=target, files=len(reads), built_from_data=built_from_data)
     report.row_groups = sum(len(r.rows) for r in reads)
     report.reads = sum(r.reads for r in reads)
     report.bytes_read = sum(r.bytes_read for r in reads)
@@ -257,11 +315,9 @@ def write_segment(
     for column in columns:
         summary = ColumnSummary()
         report.columns[column] = summary
-        blobs += _column_blobs(column, reads, summary)
+        blobs += _column_blobs(column, reads, summary, class_slices or _local_slices)
     blobs.append(_files_blob(reads))
-    segment = write_blobs(target, blobs, columns, storage_options, fields=fields, snapshot=snapshot)
-    report.index_bytes = segment.size
-    return report, segment
+    return report, blobs
 
 
 def target_fpp(row_groups: int) -> float:
@@ -270,7 +326,7 @@ def target_fpp(row_groups: int) -> float:
     return min(0.01, 1.0 / max(row_groups, 1))
 
 
-def _filters_from_data(columns: list[str], sizing: Sizing, every: bool, got: _Read) -> int:
+def _filters_from_data(columns: list[str], sizing: Sizing, every: bool, got: FileRead) -> int:
     """Build, from the values, the filters of ``got``'s row groups that have none (``every``:
     all of them); how many were built. The values are hashed from the pages by the rewrite's
     builds (its page reader, on the build threads)."""
@@ -305,8 +361,9 @@ def _filters_from_data(columns: list[str], sizing: Sizing, every: bool, got: _Re
     return len(wanted)
 
 
-def _read_file(columns: list[str], file: IndexedFile) -> _Read:
-    got = _Read(file=file, size=file.size if file.size is not None else -1)
+def read_file(columns: list[str], file: IndexedFile) -> FileRead:
+    """``file``'s footer and filters of ``columns`` (its tail; no data)."""
+    got = FileRead(file=file, size=file.size if file.size is not None else -1)
     try:
         with BloomFilterReader(file.path, filesystem=file.filesystem, size=file.size) as reader:
             got.size = reader.size
@@ -340,15 +397,26 @@ def _read_file(columns: list[str], file: IndexedFile) -> _Read:
     return got
 
 
+def _local_slices(
+    column: str, number: int, num_bytes: int, members: list[tuple[FileRead, int]]
+) -> Iterable[bytes]:
+    bitsets: list[bytes] = []
+    for r, rg in members:
+        bitset = r.filters[column][rg]
+        assert bitset is not None  # a class's members have a filter
+        bitsets.append(bitset)
+    return slices.slices_of(slices.words_of(bitsets, num_bytes))
+
+
 def _column_blobs(
-    column: str, reads: list[_Read], summary: ColumnSummary
+    column: str, reads: list[FileRead], summary: ColumnSummary, class_slices: ClassSlices
 ) -> list[tuple[puffin.BlobMetadata, Iterable[bytes]]]:
     """The blobs of one column: a slices and an entries blob per filter size, and the entries of
     the row groups without a usable filter."""
     typed = [r for r in reads if column in r.types]
     kind = typed[0].types[column] if typed else {}
     arrow = typed[0].arrow[column] if typed else None
-    classes: dict[int, list[tuple[ent.Entry, bytes]]] = {}
+    classes: dict[int, list[tuple[ent.Entry, tuple[FileRead, int]]]] = {}
     none: list[ent.Entry] = []
     for r in reads:
         if r.error is not None:
@@ -357,19 +425,18 @@ def _column_blobs(
         if column not in r.types:
             continue  # no such column in this file: its rows hold none of the values
         same_type = r.types[column] == kind
-        for rg, (rows, bitset) in enumerate(zip(r.rows, r.filters[column], strict=True)):
+        for rg, (rows, size) in enumerate(zip(r.rows, r.filter_sizes(column), strict=True)):
             entry = r.entry(rg, rows)
-            if bitset is None or not same_type:
+            if size is None or not same_type:
                 none.append(entry)
             else:
-                classes.setdefault(len(bitset), []).append((entry, bitset))
+                classes.setdefault(size, []).append((entry, (r, rg)))
     type_properties = {layout.TYPE_PREFIX + k: v for k, v in kind.items()}
     if arrow is not None:
         type_properties[layout.ARROW_FIELD] = arrow
     out: list[tuple[puffin.BlobMetadata, Iterable[bytes]]] = []
     for number, (num_bytes, members) in enumerate(sorted(classes.items())):
         n = len(members)
-        words = slices.words_of([bitset for _, bitset in members], num_bytes)
         length = slices.slice_bytes(n) * (num_bytes // 32) * 256
         common = {layout.COLUMN: column, layout.CLASS: str(number), layout.ROW_GROUPS: str(n)}
         meta = puffin.BlobMetadata(
@@ -378,7 +445,7 @@ def _column_blobs(
             length=length,
             properties={**common, layout.NUM_BYTES: str(num_bytes), **type_properties},
         )
-        out.append((meta, slices.slices_of(words)))
+        out.append((meta, class_slices(column, number, num_bytes, [m for _, m in members])))
         out.append(entries_blob([e for e, _ in members], common, "sbbf"))
         summary.classes[num_bytes] = n
         summary.slice_bytes += length
@@ -403,7 +470,7 @@ def entries_blob(
     return meta, (data,)
 
 
-def _files_blob(reads: list[_Read]) -> tuple[puffin.BlobMetadata, Iterable[bytes]]:
+def _files_blob(reads: list[FileRead]) -> tuple[puffin.BlobMetadata, Iterable[bytes]]:
     return files_blob([[r.path, r.size, r.file.modified, r.file.sequence] for r in reads])
 
 

@@ -4,7 +4,8 @@ Spark is the distributed engine here; this package only adds what Spark lacks: t
 filter's hashing and bit layout, run on the executors with the numpy core. It builds filters
 over DataFrame columns (:func:`build_filter`, :func:`build_filters`), probes them in queries
 (:func:`might_contain`, :func:`semi_join_prefilter`) and reads the filters of a dataset's files
-(:func:`bloom_filter_index`, :func:`files_might_contain`), always hashing values as Spark writes
+(:func:`bloom_filter_index`, :func:`files_might_contain`) and builds a Bloom index of them
+(:func:`build_index`), always hashing values as Spark writes
 them to Parquet, so that its filters and Spark's agree.
 
 Needs PySpark (``pip install 'parquet-bloom[spark]'``), a Java 17+ runtime and a classic (not
@@ -30,6 +31,7 @@ from parquet_bloom.spark._files import (
     bloom_filter_index,
     files_might_contain,
 )
+from parquet_bloom.spark._index import build_index
 from parquet_bloom.spark._jvm import jar_path
 from parquet_bloom.spark._probe import might_contain, semi_join_prefilter
 from parquet_bloom.spark._tables import rewrite_files, rewrite_table
@@ -40,6 +42,7 @@ __all__ = [
     "bloom_filter_index",
     "build_filter",
     "build_filters",
+    "build_index",
     "files_might_contain",
     "jar_path",
     "might_contain",

@@ -136,7 +136,7 @@ def build_filters(
     else:
         merged = jvm_reduce_scatter(accelerator, positional, plans, layout)
     with _arrow_batches_of_at_least(df.sparkSession, BUILD_BATCH_ROWS):
-        received = _collect_batches(merged)
+        received = collect_batches(merged)
     filters = dict(zip(names, slices.assemble(received, plans), strict=True))
     for name in fold:
         filters[name] = sizing.fold_to_fpp(filters[name], fpp)
@@ -198,7 +198,7 @@ def jvm_reduce_scatter(
     return ClassicDataFrame(built, session)
 
 
-def _collect_batches(df: DataFrame) -> list[Any]:
+def collect_batches(df: DataFrame) -> list[Any]:
     """``df``'s rows as the Arrow batches Spark sent, each holding its own memory, so that
     assemble can hand each back as it goes (the driver then holds about one copy of the
     filters). ``toArrow`` makes a Table of them, cast to the schema, whose batches keep each
