@@ -231,6 +231,7 @@ class BloomFilterReader:
         )
         self._storage_args = (source, filesystem, storage_options)
         self._decryptor: FileDecryptor | None = None
+        self.encrypted_footer = False  # the file ends in PARE (read with decryption=)
         # Encrypted column chunks: their key and row group ordinal, or why they are unreadable.
         self._chunk_keys: dict[tuple[int, str], tuple[bytes, int]] = {}
         self._unreadable: dict[tuple[int, str], BloomFilterError] = {}
@@ -305,9 +306,16 @@ class BloomFilterReader:
         sidecar = self._sidecar_reader()
         if tail[-len(ENCRYPTED_MAGIC) :] == ENCRYPTED_MAGIC:
             plain, self._decryptor = open_encrypted_footer(data, keys, sidecar=sidecar)
+            self.encrypted_footer = True
             return plain
         if fmt.decode_footer_encryption(data).encryption_algorithm is None:
-            return data  # not encrypted: the keys are not needed
+            if keys.allow_plaintext_files:
+                return data  # not encrypted: the keys are not needed
+            raise DecryptionError(
+                "the file is not encrypted, but was to be read with keys (pass "
+                "DecryptionKeys(allow_plaintext_files=True) to read plaintext files too)",
+                module="footer",
+            )
         footer, self._decryptor = open_plaintext_footer(data, keys, sidecar=sidecar)
         return footer
 

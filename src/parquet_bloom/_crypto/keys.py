@@ -55,6 +55,11 @@ class DecryptionKeys:
     writer stored) for every key not given explicitly; returns the key, or None when it does not
     know it (the column stays unreadable).
 
+    ``allow_plaintext_files``: whether a file that is not encrypted at all may be read with
+    these keys (as pyarrow's option of that name). By default it is a DecryptionError: a
+    plaintext footer proves nothing, and a file expected encrypted that is not may have been
+    replaced (or had its footer's encryption fields stripped).
+
     One ``DecryptionKeys`` serves any number of files (but ``aad_prefix`` is one file's).
     """
 
@@ -65,6 +70,7 @@ class DecryptionKeys:
         *,
         aad_prefix: bytes | None = None,
         key_retriever: KeyRetriever | None = None,
+        allow_plaintext_files: bool = False,
     ) -> None:
         self.footer_key = None if footer_key is None else check_key(footer_key, "footer_key")
         self.column_keys = {
@@ -80,6 +86,7 @@ class DecryptionKeys:
         if key_retriever is not None and not callable(key_retriever):
             raise TypeError("key_retriever must be callable: key_metadata bytes -> key or None")
         self.key_retriever = key_retriever
+        self.allow_plaintext_files = bool(allow_plaintext_files)
         self._kms: _KmsUnwrapper | None = None
 
     def __repr__(self) -> str:  # never the keys themselves
@@ -103,6 +110,7 @@ class DecryptionKeys:
         kms_connection_config: Any | None = None,
         *,
         aad_prefix: bytes | None = None,
+        allow_plaintext_files: bool = False,
     ) -> DecryptionKeys:
         """Keys recovered through a KMS from the key material the Parquet key tools store
         (pyarrow's ``CryptoFactory``, parquet-java's ``PropertiesDrivenCryptoFactory``).
@@ -123,9 +131,51 @@ class DecryptionKeys:
             kms_client = kms_client(kms_connection_config)
             if not hasattr(kms_client, "unwrap_key"):
                 raise TypeError("the KMS client factory returned an object without unwrap_key")
-        keys = cls(aad_prefix=aad_prefix)
+        keys = cls(aad_prefix=aad_prefix, allow_plaintext_files=allow_plaintext_files)
         keys._kms = _KmsUnwrapper(kms_client)
         return keys
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> DecryptionKeys:
+        """Keys from a decryption config (the CLI's ``--decryption-config`` file, parsed JSON):
+
+        ``{"footer_key": KEY, "column_keys": {"col": KEY, ...}, "key_ids": {"id": KEY, ...},
+        "aad_prefix": TEXT, "allow_plaintext_files": BOOL}``, every member optional. A KEY is
+        ``"hex:<hex digits>"`` or ``"base64:<base64>"``. ``key_ids`` makes a key retriever:
+        the key whose id is the key metadata (as UTF-8). ``aad_prefix`` is a UTF-8 string, or
+        ``hex:``/``base64:``-prefixed bytes. Raises ValueError naming the bad member."""
+        if not isinstance(config, Mapping):
+            raise ValueError("a decryption config is a JSON object")
+        members = {"footer_key", "column_keys", "key_ids", "aad_prefix", "allow_plaintext_files"}
+        unknown = set(config) - members
+        if unknown:
+            raise ValueError(f"unknown decryption config members: {', '.join(sorted(unknown))}")
+        footer = config.get("footer_key")
+        columns = config.get("column_keys") or {}
+        ids = config.get("key_ids") or {}
+        for what, table in (("column_keys", columns), ("key_ids", ids)):
+            if not isinstance(table, Mapping):
+                raise ValueError(f"{what} must be a JSON object of name -> key")
+        prefix = config.get("aad_prefix")
+        if prefix is not None and not isinstance(prefix, str):
+            raise ValueError("aad_prefix must be a string")
+        plaintext_ok = config.get("allow_plaintext_files", False)
+        if not isinstance(plaintext_ok, bool):
+            raise ValueError("allow_plaintext_files must be true or false")
+        by_id = {str(k).encode(): _config_bytes(v, f"key_ids[{k!r}]") for k, v in ids.items()}
+        return cls(
+            None if footer is None else _config_bytes(footer, "footer_key"),
+            {str(k): _config_bytes(v, f"column_keys[{k!r}]") for k, v in columns.items()},
+            aad_prefix=None
+            if prefix is None
+            else (
+                _config_bytes(prefix, "aad_prefix")
+                if prefix.startswith(("hex:", "base64:"))
+                else prefix.encode()
+            ),
+            key_retriever=by_id.get if by_id else None,
+            allow_plaintext_files=plaintext_ok,
+        )
 
     def footer_key_for(
         self, key_metadata: bytes | None, sidecar: SidecarReader | None
@@ -249,6 +299,21 @@ def parse_key_material_file(data: bytes) -> dict[str, bytes]:
     """A key material file: a JSON object from key reference to key material (a JSON string)."""
     store = _json_object(data, "key material file")
     return {k: v.encode() for k, v in store.items() if isinstance(v, str)}
+
+
+def _config_bytes(value: Any, what: str) -> bytes:
+    """``hex:...`` or ``base64:...`` from a decryption config, as bytes."""
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a string, 'hex:...' or 'base64:...'")
+    kind, _, text = value.partition(":")
+    try:
+        if kind == "hex":
+            return bytes.fromhex(text)
+        if kind == "base64":
+            return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as err:
+        raise ValueError(f"{what} is not valid {kind}: {err}") from None
+    raise ValueError(f"{what} must start with 'hex:' or 'base64:'")
 
 
 def _json_object(data: bytes, what: str) -> dict[str, Any]:
