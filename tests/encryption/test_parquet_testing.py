@@ -257,3 +257,42 @@ def test_key_arguments_checked() -> None:
     bad_length = DecryptionKeys(key_retriever=lambda metadata: b"short")
     with pytest.raises(DecryptionError, match="5 bytes"):
         pb.BloomFilterReader(BLOOM, decryption=bad_length)
+
+
+AES256_FOOTER_KEY = b"01234567890123456789012345678901"
+AES256_COLUMN_KEYS = {
+    column: b"12345678901234567890123456789" + suffix
+    for column, suffix in [
+        ("double_field", b"012"),
+        ("float_field", b"013"),
+        ("boolean_field", b"014"),
+        ("int32_field", b"015"),
+        ("ba_field", b"016"),
+        ("flba_field", b"017"),
+        ("int64_field.list.element", b"018"),
+        ("int96_field", b"019"),
+    ]
+}
+
+
+@pytest.mark.parametrize("name", ["encrypt_columns_and_footer", "encrypt_columns_plaintext_footer"])
+def test_aes256_every_column_with_its_own_key(name: str) -> None:
+    """parquet-java 1.17's AES-256 files: eight columns, eight keys, every ColumnMetaData
+    decrypted (an unreadable one would be reported), and each key only opens its column."""
+    path = DATA / "aes256" / f"{name}.parquet.encrypted"
+    keys = DecryptionKeys(AES256_FOOTER_KEY, AES256_COLUMN_KEYS)
+    with pb.BloomFilterReader(path, decryption=keys) as reader:
+        assert sorted(reader.columns) == sorted(AES256_COLUMN_KEYS)
+        assert reader.unreadable_columns(0) == {}
+        chunks = reader.row_group(0)
+        assert all(c.encrypted and c.num_values >= 50 for c in chunks)
+        assert reader.filters_with_errors() == ({}, {})
+    rotated = dict(
+        zip(AES256_COLUMN_KEYS, [*list(AES256_COLUMN_KEYS.values())[1:], b"x" * 32], strict=True)
+    )
+    with pb.BloomFilterReader(path, decryption=DecryptionKeys(AES256_FOOTER_KEY, rotated)) as r:
+        errors = r.unreadable_columns(0)
+    assert set(errors) == set(AES256_COLUMN_KEYS)
+    assert all(
+        type(e) is DecryptionError and e.module == "column metadata" for e in errors.values()
+    )

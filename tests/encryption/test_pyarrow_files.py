@@ -223,3 +223,36 @@ def test_plaintext_files_only_when_allowed(tmp_path: Path) -> None:
     with pb.BloomFilterReader(plain, decryption=allowing) as reader:
         assert reader.encryption_algorithm is None
         assert reader.row_groups_might_contain("a", [1500]) == [1]
+
+
+def test_config_members_checked() -> None:
+    good = DecryptionKeys.from_config(
+        {"footer_key": "hex:" + "00" * 16, "aad_prefix": "hex:ff00", "allow_plaintext_files": True}
+    )
+    assert good.footer_key == bytes(16) and good.aad_prefix == b"\xff\x00"
+    assert good.allow_plaintext_files
+    for bad, message in (
+        ({"footer_key": "hex:zz"}, "not valid hex"),
+        ({"footer_key": "base64:!!"}, "not valid base64"),
+        ({"footer_key": "hex:00"}, "1 bytes"),
+        ({"column_keys": ["a"]}, "column_keys must be"),
+        ({"footer": "hex:00"}, "unknown decryption config members: footer"),
+        ({"allow_plaintext_files": "yes"}, "true or false"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            DecryptionKeys.from_config(bad)
+
+
+def test_cryptography_imported_only_to_decrypt(tmp_path: Path) -> None:
+    """Design rule 10: `import parquet_bloom` and reading plain files load no crypto library."""
+    import subprocess
+    import sys
+
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(table(), plain, bloom_filter_options={"a": True})
+    code = (
+        "import sys, parquet_bloom as pb\n"
+        f"r = pb.BloomFilterReader({str(plain)!r}); r.filters(); pb.DecryptionKeys(b'k' * 16)\n"
+        "assert 'cryptography' not in sys.modules, 'imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
