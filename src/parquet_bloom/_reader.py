@@ -710,8 +710,8 @@ class BloomFilterReader:
                     )
                 body_range = ByteRange(loc.offset + _MODULE_PREFIX, header_len)
                 missing = buffer.missing(body_range)
-                if missing and self._read_into(buffer, missing):
-                    raise CorruptFileError("the encrypted Bloom filter header cannot be read")
+                if missing and (unread_header := self._read_into(buffer, missing)):
+                    raise next(iter(unread_header.values()))
                 try:
                     plain = decryptor.decrypt_module(
                         buffer.get(body_range),
