@@ -90,7 +90,8 @@ def locate_filter(
 
     if chunk.encrypted:
         raise UnsupportedFileError(
-            "Bloom filters of encrypted columns are not supported",
+            "the Bloom filter of an encrypted column: read the file with decryption= and "
+            "the column's key (docs/encryption.md)",
             source=source,
             row_group=chunk.row_group,
             column=chunk.path,

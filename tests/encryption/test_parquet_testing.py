@@ -296,3 +296,38 @@ def test_aes256_every_column_with_its_own_key(name: str) -> None:
     assert all(
         type(e) is DecryptionError and e.module == "column metadata" for e in errors.values()
     )
+
+
+def test_external_key_material_on_a_filesystem() -> None:
+    """The key material file is found next to the data file on the data file's filesystem."""
+    fsspec = pytest.importorskip("fsspec")
+    fs = fsspec.filesystem("memory")
+    name = "external_key_material_java.parquet.encrypted"
+    material = f"_KEY_MATERIAL_FOR_{name}.json"
+    fs.pipe(f"/enc/{name}", (DATA / name).read_bytes())
+    fs.pipe(f"/enc/{material}", (DATA / material).read_bytes())
+    try:
+        decryption = DecryptionKeys.from_kms(InServerWrapKms())
+        with pb.BloomFilterReader(f"/enc/{name}", filesystem=fs, decryption=decryption) as r:
+            assert r.columns == ["integers", "strings"]
+            assert r.unreadable_columns(0) == {}
+        # A file object has no location: its external key material cannot be found.
+        with (DATA / name).open("rb") as f, pytest.raises(DecryptionError, match="location"):
+            pb.BloomFilterReader(f, decryption=DecryptionKeys.from_kms(InServerWrapKms()))
+    finally:
+        fs.rm("/enc", recursive=True)
+
+
+def test_without_keys_an_encrypted_column_says_how_to_read_it() -> None:
+    with pb.BloomFilterReader(path("encrypt_columns_plaintext_footer")) as reader:
+        chunk = reader.column_chunk(0, "double_field")
+        assert chunk.encrypted
+        # In plaintext-footer mode the metadata of encrypted columns is stripped of the
+        # filter's offset by parquet-java: nothing to read, nothing to report.
+        filters, failed = reader.filters_with_errors()
+        assert filters == {} and failed == {}
+    with pb.BloomFilterReader(BLOOM, decryption=keys()) as reader:
+        chunk = reader.column_chunk(0, "double_field")
+    loc_error = pb._reader.locate_filter  # the unkeyed path refuses it, saying what to do
+    with pytest.raises(UnsupportedFileError, match="decryption="):
+        loc_error(chunk, footer_start=10**9)
