@@ -35,7 +35,8 @@ SidecarReader = Callable[[str], "bytes | None"]
 # Key material (Arrow key_material.h / KeyMetadata): field names of version "PKMT1".
 _KEY_MATERIAL_TYPE = "PKMT1"
 _EXTERNAL_KEY_MATERIAL_PREFIX = "_KEY_MATERIAL_FOR_"
-# A key material document is a few hundred bytes; a key material file a few hundred per key.
+# Limits for untrusted input: a key material document is a few hundred bytes; a key material
+# file, a few hundred bytes per key of its data file.
 MAX_KEY_METADATA_SIZE = 64 * 1024
 MAX_KEY_MATERIAL_FILE_SIZE = 64 * 1024 * 1024
 
@@ -224,6 +225,11 @@ class _KmsUnwrapper:
         self._lock = threading.Lock()
 
     def data_key(self, key_metadata: bytes, sidecar: SidecarReader | None) -> bytes:
+        if len(key_metadata) > MAX_KEY_METADATA_SIZE:
+            raise DecryptionError(
+                f"key metadata of {len(key_metadata)} bytes exceeds this library's limit of "
+                f"{MAX_KEY_METADATA_SIZE} bytes"
+            )
         metadata = _json_object(key_metadata, "key metadata")
         if metadata.get("internalStorage", True) is False:
             reference = metadata.get("keyReference")
