@@ -621,7 +621,7 @@ def check_file(
         ByteSource(
             name, filesystem=filesystem, storage_options=storage_options, size=reader.size
         ) as source,
-        ChunkReader(source) as values,
+        ChunkReader(source, decryption_properties=_arrow_decryption(reader)) as values,
     ):
         leaves = reader.schema_leaves
         selected = _select_columns(columns, leaves, name)
@@ -648,7 +648,8 @@ def check_file(
                 kind = _violation_kind(err, chunk, reader.footer_start)
                 findings = [_Finding(kind, None, err.reason)]
                 f = None
-            if f is not None and (chunk.encrypted or reader.encrypted_footer):
+            unreadable_values = reader.encrypted_footer and reader.footer_decryption() is None
+            if f is not None and (chunk.encrypted or unreadable_values):
                 check, findings = _check_encrypted_chunk(chunk, f, max_fpp)
                 checks.append(check)
             elif f is not None:
@@ -696,6 +697,21 @@ def _unreadable_notes(reader: BloomFilterReader, selected: Iterable[str]) -> lis
     ]
 
 
+def _arrow_decryption(reader: BloomFilterReader) -> Any | None:
+    """pyarrow's decryption properties for a file with an encrypted footer (its footer key:
+    enough for its plaintext columns), when pyarrow has the low-level API (pyarrow >= 26)."""
+    footer = reader.footer_decryption()
+    if footer is None:
+        return None
+    import pyarrow.parquet.encryption as pe
+
+    create = getattr(pe, "create_decryption_properties", None)
+    if create is None:
+        return None
+    key, aad_prefix = footer
+    return create(key, aad_prefix=aad_prefix)
+
+
 def _check_encrypted_chunk(
     chunk: fmt.ColumnChunkInfo, f: SplitBlockBloomFilter, max_fpp: float | None
 ) -> tuple[ChunkCheck, list[_Finding]]:
@@ -708,8 +724,8 @@ def _check_encrypted_chunk(
     note = (
         "values not checked: the column's pages are encrypted (only its filter is decrypted)"
         if chunk.encrypted
-        else "values not checked: the file's footer is encrypted, which pyarrow reads only "
-        "with its own decryption properties"
+        else "values not checked: the file's footer is encrypted, and pyarrow cannot read it "
+        "here (its footer key unknown, or pyarrow older than 26)"
     )
     check = ChunkCheck(
         chunk.row_group, chunk.path, chunk.physical_type, f.num_bytes, fpp=fpp, notes=(note,)

@@ -298,6 +298,15 @@ class BloomFilterReader:
         self.row_group(row_group)
         return {column: err for (rg, column), err in self._unreadable.items() if rg == row_group}
 
+    def footer_decryption(self) -> tuple[bytes, bytes | None] | None:
+        """For a file with an encrypted footer, its footer key and the AAD prefix the keys
+        supply (for pyarrow's decryption properties, which read its plaintext columns); None
+        otherwise, or when the footer key is unknown."""
+        if self._decryptor is None or not self.encrypted_footer:
+            return None
+        key = self._decryptor.footer_key()
+        return None if key is None else (key, self._decryptor.keys.aad_prefix)
+
     def _open_encryption(self, data: bytes, tail: bytes, keys: DecryptionKeys) -> bytes:
         """The plaintext FileMetaData of a file read with keys: an encrypted footer decrypted,
         a plaintext footer of an encrypted file stripped of its signature (checked when the

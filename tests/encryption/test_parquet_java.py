@@ -151,3 +151,23 @@ def test_the_wrong_aad_prefix(written: dict[str, Path]) -> None:
         pb.BloomFilterReader(
             path, decryption=keys_for("gcm-columns-prefix-supplied", aad_prefix=b"tester2")
         )
+
+
+@pytest.mark.parametrize("name", ["gcm-columns", "ctr-plaintext-footer"])
+def test_check_file(written: dict[str, Path], name: str) -> None:
+    """Plaintext columns are checked against their values (pyarrow reads them: with the footer
+    key when the footer is encrypted), encrypted ones by their decrypted filter alone."""
+    report = pb.check_file(written[name], decryption=keys_for(name))
+    assert report.ok, report.violations
+    by_column: dict[str, list[Any]] = {}
+    for check in report.chunks:
+        by_column.setdefault(check.column, []).append(check)
+    assert set(by_column) == {"id", "name", "x", "k"}
+    for column in ("x", "k"):
+        assert all(c.missing == 0 and c.exact for c in by_column[column]), column
+        assert sum(c.num_values for c in by_column[column]) == ROWS
+    for column in ("id", "name"):
+        assert all(c.num_values is None and "encrypted" in c.notes[0] for c in by_column[column])
+    inspected = pb.inspect_file(written[name], decryption=keys_for(name))
+    assert len(inspected.filters) == len(report.chunks)
+    assert all(c.error is None and c.num_bytes for c in inspected.filters)
