@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 from parquet_bloom.errors import (
     BloomFilterError,
     CorruptFileError,
+    DecryptionError,
     FileReadError,
+    MissingKeyError,
     TableFileError,
     UnsupportedFileError,
 )
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
         check_file,
         inspect_file,
     )
+    from parquet_bloom._crypto import DecryptionKeys
     from parquet_bloom._plain import PHYSICAL_TYPES, hash_value, hash_values
     from parquet_bloom._prune import PruneReport, PruneResult, prune
     from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
@@ -52,6 +55,7 @@ _HOMES = {
     "Violation": "_audit",
     "check_file": "_audit",
     "inspect_file": "_audit",
+    "DecryptionKeys": "_crypto",
     "PHYSICAL_TYPES": "_plain",
     "hash_value": "_plain",
     "hash_values": "_plain",
@@ -81,8 +85,11 @@ __all__ = [
     "BloomFilterWarning",
     "CheckReport",
     "CorruptFileError",
+    "DecryptionError",
+    "DecryptionKeys",
     "FileReadError",
     "FileReport",
+    "MissingKeyError",
     "PruneReport",
     "PruneResult",
     "RewriteReport",

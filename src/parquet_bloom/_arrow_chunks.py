@@ -65,9 +65,16 @@ class ChunkReader:
     first: the compressed chunk then never sits in memory next to its decoded values.
     """
 
-    def __init__(self, source: ByteSource, dictionary_columns: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        source: ByteSource,
+        dictionary_columns: Sequence[str] = (),
+        decryption_properties: Any | None = None,
+    ) -> None:
+        """``decryption_properties``: pyarrow's, for a file whose footer is encrypted."""
         self._source = source
         self._dictionary_columns = list(dictionary_columns)
+        self._decryption_properties = decryption_properties
         self._files: dict[bool, Any] = {}  # dictionary or not -> pyarrow.parquet.ParquetFile
         self._cached: tuple[tuple[int, str], list[Any]] | None = None
 
@@ -79,6 +86,8 @@ class ChunkReader:
             options: dict[str, Any] = {"pre_buffer": False, "buffer_size": READ_BUFFER_SIZE}
             if dictionary:
                 options["read_dictionary"] = self._dictionary_columns
+            if self._decryption_properties is not None:
+                options["decryption_properties"] = self._decryption_properties
             self._files[dictionary] = pq.ParquetFile(self._source.arrow_file(), **options)
         return self._files[dictionary]
 

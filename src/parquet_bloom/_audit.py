@@ -37,10 +37,17 @@ from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
 from parquet_bloom import _sizing as sizing
 from parquet_bloom._arrow_chunks import ChunkReader, Unmapped
+from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._reader import BloomFilterReader, locate_filter
 from parquet_bloom._sbbf import SplitBlockBloomFilter, expected_fpp
-from parquet_bloom.errors import BloomFilterError, FileReadError, UnsupportedFileError
+from parquet_bloom.errors import (
+    BloomFilterError,
+    DecryptionError,
+    FileReadError,
+    MissingKeyError,
+    UnsupportedFileError,
+)
 
 __all__ = [
     "CheckReport",
@@ -138,7 +145,8 @@ class Violation:
     "unsupported" (a header this library cannot read), "overlap" (the filter's bytes overlap
     column data or another filter), "false-negative" (a value of the chunk is not in its
     filter; ``value`` is the first one), "fpp" (the rate exceeds ``max_fpp``) or "data" (the
-    chunk's values could not be read to check the filter).
+    chunk's values could not be read to check the filter), "decryption" (an encrypted filter
+    that does not decrypt with the keys given: a wrong key or tampered bytes).
     """
 
     kind: str
@@ -365,6 +373,7 @@ def inspect_file(
     storage_options: Mapping[str, Any] | None = None,
     size: int | None = None,
     tail_size: int | None = None,
+    decryption: DecryptionKeys | None = None,
 ) -> FileReport:
     """Describe every column chunk's filter in ``path`` (reads the footer and the filters).
 
@@ -376,6 +385,9 @@ def inspect_file(
     Raises :class:`~parquet_bloom.errors.BloomFilterError` when the footer itself is unusable;
     a filter that cannot be decoded is reported in its chunk's ``error``. A read that fails
     raises :class:`~parquet_bloom.errors.FileReadError` (nothing is known about the filter).
+    ``decryption``: the keys of an encrypted file (docs/encryption.md); a chunk whose key is
+    not among them has ``present`` False (its metadata is unreadable) and its ``error`` says
+    why.
     """
     name = os.fspath(path) if filesystem is None else str(path)
     with BloomFilterReader(
@@ -384,6 +396,7 @@ def inspect_file(
         storage_options=storage_options,
         size=size,
         tail_size=tail_size,
+        decryption=decryption,
     ) as reader:
         chunks = reader.column_chunks
         filtered = [c for c in chunks if c.bloom_filter_offset is not None]
@@ -396,7 +409,8 @@ def inspect_file(
         for chunk in chunks:
             key = (chunk.row_group, chunk.path)
             if chunk.bloom_filter_offset is None:
-                out.append(ChunkInspection(chunk.row_group, chunk.path, chunk.physical_type, False))
+                absent = ChunkInspection(chunk.row_group, chunk.path, chunk.physical_type, False)
+                out.append(replace(absent, error=errors.get(key)))  # an encrypted chunk's why
                 continue
             location = locations[key]
             warnings = []
@@ -468,6 +482,8 @@ def _select_columns(
 
 
 def _violation_kind(err: BloomFilterError, chunk: fmt.ColumnChunkInfo, footer_start: int) -> str:
+    if isinstance(err, DecryptionError):
+        return "decryption"
     if isinstance(err, UnsupportedFileError):
         return "unsupported"
     try:
@@ -570,6 +586,7 @@ def check_file(
     storage_options: Mapping[str, Any] | None = None,
     size: int | None = None,
     tail_size: int | None = None,
+    decryption: DecryptionKeys | None = None,
 ) -> CheckReport:
     """Check every filter of ``path`` (or those of ``columns``) as a writer author needs to.
 
@@ -587,6 +604,11 @@ def check_file(
     :class:`~parquet_bloom.errors.FileReadError` (the URL and the bytes in its message,
     ``source`` and ``offset``), including a "not found" once the footer was read (the object
     was deleted or replaced meanwhile); a file missing when first read is FileNotFoundError.
+
+    ``decryption``: the keys of an encrypted file (docs/encryption.md). The filters of encrypted
+    columns are decrypted and checked (rate, size), but not against the chunk's values: their
+    pages are encrypted, and this library does not decrypt pages. Chunks whose keys are not
+    given are listed in the notes.
     """
     if max_fpp is not None:
         if isinstance(max_fpp, bool) or not isinstance(max_fpp, float | int):
@@ -604,6 +626,7 @@ def check_file(
             storage_options=storage_options,
             size=size,
             tail_size=tail_size,
+            decryption=decryption,
         ) as reader,
         ByteSource(
             name,
@@ -612,7 +635,7 @@ def check_file(
             size=reader.size,
             exists=True,  # the reader found it: a "not found" now is a read error
         ) as source,
-        ChunkReader(source) as values,
+        ChunkReader(source, decryption_properties=_arrow_decryption(reader)) as values,
     ):
         leaves = reader.schema_leaves
         selected = _select_columns(columns, leaves, name)
@@ -629,6 +652,8 @@ def check_file(
                 "some filters have no bloom_filter_length (format < 2.10): readers must guess "
                 "how much to read"
             )
+        if decryption is not None:
+            notes.extend(_unreadable_notes(reader, selected))
         checks = []
         for done, chunk in enumerate(filtered, 1):
             try:
@@ -639,7 +664,11 @@ def check_file(
                 kind = _violation_kind(err, chunk, reader.footer_start)
                 findings = [_Finding(kind, None, err.reason)]
                 f = None
-            if f is not None:
+            unreadable_values = reader.encrypted_footer and reader.footer_decryption() is None
+            if f is not None and (chunk.encrypted or unreadable_values):
+                check, findings = _check_encrypted_chunk(chunk, f, max_fpp)
+                checks.append(check)
+            elif f is not None:
                 leaf = by_path[chunk.path]
                 check, findings = _check_chunk(chunk, leaf, leaves, f, values, max_fpp)
                 checks.append(check)
@@ -678,6 +707,57 @@ def _raise_read_error(errors: Iterable[BaseException]) -> None:
             if isinstance(seen, FileReadError):
                 raise seen
             seen = seen.__cause__ or seen.__context__
+
+
+def _unreadable_notes(reader: BloomFilterReader, selected: Iterable[str]) -> list[str]:
+    """One note per encrypted column whose chunks cannot be read with the keys given."""
+    wanted = set(selected)
+    why: dict[str, list[BloomFilterError]] = {}
+    for rg in range(reader.num_row_groups):
+        for column, err in reader.unreadable_columns(rg).items():
+            if column in wanted:
+                why.setdefault(column, []).append(err)
+    return [
+        f"column {column!r}: {len(errs)} encrypted chunk(s) not checked: "
+        + ("no key given" if isinstance(errs[0], MissingKeyError) else errs[0].reason)
+        for column, errs in why.items()
+    ]
+
+
+def _arrow_decryption(reader: BloomFilterReader) -> Any | None:
+    """pyarrow's decryption properties for a file with an encrypted footer (its footer key:
+    enough for its plaintext columns), when pyarrow has the low-level API (pyarrow >= 26)."""
+    footer = reader.footer_decryption()
+    if footer is None:
+        return None
+    import pyarrow.parquet.encryption as pe
+
+    create = getattr(pe, "create_decryption_properties", None)
+    if create is None:
+        return None
+    key, aad_prefix = footer
+    return create(key, aad_prefix=aad_prefix)
+
+
+def _check_encrypted_chunk(
+    chunk: fmt.ColumnChunkInfo, f: SplitBlockBloomFilter, max_fpp: float | None
+) -> tuple[ChunkCheck, list[_Finding]]:
+    """An encrypted chunk's decrypted filter: its rate, not its values (pages encrypted)."""
+    fpp = f.fpp()
+    findings = []
+    if max_fpp is not None and fpp > max_fpp:
+        message = f"false-positive rate {fpp:.4g} (from the bits set) exceeds max_fpp {max_fpp:g}"
+        findings.append(_Finding("fpp", None, message))
+    note = (
+        "values not checked: the column's pages are encrypted (only its filter is decrypted)"
+        if chunk.encrypted
+        else "values not checked: the file's footer is encrypted, and pyarrow cannot read it "
+        "here (its footer key unknown, or pyarrow older than 26)"
+    )
+    check = ChunkCheck(
+        chunk.row_group, chunk.path, chunk.physical_type, f.num_bytes, fpp=fpp, notes=(note,)
+    )
+    return check, findings
 
 
 @dataclass(frozen=True)

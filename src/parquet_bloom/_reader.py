@@ -15,6 +15,7 @@ filesystem, and counts what it read.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,12 +23,17 @@ from typing import Any
 
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
+from parquet_bloom._crypto import cipher
+from parquet_bloom._crypto.file import FileDecryptor
+from parquet_bloom._crypto.keys import DecryptionKeys
+from parquet_bloom._format.footer import ENCRYPTED_MAGIC
 from parquet_bloom._io.ranges import ByteRange, ReadBuffer, coalesce
 from parquet_bloom._io.source import ByteSource, read_footer
 from parquet_bloom._sbbf import MAX_NUM_BYTES, MIN_NUM_BYTES, SplitBlockBloomFilter
 from parquet_bloom.errors import (
     BloomFilterError,
     CorruptFileError,
+    DecryptionError,
     FileReadError,
     UnsupportedFileError,
 )
@@ -39,6 +45,16 @@ GUESS_READ_SIZE = 256 * 1024
 
 # Magic at both ends of a Parquet file (parquet-format README, "File format").
 _HEAD = len(fmt.MAGIC)
+
+# The filter of an encrypted column is two GCM modules, each with its 4-byte length prefix
+# (BloomFilter.md, "Encryption"): the header and the bitset. The header's module is its
+# plaintext (bounded as any header) plus nonce and tag; a longer claim is corrupt, and bounds
+# what a hostile length prefix can make us read before anything is authenticated.
+MAX_ENCRYPTED_HEADER_MODULE_SIZE = fmt.MAX_BLOOM_FILTER_HEADER_SIZE + cipher.GCM_OVERHEAD
+_MODULE_PREFIX = cipher.LENGTH_SIZE
+# The smallest encrypted filter: two length prefixes, two nonces and tags, a header byte and
+# the smallest bitset.
+_MIN_ENCRYPTED_FILTER = 2 * (_MODULE_PREFIX + cipher.GCM_OVERHEAD) + 1 + MIN_NUM_BYTES
 
 
 @dataclass(frozen=True)
@@ -75,7 +91,8 @@ def locate_filter(
 
     if chunk.encrypted:
         raise UnsupportedFileError(
-            "Bloom filters of encrypted columns are not supported",
+            "the Bloom filter of an encrypted column: read the file with decryption= and "
+            "the column's key (docs/encryption.md)",
             source=source,
             row_group=chunk.row_group,
             column=chunk.path,
@@ -88,6 +105,37 @@ def locate_filter(
     if length is not None:
         if length <= MIN_NUM_BYTES:
             raise corrupt(f"bloom_filter_length {length} cannot hold a header and a bitset")
+        if offset + length > footer_start:
+            raise corrupt(
+                f"Bloom filter of {length} bytes at offset {offset} runs past the footer, "
+                f"which starts at {footer_start}"
+            )
+    return FilterLocation(chunk, offset, length)
+
+
+def locate_encrypted_filter(
+    chunk: fmt.ColumnChunkInfo, *, footer_start: int, source: str | None = None
+) -> FilterLocation | None:
+    """:func:`locate_filter` for an encrypted column chunk (decrypted metadata): the filter is
+    two encrypted modules, each with its length prefix, in the data region."""
+    offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length
+    if offset is None:
+        return None
+
+    def corrupt(reason: str) -> CorruptFileError:
+        return CorruptFileError(
+            reason, source=source, row_group=chunk.row_group, column=chunk.path, offset=offset
+        )
+
+    if not _HEAD <= offset < footer_start:
+        raise corrupt(
+            f"bloom_filter_offset {offset} is outside the data region [{_HEAD}, {footer_start})"
+        )
+    if length is not None:
+        if length < _MIN_ENCRYPTED_FILTER:
+            raise corrupt(
+                f"bloom_filter_length {length} cannot hold an encrypted header and bitset"
+            )
         if offset + length > footer_start:
             raise corrupt(
                 f"Bloom filter of {length} bytes at offset {offset} runs past the footer, "
@@ -165,6 +213,7 @@ class BloomFilterReader:
         storage_options: Mapping[str, Any] | None = None,
         size: int | None = None,
         tail_size: int | None = None,
+        decryption: DecryptionKeys | None = None,
     ) -> None:
         """``source``: a path, a URL (``s3://``, ``gs://``, ``abfs://``, ``https://``, any
         fsspec protocol, configured by ``storage_options``), a binary file object, or a path on
@@ -172,14 +221,30 @@ class BloomFilterReader:
 
         ``tail_size``: how many bytes of the file's end the first read takes (default 64 KiB
         for a local file or a file object, 1 MiB on a filesystem: see docs/performance.md,
-        "Tail reads"). Filters inside that tail cost no further read."""
+        "Tail reads"). Filters inside that tail cost no further read.
+
+        ``decryption``: the keys of an encrypted file (:class:`parquet_bloom.DecryptionKeys`;
+        docs/encryption.md). The filter of a column whose key is not among them is reported
+        unreadable (a :class:`~parquet_bloom.errors.MissingKeyError`), never read."""
+        if decryption is not None and not isinstance(decryption, DecryptionKeys):
+            raise TypeError(f"decryption must be a DecryptionKeys, not {type(decryption).__name__}")
         self._source = ByteSource(
             source, filesystem=filesystem, storage_options=storage_options, size=size
         )
+        self._storage_args = (source, filesystem, storage_options)
+        self._decryptor: FileDecryptor | None = None
+        self.encrypted_footer = False  # the file ends in PARE (read with decryption=)
+        # Encrypted column chunks: their key and row group ordinal, or why they are unreadable.
+        self._chunk_keys: dict[tuple[int, str], tuple[bytes, int]] = {}
+        self._unreadable: dict[tuple[int, str], BloomFilterError] = {}
+        self._decrypted_groups: dict[int, list[fmt.ColumnChunkInfo]] = {}
         try:
-            footer = read_footer(self._source, tail_size)
-            self._footer = fmt.FooterView(footer.data)
-            self.footer_bytes = footer.data  # the FileMetaData, for readers of the whole
+            footer = read_footer(self._source, tail_size, encrypted=decryption is not None)
+            footer_data = footer.data
+            if decryption is not None:
+                footer_data = self._open_encryption(footer.data, footer.tail, decryption)
+            self._footer = fmt.FooterView(footer_data)
+            self.footer_bytes = footer_data  # the FileMetaData, for readers of the whole
         except BloomFilterError as err:
             self._source.close()
             raise err.located(source=self._source.name) from err.__cause__
@@ -218,6 +283,126 @@ class BloomFilterReader:
                 c for rg in range(self.num_row_groups) for c in self._row_group_chunks(rg)
             ]
         return self._column_chunks
+
+    # -- encryption -----------------------------------------------------------------------------
+
+    @property
+    def encryption_algorithm(self) -> str | None:
+        """ "AES_GCM_V1" or "AES_GCM_CTR_V1" for an encrypted file opened with ``decryption=``
+        (None otherwise)."""
+        return None if self._decryptor is None else self._decryptor.algorithm
+
+    def unreadable_columns(self, row_group: int) -> dict[str, BloomFilterError]:
+        """The encrypted column chunks of a row group that cannot be read with the keys given,
+        and why (a :class:`~parquet_bloom.errors.MissingKeyError` for a key not given, a
+        :class:`~parquet_bloom.errors.DecryptionError` for a wrong one)."""
+        self.row_group(row_group)
+        return {column: err for (rg, column), err in self._unreadable.items() if rg == row_group}
+
+    def footer_decryption(self) -> tuple[bytes, bytes | None] | None:
+        """For a file with an encrypted footer, its footer key and the AAD prefix the keys
+        supply (for pyarrow's decryption properties, which read its plaintext columns); None
+        otherwise, or when the footer key is unknown."""
+        if self._decryptor is None or not self.encrypted_footer:
+            return None
+        key = self._decryptor.footer_key()
+        return None if key is None else (key, self._decryptor.keys.aad_prefix)
+
+    def _open_encryption(self, data: bytes, tail: bytes, keys: DecryptionKeys) -> bytes:
+        """The plaintext FileMetaData of a file read with keys: an encrypted footer decrypted,
+        a plaintext footer of an encrypted file stripped of its signature (checked when the
+        footer key is known); any other footer as it is."""
+        from parquet_bloom._crypto.file import open_encrypted_footer, open_plaintext_footer
+
+        sidecar = self._sidecar_reader()
+        if tail[-len(ENCRYPTED_MAGIC) :] == ENCRYPTED_MAGIC:
+            plain, self._decryptor = open_encrypted_footer(data, keys, sidecar=sidecar)
+            self.encrypted_footer = True
+            return plain
+        if fmt.decode_footer_encryption(data).encryption_algorithm is None:
+            if keys.allow_plaintext_files:
+                return data  # not encrypted: the keys are not needed
+            raise DecryptionError(
+                "the file is not encrypted, but was to be read with keys (pass "
+                "DecryptionKeys(allow_plaintext_files=True) to read plaintext files too)",
+                module="footer",
+            )
+        footer, self._decryptor = open_plaintext_footer(data, keys, sidecar=sidecar)
+        return footer
+
+    def _sidecar_reader(self) -> Any:
+        """A reader of this file's external key material (``_KEY_MATERIAL_FOR_<name>.json``
+        next to it), for sources named by a path; None for file objects."""
+        from parquet_bloom._crypto.keys import (
+            MAX_KEY_MATERIAL_FILE_SIZE,
+            external_key_material_name,
+            parse_key_material_file,
+        )
+
+        source, filesystem, storage_options = self._storage_args
+        if not isinstance(source, str | os.PathLike):
+            return None
+        text = os.fspath(source)
+        if filesystem is None and "://" not in text:
+            directory, name = os.path.split(text)
+            sibling = os.path.join(directory, external_key_material_name(name))
+        else:
+            directory, _, name = text.rpartition("/")
+            sibling = f"{directory}/{external_key_material_name(name)}"
+        store: dict[str, bytes] | None = None
+
+        def read(reference: str) -> bytes | None:
+            nonlocal store
+            if store is None:
+                try:
+                    with ByteSource(
+                        sibling, filesystem=filesystem, storage_options=storage_options
+                    ) as material:
+                        if material.size > MAX_KEY_MATERIAL_FILE_SIZE:
+                            raise DecryptionError(
+                                f"key material file {sibling} of {material.size} bytes is too large"
+                            )
+                        data = material.read_exact(0, material.size)
+                except FileNotFoundError:
+                    raise DecryptionError(
+                        f"the key material is stored outside the file, in {sibling}, which "
+                        "is missing"
+                    ) from None
+                store = parse_key_material_file(data)
+            return store.get(reference)
+
+        return read
+
+    def _decrypt_chunks(
+        self, row_group: int, chunks: list[fmt.ColumnChunkInfo]
+    ) -> list[fmt.ColumnChunkInfo]:
+        """A row group's column chunks with the encrypted ones' keys found and their
+        encrypted ColumnMetaData decrypted; those that cannot be are noted unreadable."""
+        decryptor = self._decryptor
+        assert decryptor is not None
+        structs = self._footer.column_chunk_structs(row_group)
+        ordinal = self._footer.row_group_ordinal(row_group)
+        out = []
+        for info, raw in zip(chunks, structs, strict=True):
+            crypto = raw.crypto_metadata
+            if crypto is None:
+                out.append(info)
+                continue
+            try:
+                key = decryptor.chunk_key(info.path, crypto)
+                own_key = crypto.ENCRYPTION_WITH_COLUMN_KEY is not None
+                if own_key and raw.encrypted_column_metadata is not None:
+                    meta = decryptor.column_metadata(raw, key, ordinal, info.column_index)
+                    info = fmt.with_column_metadata(
+                        info, meta, self.schema_leaves[info.column_index]
+                    )
+                self._chunk_keys[(row_group, info.path)] = (key, ordinal)
+            except BloomFilterError as err:
+                self._unreadable[(row_group, info.path)] = err.located(
+                    source=self._source.name, row_group=row_group, column=info.path
+                )
+            out.append(info)
+        return out
 
     # -- counters and lifetime ------------------------------------------------------------------
 
@@ -291,9 +476,15 @@ class BloomFilterReader:
         """A row group's column chunks, decoded and checked on first use: a corrupt footer
         entry is a located error then."""
         try:
-            return self._footer.chunks(row_group)
+            chunks = self._footer.chunks(row_group)
         except BloomFilterError as err:
             raise err.located(source=self._source.name) from err.__cause__
+        if self._decryptor is None:
+            return chunks
+        found = self._decrypted_groups.get(row_group)
+        if found is None:
+            found = self._decrypted_groups[row_group] = self._decrypt_chunks(row_group, chunks)
+        return found
 
     def filter(self, row_group: int, column: str) -> SplitBlockBloomFilter | None:
         """The filter of one column chunk, or None when it has none.
@@ -405,13 +596,25 @@ class BloomFilterReader:
         failed: dict[tuple[int, str], BloomFilterError] = {}
         todo: list[FilterLocation] = []
         name = self._source.name
+        encrypted: list[FilterLocation] = []
         for chunk in chunks:
             key = (chunk.row_group, chunk.path)
             if key in self._cache:
                 out[key] = self._cache[key]
                 continue
+            if key in self._unreadable:
+                failed[key] = self._unreadable[key]
+                continue
             try:
-                location = locate_filter(chunk, footer_start=self.footer_start, source=name)
+                if chunk.encrypted and key in self._chunk_keys:
+                    location = locate_encrypted_filter(
+                        chunk, footer_start=self.footer_start, source=name
+                    )
+                    if location is not None:
+                        encrypted.append(location)
+                        continue
+                else:
+                    location = locate_filter(chunk, footer_start=self.footer_start, source=name)
             except BloomFilterError as err:
                 failed[key] = err
                 continue
@@ -419,6 +622,8 @@ class BloomFilterReader:
                 self._cache[key] = out[key] = None
             else:
                 todo.append(location)
+        if encrypted:
+            self._load_encrypted(encrypted, out, failed)
         if not todo:
             return out, failed
 
@@ -466,6 +671,128 @@ class BloomFilterReader:
             key = (loc.chunk.row_group, loc.chunk.path)
             self._cache[key] = out[key] = SplitBlockBloomFilter.from_bytes(buffer.get(bitset))
         return out, failed
+
+    def _load_encrypted(
+        self,
+        todo: list[FilterLocation],
+        out: dict[tuple[int, str], SplitBlockBloomFilter | None],
+        failed: dict[tuple[int, str], BloomFilterError],
+    ) -> None:
+        """Load the filters of encrypted column chunks: two GCM modules each (header, bitset),
+        every length prefix checked against the file before anything is read by it."""
+        decryptor = self._decryptor
+        assert decryptor is not None
+        name = self._source.name
+        footer_start = self.footer_start
+
+        def fail(loc: FilterLocation, err: BloomFilterError) -> None:
+            chunk = loc.chunk
+            failed[(chunk.row_group, chunk.path)] = err.located(
+                source=name, row_group=chunk.row_group, column=chunk.path, offset=loc.offset
+            )
+
+        buffer = ReadBuffer()
+        for offset, data in self._held.pieces():
+            buffer.add(offset, data)
+        firsts = {id(loc): loc.first_read(footer_start) for loc in todo}
+        unread = self._read_into(buffer, [g for r in firsts.values() for g in buffer.missing(r)])
+
+        # The header modules: length prefix, decrypt, decode; then the bitset module's range.
+        parsed: list[tuple[FilterLocation, int, ByteRange]] = []
+        for loc in todo:
+            chunk = loc.chunk
+            key, ordinal = self._chunk_keys[(chunk.row_group, chunk.path)]
+            header_module = cipher.MODULE_NAMES[cipher.BLOOM_FILTER_HEADER]
+            try:
+                if unreadable := _overlapping(firsts[id(loc)], unread):
+                    raise unreadable
+                first = firsts[id(loc)]
+                head = buffer.get(ByteRange(loc.offset, min(first.length, _MODULE_PREFIX)))
+                room = footer_start - loc.offset - _MODULE_PREFIX
+                if loc.length is not None:
+                    room = min(room, loc.length - _MODULE_PREFIX)
+                header_len = cipher.module_length(
+                    head, available=room, module_type=cipher.BLOOM_FILTER_HEADER
+                )
+                if header_len > MAX_ENCRYPTED_HEADER_MODULE_SIZE:
+                    raise CorruptFileError(
+                        f"encrypted Bloom filter header of {header_len} bytes exceeds "
+                        f"{MAX_ENCRYPTED_HEADER_MODULE_SIZE} bytes"
+                    )
+                body_range = ByteRange(loc.offset + _MODULE_PREFIX, header_len)
+                missing = buffer.missing(body_range)
+                if missing and (unread_header := self._read_into(buffer, missing)):
+                    raise next(iter(unread_header.values()))
+                try:
+                    plain = decryptor.decrypt_module(
+                        buffer.get(body_range),
+                        key,
+                        cipher.BLOOM_FILTER_HEADER,
+                        ordinal,
+                        chunk.column_index,
+                    )
+                except DecryptionError as err:
+                    raise DecryptionError(err.reason, module=header_module) from None
+                header, plain_len = fmt.parse_bloom_filter_header(plain)
+                check_header(
+                    header, plain_len, FilterLocation(chunk, loc.offset, None),
+                    footer_start=footer_start, source=name,
+                )  # fmt: skip
+                bitset_at = body_range.end
+                bitset_len = header.num_bytes + cipher.GCM_OVERHEAD
+                total = _MODULE_PREFIX + header_len + _MODULE_PREFIX + bitset_len
+                if loc.length is not None and total != loc.length:
+                    raise CorruptFileError(
+                        f"bloom_filter_length {loc.length} does not match the encrypted header "
+                        f"({_MODULE_PREFIX + header_len} bytes) and bitset "
+                        f"({_MODULE_PREFIX + bitset_len} bytes)"
+                    )
+                if bitset_at + _MODULE_PREFIX + bitset_len > footer_start:
+                    raise CorruptFileError(
+                        f"encrypted Bloom filter bitset of {bitset_len} bytes at {bitset_at} "
+                        f"runs past the footer, which starts at {footer_start}"
+                    )
+            except BloomFilterError as err:
+                fail(loc, err)
+                continue
+            parsed.append(
+                (loc, header.num_bytes, ByteRange(bitset_at, _MODULE_PREFIX + bitset_len))
+            )
+        unread = self._read_into(buffer, [g for _, _, b in parsed for g in buffer.missing(b)])
+
+        bitset_module = cipher.MODULE_NAMES[cipher.BLOOM_FILTER_BITSET]
+        for loc, num_bytes, bitset in parsed:
+            chunk = loc.chunk
+            key, ordinal = self._chunk_keys[(chunk.row_group, chunk.path)]
+            try:
+                if unreadable := _overlapping(bitset, unread):
+                    raise unreadable
+                module = memoryview(buffer.get(bitset))
+                claimed = cipher.module_length(
+                    module[:_MODULE_PREFIX],
+                    available=len(module) - _MODULE_PREFIX,
+                    module_type=cipher.BLOOM_FILTER_BITSET,
+                )
+                if claimed != num_bytes + cipher.GCM_OVERHEAD:
+                    raise CorruptFileError(
+                        f"encrypted Bloom filter bitset of {claimed} bytes, its header says "
+                        f"{num_bytes} bytes (+ {cipher.GCM_OVERHEAD} of nonce and tag)"
+                    )
+                try:
+                    plain = decryptor.decrypt_module(
+                        module[_MODULE_PREFIX:],
+                        key,
+                        cipher.BLOOM_FILTER_BITSET,
+                        ordinal,
+                        chunk.column_index,
+                    )
+                except DecryptionError as err:
+                    raise DecryptionError(err.reason, module=bitset_module) from None
+            except BloomFilterError as err:
+                fail(loc, err)
+                continue
+            k = (chunk.row_group, chunk.path)
+            self._cache[k] = out[k] = SplitBlockBloomFilter.from_bytes(plain)
 
     def _read_into(
         self, buffer: ReadBuffer, ranges: list[ByteRange], keep: ReadBuffer | None = None

@@ -158,6 +158,18 @@ def storage_option(text: str) -> tuple[str, Any]:
     return key, value
 
 
+def decryption_config(path: str) -> Any:
+    """The keys in a --decryption-config file (JSON; DecryptionKeys.from_config)."""
+    from parquet_bloom._crypto.keys import DecryptionKeys
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+        return DecryptionKeys.from_config(config)
+    except (OSError, ValueError, TypeError) as e:
+        raise argparse.ArgumentTypeError(f"decryption config {path}: {e}") from None
+
+
 def _options_for(name: str, args: argparse.Namespace) -> dict[str, Any] | None:
     """The storage options to open ``name`` with: those given, for a URL; none for a path."""
     return dict(args.storage_option) if location.is_url(name) and args.storage_option else None
@@ -197,6 +209,8 @@ def _each_file(
         options = _options_for(name, args)
         kwargs: dict[str, Any] = {"storage_options": options, "size": entry.size}
         kwargs["tail_size"] = getattr(args, "tail_size", None)
+        if getattr(args, "decryption_config", None) is not None:
+            kwargs["decryption"] = args.decryption_config
         try:
             requests, bytes_read = work(name, kwargs, index, progress)
         except BrokenPipeError:
@@ -263,7 +277,9 @@ def _inspect_text(report: audit.FileReport) -> str:
     rows = []
     for c in report.chunks:
         if not c.present:
-            rows.append([str(c.row_group), c.column, "no"] + ["-"] * 7 + [""])
+            unknown = c.error is not None  # an encrypted chunk whose key was not given
+            why = f"unreadable: {c.error}" if unknown else ""
+            rows.append([str(c.row_group), c.column, "?" if unknown else "no"] + ["-"] * 7 + [why])
             continue
         notes = list(c.warnings) + ([f"unreadable: {c.error}"] if c.error else [])
         rows.append(
@@ -788,6 +804,13 @@ def _parser() -> argparse.ArgumentParser:
         )
         tail = "the first read's size, from each file's end (default 1 MiB from a URL, 64 KiB)"
         p.add_argument("--tail-size", type=_positive, metavar="BYTES", help=tail)
+        p.add_argument(
+            "--decryption-config",
+            type=decryption_config,
+            metavar="FILE",
+            help="keys of encrypted files: a JSON file with footer_key, column_keys, key_ids "
+            "(keys as 'hex:...' or 'base64:...') and aad_prefix (docs/cli.md#encrypted-files)",
+        )
         # inspect and check pass each file's report through this (an extension's: _cli_hudi)
         p.set_defaults(report_hook=lambda report, kwargs: report)
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 __all__ = [
     "BloomFilterError",
     "CorruptFileError",
+    "DecryptionError",
     "FileReadError",
+    "MissingKeyError",
     "TableFileError",
     "UnsupportedFileError",
 ]
@@ -73,6 +75,53 @@ class CorruptFileError(BloomFilterError):
 class UnsupportedFileError(BloomFilterError):
     """A well-formed file using something this library does not read (encryption, an
     unknown Bloom filter algorithm, hash or compression)."""
+
+
+class DecryptionError(BloomFilterError):
+    """An encrypted part of a file (a "module" of Parquet Modular Encryption: the footer, a
+    column's metadata, a Bloom filter header or bitset) that does not decrypt: a wrong key, a
+    wrong AAD prefix, tampered or truncated bytes. ``module`` names the part ("footer",
+    "column metadata", "Bloom filter header", "Bloom filter bitset"), besides the file, row
+    group, column and offset every :class:`BloomFilterError` carries."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        row_group: int | None = None,
+        column: str | None = None,
+        offset: int | None = None,
+        module: str | None = None,
+    ) -> None:
+        self.module = module
+        super().__init__(message, source=source, row_group=row_group, column=column, offset=offset)
+
+    def _render(self) -> str:
+        text = super()._render()
+        return text if self.module is None else f"{text} [module: {self.module}]"
+
+    def located(
+        self,
+        *,
+        source: str | None = None,
+        row_group: int | None = None,
+        column: str | None = None,
+        offset: int | None = None,
+    ) -> BloomFilterError:
+        return type(self)(
+            self.reason,
+            source=self.source if self.source is not None else source,
+            row_group=self.row_group if self.row_group is not None else row_group,
+            column=self.column if self.column is not None else column,
+            offset=self.offset if self.offset is not None else offset,
+            module=self.module,
+        )
+
+
+class MissingKeyError(DecryptionError):
+    """An encrypted part of a file whose key was not given (nor found by the key retriever or
+    the KMS): the part stays unreadable. Not a sign of a bad file."""
 
 
 class FileReadError(BloomFilterError):

@@ -30,6 +30,9 @@ ColumnMetaData = _tt.ColumnMetaData
 CompressionCodec = _tt.CompressionCodec
 ColumnCryptoMetaData = _tt.ColumnCryptoMetaData
 EncryptionWithFooterKey = _tt.EncryptionWithFooterKey
+EncryptionWithColumnKey = _tt.EncryptionWithColumnKey
+FileCryptoMetaData = _tt.FileCryptoMetaData
+EncryptionAlgorithm = _tt.EncryptionAlgorithm
 
 # --- File layout (docs/format-notes.md, file layout) --------------------------------------------
 # A file is "PAR1" <column chunks> <FileMetaData (Thrift compact)> <4-byte LE length> "PAR1".
@@ -49,11 +52,13 @@ MAX_FOOTER_SIZE = 256 * 1024 * 1024
 # =============================================================================================
 
 
-def parse_footer_trailer(trailer: bytes, *, file_size: int) -> int:
+def parse_footer_trailer(trailer: bytes, *, file_size: int, encrypted: bool = False) -> int:
     """Validate the last ``FOOTER_TRAILER_SIZE`` bytes of a file; return the footer length.
 
     The footer (Thrift ``FileMetaData``) then occupies
     ``[file_size - FOOTER_TRAILER_SIZE - length, file_size - FOOTER_TRAILER_SIZE)``.
+    A file ending in ``PARE`` (an encrypted footer: FileCryptoMetaData and the encrypted
+    FileMetaData in that span) is an ``UnsupportedFileError`` unless ``encrypted``.
     """
     if len(trailer) != FOOTER_TRAILER_SIZE:
         raise ValueError(f"the trailer must be the last {FOOTER_TRAILER_SIZE} bytes of the file")
@@ -65,11 +70,11 @@ def parse_footer_trailer(trailer: bytes, *, file_size: int) -> int:
         )
     magic = bytes(trailer[4:])
     magic_offset = file_size - len(MAGIC)
-    if magic == ENCRYPTED_MAGIC:
+    if magic == ENCRYPTED_MAGIC and not encrypted:
         raise UnsupportedFileError(
             "encrypted Parquet footers are not supported", offset=magic_offset
         )
-    if magic != MAGIC:
+    if magic not in (MAGIC, ENCRYPTED_MAGIC):
         raise CorruptFileError(
             f"not a Parquet file: trailing magic is {magic!r}, expected {MAGIC!r}",
             offset=magic_offset,
@@ -384,6 +389,24 @@ class FooterView:
     def num_row_groups(self) -> int:
         return len(self._groups)
 
+    @property
+    def encryption_algorithm(self) -> Any | None:
+        """The footer's ``encryption_algorithm`` (set in encrypted files with a plaintext
+        footer), or None."""
+        return self._top.encryption_algorithm
+
+    def row_group_ordinal(self, i: int) -> int:
+        """Row group ``i``'s ordinal, as encryption AADs take it: ``RowGroup.ordinal`` when
+        set (Encryption.md 5.2), else ``i``."""
+        ordinal = self._groups[i].ordinal
+        return i if ordinal is None else int(ordinal)
+
+    def column_chunk_structs(self, i: int) -> list[Any]:
+        """Row group ``i``'s Thrift ColumnChunks (decoded and checked as :meth:`chunks`)."""
+        self.chunks(i)
+        columns: list[Any] = self._row_group(i).columns
+        return columns
+
     def row_group_rows(self, i: int) -> int:
         return int(self._groups[i].num_rows)
 
@@ -456,6 +479,72 @@ def _walk_row_groups(
     except (compact.Malformed, CorruptFileError):
         return None  # the full decode says what is wrong, as it would have
     return None
+
+
+# =============================================================================================
+# Encryption structs (Encryption.md 5.2-5.5)
+# =============================================================================================
+
+_FOOTER_ENCRYPTION_SPEC = compact.prune(
+    _tt.FileMetaData, {"encryption_algorithm", "footer_signing_key_metadata"}
+)
+_COLUMN_META_DATA_SPEC: tuple[Any, ...] = _tt.ColumnMetaData.thrift_spec  # type: ignore[attr-defined]
+_FILE_CRYPTO_META_DATA_SPEC: tuple[Any, ...] = _tt.FileCryptoMetaData.thrift_spec  # type: ignore[attr-defined]
+# FileCryptoMetaData is an algorithm (a few ids and an AAD prefix) and key metadata: bytes to
+# kilobytes. Its length is not stored; it is where its struct ends.
+MAX_FILE_CRYPTO_META_DATA_SIZE = 1024 * 1024
+
+
+def decode_file_crypto_metadata(buf: bytes | memoryview) -> tuple[Any, int]:
+    """Decode the FileCryptoMetaData at the start of an encrypted footer's bytes; return it
+    and its length (the encrypted FileMetaData module follows)."""
+    view = memoryview(bytes(buf[:MAX_FILE_CRYPTO_META_DATA_SIZE]))
+    reader = compact.CompactReader(view)
+    try:
+        reader.skip_struct(0)
+    except compact.Malformed as err:
+        raise CorruptFileError(f"cannot decode the FileCryptoMetaData: {err}") from None
+    end = reader.pos
+    md = compact.decode_untrusted(
+        view[:end], _tt.FileCryptoMetaData, _FILE_CRYPTO_META_DATA_SPEC, "FileCryptoMetaData",
+        "the FileCryptoMetaData", max_size=MAX_FILE_CRYPTO_META_DATA_SIZE,
+    )  # fmt: skip
+    if md.encryption_algorithm is None:
+        raise CorruptFileError("the FileCryptoMetaData has no encryption_algorithm")
+    return md, end
+
+
+def decode_footer_encryption(buf: bytes | memoryview) -> Any:
+    """A plaintext footer's ``encryption_algorithm`` and ``footer_signing_key_metadata``
+    (the rest of the FileMetaData left None)."""
+    return compact.decode_untrusted(
+        buf, _tt.FileMetaData, _FOOTER_ENCRYPTION_SPEC, "footer", "the Parquet footer",
+        max_size=MAX_FOOTER_SIZE,
+    )  # fmt: skip
+
+
+def decode_column_metadata(buf: bytes | memoryview) -> Any:
+    """A ColumnMetaData serialized on its own (decrypted ``encrypted_column_metadata``)."""
+    return compact.decode_untrusted(
+        buf, _tt.ColumnMetaData, _COLUMN_META_DATA_SPEC, "column metadata",
+        "the column metadata", max_size=MAX_FOOTER_SIZE,
+    )  # fmt: skip
+
+
+def with_column_metadata(info: ColumnChunkInfo, meta: Any, leaf: SchemaLeaf) -> ColumnChunkInfo:
+    """``info`` with the facts of ``meta`` (a column chunk's decrypted ColumnMetaData),
+    checked against its schema leaf as the footer's own are."""
+    i, j = info.row_group, info.column_index
+    if meta.path_in_schema is None or meta.type is None:
+        raise _chunk_error(i, j, leaf, "decrypted ColumnMetaData lacks path or type")
+    _check_chunk(i, j, meta, leaf)
+    return ColumnChunkInfo(
+        i, j, leaf.path, leaf.physical_type, leaf.type_length, leaf.logical_type,
+        leaf.converted_type, leaf.scale, leaf.precision,
+        meta.num_values, meta.data_page_offset, meta.dictionary_page_offset,
+        meta.total_compressed_size, meta.bloom_filter_offset, meta.bloom_filter_length, True,
+        leaf.path_in_schema,
+    )  # fmt: skip
 
 
 def chunk_start(meta: Any) -> int:

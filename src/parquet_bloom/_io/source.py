@@ -444,11 +444,15 @@ class Footer(NamedTuple):
     tail: bytes = b""
 
 
-def read_footer(source: ByteSource, tail_size: int | None = None) -> Footer:
+def read_footer(
+    source: ByteSource, tail_size: int | None = None, *, encrypted: bool = False
+) -> Footer:
     """Read the footer of ``source``: one read of its last ``tail_size`` bytes (default: the
     source's :attr:`~ByteSource.default_tail_size`), and one more when the footer is longer
     than that. The trailer is checked (magic, a length that fits). When the source does not
-    know its size yet, the tail read is a suffix-range read that tells it."""
+    know its size yet, the tail read is a suffix-range read that tells it. ``encrypted``: a
+    file ending in ``PARE`` is read too (its footer's bytes are then the FileCryptoMetaData
+    and the encrypted FileMetaData); otherwise it is an UnsupportedFileError."""
     if tail_size is None:
         tail_size = source.default_tail_size
     if isinstance(tail_size, bool) or not isinstance(tail_size, int):
@@ -460,7 +464,9 @@ def read_footer(source: ByteSource, tail_size: int | None = None) -> Footer:
     if size < len(fmt.MAGIC) + fmt.FOOTER_TRAILER_SIZE:
         raise CorruptFileError(f"file of {size} bytes is too short to be Parquet")
     tail_len = len(tail)
-    footer_len = fmt.parse_footer_trailer(tail[-fmt.FOOTER_TRAILER_SIZE :], file_size=size)
+    footer_len = fmt.parse_footer_trailer(
+        tail[-fmt.FOOTER_TRAILER_SIZE :], file_size=size, encrypted=encrypted
+    )
     trailer = fmt.FOOTER_TRAILER_SIZE
     start = size - trailer - footer_len
     if footer_len + trailer <= tail_len:

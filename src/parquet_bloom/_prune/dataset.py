@@ -36,6 +36,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from parquet_bloom import _format as fmt
+from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._index.files import IndexedFile, file_key, same_file
 from parquet_bloom._index.lookup import BloomIndex
 from parquet_bloom._io import location
@@ -83,6 +84,7 @@ def prune(
     tail_size: int | None = None,
     index: str | os.PathLike[str] | BloomIndex | None = None,
     index_storage_options: Mapping[str, Any] | None = None,
+    decryption: DecryptionKeys | None = None,
 ) -> PruneResult:
     """Restrict ``dataset`` to the row groups whose Bloom filters might hold a match of ``filter``.
 
@@ -115,6 +117,11 @@ def prune(
     default ``storage_options``): the files it knows as they are (same name and size) are
     decided by its lookups without opening them; every other file is pruned by its own
     filters (docs/index.md#pruning-with-an-index).
+
+    ``decryption``: the keys of encrypted files (:class:`parquet_bloom.DecryptionKeys`,
+    docs/encryption.md); a file whose filters it cannot decrypt keeps its row groups, with the
+    usual warning. (pyarrow must be able to open the files too: for files with encrypted
+    footers, pass a dataset made with pyarrow's decryption properties.)
     """
     sizes: dict[str, int] = {}  # each listed file's size, so that opening it costs no lookup
     names: dict[str, str] = {}  # each listed file's name as an index knows it
@@ -145,7 +152,10 @@ def prune(
             options = storage_options if index_storage_options is None else index_storage_options
             opened = stack.enter_context(BloomIndex(index, storage_options=options))
         return prune_with(
-            dataset, tree, _Reading(sizes, tail_size, identities, opened), max_workers
+            dataset,
+            tree,
+            _Reading(sizes, tail_size, identities, opened, decryption=decryption),
+            max_workers,
         )
 
 
@@ -258,6 +268,7 @@ class _Reading:
     tail_size: int | None
     identities: Mapping[str, IndexedFile] = field(default_factory=dict)
     index: BloomIndex | None = None
+    decryption: DecryptionKeys | None = None  # the keys of encrypted files
 
 
 Reading = _Reading  # for the table formats, which read their files as their snapshot says
@@ -459,7 +470,11 @@ def _prune_fragment(
         try:
             reader = stack.enter_context(
                 BloomFilterReader(
-                    fragment.path, filesystem=filesystem, size=size, tail_size=reading.tail_size
+                    fragment.path,
+                    filesystem=filesystem,
+                    size=size,
+                    tail_size=reading.tail_size,
+                    decryption=reading.decryption,
                 )
             )
         except (BloomFilterError, OSError) as err:

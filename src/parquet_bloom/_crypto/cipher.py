@@ -1,0 +1,172 @@
+"""The ciphers of Parquet Modular Encryption, and the AADs that bind each module to its place.
+
+Pure: bytes and keys in, plaintext out; nothing here reads a file. AES-GCM comes from
+the ``cryptography`` package (the ``encryption`` extra), imported when first needed.
+
+Everything cited is parquet-format ``Encryption.md``:
+
+- 5.1: a module is ``length (4 bytes LE) | nonce (12) | ciphertext | tag (16)`` for GCM; the
+  length counts the bytes after it. Only pages are CTR-encrypted under AES_GCM_CTR_V1 (4.2.2);
+  every module this library reads (footer, column metadata, Bloom filter header and bitset) is
+  GCM in both algorithms, so there is no CTR here.
+- 4.4: a module's AAD is the AAD prefix, the file's unique id, the module type (1 byte), and for
+  all modules but the footer the row group and column ordinals (2-byte LE shorts), and for data
+  pages and their headers the page ordinal.
+- 5.5: a plaintext footer is signed by the nonce and tag (28 bytes) that GCM-encrypting it with
+  the footer key and the footer AAD gives; only those are stored, after the footer.
+"""
+
+from __future__ import annotations
+
+import hmac
+import struct
+from typing import Any
+
+from parquet_bloom.errors import CorruptFileError, DecryptionError
+
+# --- Module serialization (Encryption.md 5.1) ------------------------------------------------
+LENGTH_SIZE = 4  # little-endian length before every module
+NONCE_SIZE = 12  # 96-bit nonce (4.1.3)
+TAG_SIZE = 16  # GCM tag (4.2.1)
+GCM_OVERHEAD = NONCE_SIZE + TAG_SIZE
+SIGNATURE_SIZE = NONCE_SIZE + TAG_SIZE  # plaintext footer signature (5.5)
+KEY_SIZES = (16, 24, 32)  # AES-128, -192, -256 (section 4)
+
+# --- Module types (Encryption.md 4.4.2) ------------------------------------------------------
+FOOTER = 0
+COLUMN_META_DATA = 1
+DATA_PAGE = 2
+DICTIONARY_PAGE = 3
+DATA_PAGE_HEADER = 4
+DICTIONARY_PAGE_HEADER = 5
+COLUMN_INDEX = 6
+OFFSET_INDEX = 7
+BLOOM_FILTER_HEADER = 8
+BLOOM_FILTER_BITSET = 9
+
+MODULE_NAMES = {
+    FOOTER: "footer",
+    COLUMN_META_DATA: "column metadata",
+    DATA_PAGE: "data page",
+    DICTIONARY_PAGE: "dictionary page",
+    DATA_PAGE_HEADER: "data page header",
+    DICTIONARY_PAGE_HEADER: "dictionary page header",
+    COLUMN_INDEX: "column index",
+    OFFSET_INDEX: "offset index",
+    BLOOM_FILTER_HEADER: "Bloom filter header",
+    BLOOM_FILTER_BITSET: "Bloom filter bitset",
+}
+
+_ORDINAL_MAX = 0x7FFF  # ordinals are Thrift i16 / Java shorts: at most 32767 of each
+
+
+def module_aad(
+    file_aad: bytes,
+    module_type: int,
+    row_group: int | None = None,
+    column: int | None = None,
+    page: int | None = None,
+) -> bytes:
+    """The AAD of one module (Encryption.md 4.4.2): ``file_aad`` (AAD prefix + the file's
+    unique id), the module type, and the ordinals it takes (none for the footer)."""
+    if module_type not in MODULE_NAMES:
+        raise ValueError(f"unknown module type {module_type}")
+    aad = file_aad + bytes([module_type])
+    if module_type == FOOTER:
+        return aad
+    if row_group is None or column is None:
+        raise ValueError(f"a {MODULE_NAMES[module_type]} AAD needs a row group and a column")
+    for what, n in (("row group", row_group), ("column", column), ("page", page)):
+        if n is not None and not 0 <= n <= _ORDINAL_MAX:
+            raise DecryptionError(
+                f"{what} ordinal {n} does not fit the AAD's 2-byte ordinal (at most "
+                f"{_ORDINAL_MAX})",
+                module=MODULE_NAMES[module_type],
+            )
+    aad += struct.pack("<hh", row_group, column)
+    if module_type in (DATA_PAGE, DATA_PAGE_HEADER):
+        if page is None:
+            raise ValueError(f"a {MODULE_NAMES[module_type]} AAD needs a page ordinal")
+        aad += struct.pack("<h", page)
+    return aad
+
+
+def check_key(key: Any, what: str) -> bytes:
+    """``key`` as bytes, checked to be an AES key (16, 24 or 32 bytes); a ValueError naming
+    ``what`` otherwise (a caller's key: misuse, not bad data)."""
+    if isinstance(key, bytearray | memoryview):
+        key = bytes(key)
+    if not isinstance(key, bytes):
+        raise TypeError(f"{what} must be bytes, not {type(key).__name__}")
+    if len(key) not in KEY_SIZES:
+        raise ValueError(
+            f"{what} is {len(key)} bytes; AES keys are 16, 24 or 32 bytes (128, 192, 256 bits)"
+        )
+    return key
+
+
+def module_length(prefix: bytes | memoryview, *, available: int, module_type: int) -> int:
+    """The length in a module's 4-byte prefix, checked against the ``available`` bytes after
+    the prefix (what the file holds there) and the GCM overhead: a CorruptFileError otherwise.
+
+    Nothing may be allocated from this length before that check: it is not authenticated."""
+    if len(prefix) < LENGTH_SIZE:
+        raise CorruptFileError(
+            f"truncated encrypted {MODULE_NAMES[module_type]}: {len(prefix)} bytes, "
+            f"its length prefix alone takes {LENGTH_SIZE}"
+        )
+    (length,) = struct.unpack_from("<I", prefix)
+    if length < GCM_OVERHEAD:
+        raise CorruptFileError(
+            f"encrypted {MODULE_NAMES[module_type]} of {length} bytes cannot hold a nonce and a "
+            f"tag ({GCM_OVERHEAD} bytes)"
+        )
+    if length > available:
+        raise CorruptFileError(
+            f"encrypted {MODULE_NAMES[module_type]} claims {length} bytes, only {available} "
+            "follow in the file"
+        )
+    return int(length)
+
+
+def _aesgcm(key: bytes) -> Any:
+    try:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "reading encrypted Parquet files needs the cryptography package: "
+            "pip install 'parquet-bloom[encryption]'"
+        ) from err
+    return AESGCM(key)
+
+
+def decrypt_gcm(buf: bytes | memoryview, key: bytes, aad: bytes, *, module_type: int) -> bytes:
+    """Decrypt one GCM module: ``buf`` is ``nonce | ciphertext | tag`` (the bytes after the
+    length prefix). A wrong key, AAD or tampered bytes fail the tag: DecryptionError."""
+    data = bytes(buf)
+    name = MODULE_NAMES[module_type]
+    if len(data) < GCM_OVERHEAD:
+        raise CorruptFileError(
+            f"encrypted {name} of {len(data)} bytes cannot hold a nonce and a tag "
+            f"({GCM_OVERHEAD} bytes)"
+        )
+    from cryptography.exceptions import InvalidTag
+
+    try:
+        return bytes(_aesgcm(key).decrypt(data[:NONCE_SIZE], data[NONCE_SIZE:], aad))
+    except InvalidTag:
+        raise DecryptionError(
+            f"the {name} does not decrypt (GCM tag mismatch): a wrong key or AAD prefix, or "
+            "tampered bytes",
+            module=name,
+        ) from None
+
+
+def verify_footer_signature(footer: bytes, signature: bytes, key: bytes, aad: bytes) -> bool:
+    """Whether ``signature`` (nonce | tag, 28 bytes) signs the plaintext ``footer`` with
+    ``key`` and the footer ``aad`` (Encryption.md 5.5)."""
+    if len(signature) != SIGNATURE_SIZE:
+        return False
+    nonce, tag = signature[:NONCE_SIZE], signature[NONCE_SIZE:]
+    computed = _aesgcm(key).encrypt(nonce, footer, aad)[-TAG_SIZE:]
+    return hmac.compare_digest(computed, tag)

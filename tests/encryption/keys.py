@@ -1,0 +1,53 @@
+"""The keys of parquet-testing's encrypted files (data/README.md), and a test KMS client.
+
+The KMS client is the one parquet-java's ``InMemoryKMS`` and Arrow C++'s
+``TestOnlyInServerWrapKms`` are: master keys held in memory by id, a key wrapped by AES-GCM
+with the master key (nonce | ciphertext | tag, base64) and the master key id as AAD. It is a
+real ``pyarrow.parquet.encryption.KmsClient``, so pyarrow's CryptoFactory writes with it, and
+our reader unwraps with the same object.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+import pyarrow.parquet.encryption as pe
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+DATA = Path(__file__).parent / "data"
+FOOTER_KEY = b"0123456789012345"
+COLUMN_KEYS = {"double_field": b"1234567890123450", "float_field": b"1234567890123451"}
+KEY_IDS = {
+    b"kf": FOOTER_KEY,
+    b"kc1": COLUMN_KEYS["double_field"],
+    b"kc2": COLUMN_KEYS["float_field"],
+}
+MASTER_KEYS = {
+    "kf": FOOTER_KEY,
+    "kc1": COLUMN_KEYS["double_field"],
+    "kc2": COLUMN_KEYS["float_field"],
+}
+AAD_PREFIX = b"tester"
+
+
+class InServerWrapKms(pe.KmsClient):  # type: ignore[misc]
+    """Wraps and unwraps keys with master keys it holds; counts its unwrap calls."""
+
+    def __init__(self, master_keys: dict[str, bytes] | None = None) -> None:
+        super().__init__()
+        self.master_keys = dict(MASTER_KEYS if master_keys is None else master_keys)
+        self.unwraps = 0
+
+    def wrap_key(self, key_bytes: bytes, master_key_identifier: str) -> bytes:
+        nonce = os.urandom(12)
+        master = self.master_keys[master_key_identifier]
+        sealed = AESGCM(master).encrypt(nonce, key_bytes, master_key_identifier.encode())
+        return base64.b64encode(nonce + sealed)
+
+    def unwrap_key(self, wrapped_key: str, master_key_identifier: str) -> bytes:
+        self.unwraps += 1
+        data = base64.b64decode(wrapped_key)
+        master = self.master_keys[master_key_identifier]
+        return AESGCM(master).decrypt(data[:12], data[12:], master_key_identifier.encode())
