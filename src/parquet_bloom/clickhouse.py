@@ -42,6 +42,7 @@ from parquet_bloom._clickhouse.filters import (
     TOKENBF,
     ClickHouseBloomFilter,
     best_practices,
+    element_hashes,
 )
 from parquet_bloom._clickhouse.part import Index, Part, escape_for_file_name, open_part
 from parquet_bloom._clickhouse.schema import IndexDefinition, TableSchema, parse_table_sql
@@ -67,6 +68,7 @@ __all__ = [
     "city_hash64_with_seed",
     "city_hash128",
     "city_hash128_with_seed",
+    "element_hashes",
     "escape_for_file_name",
     "open_part",
     "open_table",
