@@ -26,7 +26,7 @@ from parquet_bloom._clickhouse.schema import IndexDefinition, TableSchema, parse
 from parquet_bloom._clickhouse.types import ColumnType, parse_type
 from parquet_bloom._io import location
 from parquet_bloom._io.source import ByteSource
-from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
+from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
 
 __all__ = ["Index", "Part", "escape_for_file_name", "find_table_sql", "open_part"]
 
@@ -163,6 +163,18 @@ class Part:
                 f"{name} has {len(data)} bytes, checksums.txt says {entry.file_size}", source=where
             )
         if F.file_hash(data) != entry.file_hash:
+            # Say which block is damaged when a block's own checksum can tell.
+            try:
+                if entry.is_compressed:
+                    decompress_stream(data, where)
+                elif name == PACKED:
+                    for m in F.parse_packed(data, where).values():
+                        if m.name.endswith(".idx") or m.name.rsplit(".", 1)[-1].startswith("c"):
+                            decompress_stream(data[m.offset : m.offset + m.size], where, m.offset)
+            except CorruptFileError:
+                raise
+            except BloomFilterError:
+                pass  # an "unsupported" reading of damaged bytes: the hash says damaged
             raise CorruptFileError(f"{name} does not match its hash in checksums.txt", source=where)
         return data
 
@@ -262,7 +274,10 @@ class Part:
             if f"skp_idx_{escaped}{ext}" in names:
                 mark_name = f"skp_idx_{escaped}{ext}"
         if mark_name is None:
-            raise CorruptFileError(f"index {d.name!r} has no marks file", source=self.path)
+            raise CorruptFileError(
+                f"index {d.name!r} has no marks file",
+                source=where if where.endswith(PACKED) else self.path,
+            )
         mdata, mwhere, mbase = self._file(mark_name)
         ext = mark_name.rsplit(".", 1)[1]
         marks = F.parse_marks(
