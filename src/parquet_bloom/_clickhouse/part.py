@@ -57,8 +57,8 @@ def _join(base: str, name: str) -> str:
     return base.rstrip("/") + "/" + name if location.is_url(base) else os.path.join(base, name)
 
 
-def _read_whole(path: str, storage_options: Any, limit: int) -> bytes:
-    with ByteSource(path, storage_options=storage_options) as src:
+def _read_whole(path: str, filesystem: Any, limit: int) -> bytes:
+    with ByteSource(path, filesystem=filesystem) as src:
         size = src.size
         if size > limit:
             raise CorruptFileError(f"file of {size} bytes, over the {limit} limit", source=path)
@@ -130,7 +130,9 @@ class Part:
         self.path = path
         self.name = os.path.basename(path.rstrip("/"))
         self.schema = schema
-        self._options = storage_options
+        # A URL is resolved once: its files are then paths on that filesystem, so that names
+        # holding "%" (escaped index names) are not taken for URL escapes.
+        self._fs, self._base = location.resolve(path, storage_options=storage_options)
         raw = self._read("checksums.txt", MAX_TEXT_FILE)
         self.checksums = F.parse_checksums(raw, _join(path, "checksums.txt"))
         self.rows = int(self._text("count.txt").strip() or 0)
@@ -149,7 +151,9 @@ class Part:
     # -- files --------------------------------------------------------------------------------
 
     def _read(self, name: str, limit: int) -> bytes:
-        return _read_whole(_join(self.path, name), self._options, limit)
+        if self._fs is None:
+            return _read_whole(os.path.join(self._base, name), None, limit)
+        return _read_whole(self._base.rstrip("/") + "/" + name, self._fs, limit)
 
     def _text(self, name: str) -> str:
         return self._read(name, MAX_TEXT_FILE).decode("utf-8", "replace")
