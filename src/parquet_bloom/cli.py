@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from parquet_bloom import _audit as audit
-from parquet_bloom import _cli_hudi, _cli_paimon, _cli_table
+from parquet_bloom import _cli_clickhouse, _cli_hudi, _cli_paimon, _cli_table
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
 from parquet_bloom._io import location
@@ -859,6 +859,7 @@ def _parser() -> argparse.ArgumentParser:
     rewriting(p)
     p.add_argument("--column", action="append", required=True, help="column (repeatable)")
     _cli_hudi.extend(sub)
+    _cli_clickhouse.extend(sub)
     return _cli_table.extend(sub, _cli_paimon.extend(sub, parser))
 
 
