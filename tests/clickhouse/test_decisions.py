@@ -145,6 +145,8 @@ SCALAR_CASES: dict[str, list[tuple[str, Any]]] = {
         ("indexOf", "a7"),
         ("indexOf", "zz"),
         ("hasAny", ["10", "20"]),
+        ("hasAny", []),
+        ("hasAll", []),
         ("hasAll", ["0"]),
     ],
 }
