@@ -63,13 +63,16 @@ SELECT
 FROM numbers({start}, {count})
 """
 
-SMALL_COLUMNS = """
+# Over 127 bytes with its file prefix: stand-alone files are named by its SipHash128.
+LONG_NAME = "idx_" + "long" * 32
+SMALL_COLUMNS = f"""
     u UInt64, s String, arr Array(String),
     INDEX bf_s s TYPE bloom_filter(0.01) GRANULARITY 1,
     INDEX bf_u u TYPE bloom_filter GRANULARITY 2,
     INDEX tk_s s TYPE tokenbf_v1(128, 3, 0) GRANULARITY 1,
     INDEX ng_s s TYPE ngrambf_v1(4, 128, 2, 5) GRANULARITY 1,
-    INDEX `long index name with spaces!` arr TYPE bloom_filter GRANULARITY 1
+    INDEX `long index name with spaces!` arr TYPE bloom_filter GRANULARITY 1,
+    INDEX {LONG_NAME} s TYPE tokenbf_v1(32, 2, 0) GRANULARITY 1
 """
 SMALL_SELECT = """
 SELECT number * 3 AS u,
@@ -145,6 +148,22 @@ TABLES: dict[str, tuple[str, str, str, list[tuple[int, int]], bool]] = {
         "index_granularity=16, min_bytes_for_wide_part=0, default_compression_codec='NONE', "
         "marks_compression_codec='LZ4'",
         [(0, 120)],
+        False,
+    ),
+    "fixed_granularity": (
+        SMALL_COLUMNS,
+        SMALL_SELECT,
+        "index_granularity=16, index_granularity_bytes=0, min_bytes_for_wide_part=0, "
+        "packed_skip_index_max_bytes=0, compress_marks=0",
+        [(0, 100)],
+        False,
+    ),
+    "wide_plain_marks": (
+        SMALL_COLUMNS,
+        SMALL_SELECT,
+        "index_granularity=16, min_bytes_for_wide_part=0, packed_skip_index_max_bytes=0, "
+        "compress_marks=0, default_compression_codec='ZSTD(3)'",
+        [(0, 90)],
         False,
     ),
     "compact_packed": (

@@ -62,10 +62,29 @@ def test_the_tables_exercise_every_layout(clickhouse: ClickHouse) -> None:
     for t in clickhouse.tables.values():
         for name in t.parts:
             listed = set(files.parse_checksums((t.data_dir / name / "checksums.txt").read_bytes()))
+            if "skp_idx.packed" in listed:
+                archive = (t.data_dir / name / "skp_idx.packed").read_bytes()
+                listed |= set(files.parse_packed(archive))
+            seen |= (
+                {"hashed name"}
+                if any(len(n) == 36 and n.endswith(".idx") for n in listed)
+                else set()
+            )
             seen |= {n.rsplit(".", 1)[-1] for n in listed if n.startswith("skp_idx")}
             seen |= {"packed"} if "skp_idx.packed" in listed else set()
             seen |= {"compact"} if "data.bin" in listed else {"wide"}
-    assert {"packed", "idx", "compact", "wide", "cmrk2", "mrk4"} <= seen
+    assert {
+        "packed",
+        "idx",
+        "compact",
+        "wide",
+        "cmrk2",
+        "mrk4",
+        "mrk2",
+        "mrk",
+        "cmrk4",
+        "hashed name",
+    } <= seen
 
 
 def test_methods_seen(clickhouse: ClickHouse) -> None:

@@ -23,6 +23,7 @@ from parquet_bloom._clickhouse.filters import (
     best_practices,
 )
 from parquet_bloom._clickhouse.schema import IndexDefinition, TableSchema, parse_table_sql
+from parquet_bloom._clickhouse.siphash import stream_file_name
 from parquet_bloom._clickhouse.types import ColumnType, parse_type
 from parquet_bloom._io import location
 from parquet_bloom._io.source import ByteSource
@@ -226,14 +227,16 @@ class Part:
                 streams = len(self.column_types)
             width = 2 * streams + 1
         else:
+            # A column's own marks (its first stream's; a skip index's marks are not rows').
             marks = [
-                n
-                for n in names
-                if n.endswith(MARK_EXTENSIONS) and not n.startswith("skp_idx") and "/" not in n
+                stream_file_name(escape_for_file_name(c)) + ext
+                for c in self.column_types
+                for ext in MARK_EXTENSIONS
+                if stream_file_name(escape_for_file_name(c)) + ext in self.checksums
             ]
             if not marks:
-                raise CorruptFileError("wide part without marks", source=self.path)
-            name = sorted(marks)[0]
+                raise CorruptFileError("wide part without column marks", source=self.path)
+            name = marks[0]
             width = 2 if name.endswith((".mrk", ".cmrk")) else 3
         data, where, base = self._file(name)
         marks_list = F.parse_marks(
@@ -255,8 +258,13 @@ class Part:
     # -- indexes ------------------------------------------------------------------------------
 
     def _read_index(self, d: IndexDefinition) -> Index:
-        escaped = escape_for_file_name(d.name)
-        idx_name = f"skp_idx_{escaped}.idx"
+        stream_name = f"skp_idx_{escape_for_file_name(d.name)}"
+        # Stand-alone files of long stream names are named by the name's hash; members of
+        # skp_idx.packed keep the name.
+        stem = stream_file_name(stream_name)
+        if f"{stem}.idx" not in self.checksums:
+            stem = stream_name
+        idx_name = f"{stem}.idx"
         if d.columns is None:
             raise UnsupportedFileError(
                 f"index {d.name!r}: expression {d.expression!r} is not plain columns",
@@ -275,8 +283,8 @@ class Part:
         mark_name = None
         names = set(self.checksums) | set(self._packed or ())
         for ext in MARK_EXTENSIONS:
-            if f"skp_idx_{escaped}{ext}" in names:
-                mark_name = f"skp_idx_{escaped}{ext}"
+            if f"{stem}{ext}" in names:
+                mark_name = f"{stem}{ext}"
         if mark_name is None:
             raise CorruptFileError(
                 f"index {d.name!r} has no marks file",
