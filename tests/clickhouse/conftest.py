@@ -138,7 +138,7 @@ TABLES: dict[str, tuple[str, str, str, list[tuple[int, int]], bool]] = {
         SMALL_COLUMNS,
         SMALL_SELECT,
         "index_granularity=16, min_bytes_for_wide_part=0, packed_skip_index_max_bytes=0, "
-        "default_compression_codec='NONE, LZ4'",
+        "default_compression_codec='NONE, LZ4', old_parts_lifetime=3600",
         [(0, 150), (150, 90)],
         True,
     ),
@@ -170,7 +170,7 @@ TABLES: dict[str, tuple[str, str, str, list[tuple[int, int]], bool]] = {
         SMALL_COLUMNS,
         SMALL_SELECT,
         "index_granularity=16, min_bytes_for_wide_part=1000000000, "
-        "default_compression_codec='LZ4HC(5)'",
+        "default_compression_codec='LZ4HC(5)', old_parts_lifetime=3600",
         [(0, 100), (100, 100)],
         True,
     ),
