@@ -137,3 +137,18 @@ def test_ngrams_against_clickhouse(clickhouse: ClickHouse, n: int) -> None:
         literal = "'" + s.replace("'", "\\'") + "'"
         (row,) = clickhouse.query(f"SELECT ngrams({literal}, {n}) AS t")
         assert [t.decode() for t in tok.tokens(s.encode())] == row["t"], s
+
+
+def test_siphash128_against_clickhouse(clickhouse: ClickHouse) -> None:
+    from parquet_bloom._clickhouse.siphash import sip_hash128
+
+    words = ["", "a", "abcdefg", "abcdefgh", "abcdefghi", "skp_idx_" + "x" * 140, "été" * 9]
+    got = clickhouse.query(
+        "SELECT s, hex(sipHash128(s)) AS h FROM (SELECT arrayJoin(["
+        + ", ".join(f"'{w}'" for w in words)
+        + "]) AS s)"
+    )
+    for r in got:
+        low, high = sip_hash128(r["s"].encode())
+        assert (low.to_bytes(8, "little") + high.to_bytes(8, "little")).hex().upper() == r["h"]
+    assert len(got) == len(words)

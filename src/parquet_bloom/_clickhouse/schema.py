@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from parquet_bloom._clickhouse.types import ColumnType, _split_args, parse_type
+from parquet_bloom._clickhouse.types import ColumnType, parse_type, split_args
 
 __all__ = ["IndexDefinition", "TableSchema", "parse_table_sql"]
 
@@ -58,7 +58,7 @@ def _columns_of(expression: str) -> tuple[str, ...] | None:
         return (_unquote(e),)
     m = re.fullmatch(r"(?:tuple)?\((.*)\)", e, re.S)
     if m:
-        parts = _split_args(m.group(1))
+        parts = split_args(m.group(1))
         if parts and all(re.fullmatch(ident, p) for p in parts):
             return tuple(_unquote(p) for p in parts)
     return None
@@ -78,7 +78,7 @@ def _parse_index(item: str) -> IndexDefinition:
     if not m:
         raise ValueError(f"cannot read index definition {item!r}")
     name, expr, kind, args, granularity = m.groups()
-    arguments = tuple(_number(a) for a in _split_args(args or ""))
+    arguments = tuple(_number(a) for a in split_args(args or ""))
     return IndexDefinition(
         _unquote(name), expr.strip(), _columns_of(expr), kind, arguments, int(granularity or 1)
     )
@@ -109,7 +109,7 @@ def parse_table_sql(sql: str) -> TableSchema:
     schema = TableSchema()
     m = re.search(r"\bUUID\s+'([0-9a-fA-F-]{36})'", sql[:start])
     schema.uuid = m.group(1) if m else None
-    for item in _split_args(sql[start + 1 : end]):
+    for item in split_args(sql[start + 1 : end]):
         head = item.split(None, 1)[0].upper() if item.split() else ""
         if head == "INDEX":
             index = _parse_index(item)

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from parquet_bloom._clickhouse.cityhash import MASK64, city_hash64, int_hash64_array
 
-__all__ = ["ColumnType", "convert_literal", "hash_values", "parse_type"]
+__all__ = ["ColumnType", "convert_literal", "hash_values", "parse_type", "split_args"]
 
 # name -> (bytes, signed) of the fixed-width types a bloom_filter index hashes as integers.
 _INTEGERS = {
@@ -69,7 +69,7 @@ class ColumnType:
         return self.primitive.name in ("String", "FixedString")
 
 
-def _split_args(text: str) -> list[str]:
+def split_args(text: str) -> list[str]:
     out, depth, start, quote = [], 0, 0, ""
     for i, ch in enumerate(text):
         if quote:
@@ -100,7 +100,7 @@ def parse_type(text: str) -> ColumnType:
     if inner is None:
         return ColumnType(name)
     args: list[Any] = []
-    for a in _split_args(inner):
+    for a in split_args(inner):
         if a.startswith("'"):
             args.append(a[1:-1])
         elif re.fullmatch(r"-?\d+", a):
