@@ -6,6 +6,7 @@ and not), and answers which granules it reads for a predicate."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -177,8 +178,10 @@ TABLES: dict[str, tuple[str, str, str, list[tuple[int, int]], bool]] = {
 }
 
 
-@pytest.fixture(scope="session")
-def clickhouse(tmp_path_factory: pytest.TempPathFactory) -> ClickHouse:
+# Package scope: chDB runs one embedded server a process, so this one (on its own data
+# directory) is closed before the rest of the suite's chDB tests open theirs in memory.
+@pytest.fixture(scope="package")
+def clickhouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClickHouse]:
     root = tmp_path_factory.mktemp("clickhouse")
     session = chdb_session.Session(str(root))
     ch = ClickHouse(session, root)
@@ -206,4 +209,5 @@ def clickhouse(tmp_path_factory: pytest.TempPathFactory) -> ClickHouse:
             )
         ]
         ch.tables[name] = Table(name, sql, Path(path), settings, parts)
-    return ch
+    yield ch
+    session.close()
