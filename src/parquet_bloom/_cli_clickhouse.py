@@ -84,12 +84,12 @@ def extend(subcommands: Any) -> None:
 
 
 def _open(name: str, args: argparse.Namespace) -> Part:
+    from parquet_bloom._clickhouse.part import MAX_TEXT_FILE, read_whole
     from parquet_bloom.clickhouse import open_part
 
     sql = None
     if getattr(args, "table_sql", None):
-        with open(args.table_sql, encoding="utf-8") as f:
-            sql = f.read()
+        sql = read_whole(args.table_sql, None, MAX_TEXT_FILE).decode("utf-8")
     return open_part(name, sql)
 
 
@@ -130,6 +130,7 @@ def describe(part: Part) -> dict[str, Any]:
             "kind": "compact" if part.compact else "wide",
             "data_granules": len(part.data_granule_rows),
             "indexes": [_index_info(i) for i in part.indexes.values()],
+            "not_read": dict(part.skipped),
         },
     }
 
@@ -151,6 +152,7 @@ def _text_inspect(d: dict[str, Any]) -> str:
             f"fpp at fill {i['fpp_at_fill_max']:.2g} max"
             + (f" (asked {i['fpp_asked']})" if "fpp_asked" in i else "")
         )
+    lines += [f"  {name}: not read: {why}" for name, why in p["not_read"].items()]
     return "\n".join(lines)
 
 

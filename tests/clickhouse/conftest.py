@@ -44,7 +44,9 @@ TYPED_COLUMNS = """
     INDEX tk_fs fs TYPE tokenbf_v1(64, 2, 0) GRANULARITY 1,
     INDEX ng_s s TYPE ngrambf_v1(3, 256, 2, 0) GRANULARITY 2,
     INDEX ng_lc lc TYPE ngrambf_v1(2, 64, 3, 11) GRANULARITY 1,
-    INDEX ng_arr arr TYPE ngrambf_v1(2, 64, 2, 0) GRANULARITY 1
+    INDEX ng_arr arr TYPE ngrambf_v1(2, 64, 2, 0) GRANULARITY 1,
+    INDEX tk_lower lower(s) TYPE tokenbf_v1(64, 2, 0) GRANULARITY 1,
+    INDEX mm_u u TYPE minmax GRANULARITY 1
 """
 # Rows: numbers, strings of words (some non-ASCII), dates and times; arrays of 0-3 words.
 TYPED_SELECT = """

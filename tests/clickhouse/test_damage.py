@@ -161,9 +161,11 @@ def test_a_damaged_block_names_its_offset(clickhouse: ClickHouse, tmp_path: Path
 @pytest.mark.parametrize("table", ["chained", "typed_compact", "plain"])
 def test_truncated_files_are_located(clickhouse: ClickHouse, tmp_path: Path, table: str) -> None:
     part, sql = copy_part(clickhouse, table, tmp_path)
+    read = {f"skp_idx_{pbch.escape_for_file_name(n)}" for n in pbch.open_part(part, sql).indexes}
     for f in sorted(part.iterdir()):
-        if not f.name.startswith(("skp_idx", "checksums")):
-            continue
+        stem = f.name.rsplit(".", 1)[0]
+        if not (stem in read or f.name in ("skp_idx.packed", "checksums.txt")):
+            continue  # a file of an index not read here (minmax, an expression)
         original = f.read_bytes()
         for cut in sorted({0, 1, len(original) // 2, len(original) - 1}):
             f.write_bytes(original[:cut])

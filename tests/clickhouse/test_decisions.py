@@ -161,7 +161,8 @@ def index_cases() -> list[tuple[str, str, str, tuple[Any, ...]]]:
                 continue
             d = clickhouse.parse_table_sql(f"CREATE TABLE t ({line}) ENGINE = MergeTree").indexes
             (index,) = d.values()
-            assert index.columns is not None
+            if index.columns is None or index.type == "minmax":
+                continue  # not read here (test_parts checks they are skipped)
             for column in index.columns:
                 for function, value in SCALAR_CASES[column]:
                     cases.append((table, index.name, function, (column, value)))

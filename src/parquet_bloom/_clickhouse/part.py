@@ -27,9 +27,9 @@ from parquet_bloom._clickhouse.siphash import stream_file_name
 from parquet_bloom._clickhouse.types import ColumnType, parse_type
 from parquet_bloom._io import location
 from parquet_bloom._io.source import ByteSource
-from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
+from parquet_bloom.errors import BloomFilterError, CorruptFileError
 
-__all__ = ["Index", "Part", "escape_for_file_name", "find_table_sql", "open_part"]
+__all__ = ["Index", "Part", "escape_for_file_name", "find_table_sql", "open_part", "read_whole"]
 
 PACKED = "skp_idx.packed"
 # Marks extensions a skip index may have: .mrk (two fields, fixed granularity), .mrk2 (wide
@@ -58,7 +58,7 @@ def _join(base: str, name: str) -> str:
     return base.rstrip("/") + "/" + name if location.is_url(base) else os.path.join(base, name)
 
 
-def _read_whole(path: str, filesystem: Any, limit: int) -> bytes:
+def read_whole(path: str, filesystem: Any, limit: int) -> bytes:
     with ByteSource(path, filesystem=filesystem) as src:
         size = src.size
         if size > limit:
@@ -85,19 +85,16 @@ def find_table_sql(part_dir: str) -> str | None:
                     continue
                 for f in os.listdir(d):
                     if f.endswith(".sql"):
-                        p = os.path.join(d, f)
-                        with open(p, encoding="utf-8") as fh:
-                            text = fh.read(MAX_TEXT_FILE)
-                        if needle in text.split("\n", 1)[0]:
-                            return text
+                        text = read_whole(os.path.join(d, f), None, MAX_TEXT_FILE)
+                        if needle.encode() in text.split(b"\n", 1)[0]:
+                            return text.decode("utf-8")
     db_dir = os.path.dirname(table_dir)
     root = os.path.dirname(os.path.dirname(db_dir))
     candidate = os.path.join(
         root, "metadata", os.path.basename(db_dir), os.path.basename(table_dir) + ".sql"
     )
     if os.path.isfile(candidate):
-        with open(candidate, encoding="utf-8") as fh:
-            return fh.read(MAX_TEXT_FILE)
+        return read_whole(candidate, None, MAX_TEXT_FILE).decode("utf-8")
     return None
 
 
@@ -143,9 +140,13 @@ class Part:
         self._packed_bytes: bytes | None = None
         self.data_granule_rows = self._data_granule_rows()
         self.indexes: dict[str, Index] = {}
+        # Bloom filter indexes not read, and why (an expression other than columns).
         self.skipped: dict[str, str] = {}
         for d in schema.indexes.values():
             if d.type not in (BLOOM_FILTER, TOKENBF, NGRAMBF):
+                continue
+            if d.columns is None:
+                self.skipped[d.name] = f"expression {d.expression!r} is not plain columns"
                 continue
             self.indexes[d.name] = self._read_index(d)
 
@@ -153,8 +154,8 @@ class Part:
 
     def _read(self, name: str, limit: int) -> bytes:
         if self._fs is None:
-            return _read_whole(os.path.join(self._base, name), None, limit)
-        return _read_whole(self._base.rstrip("/") + "/" + name, self._fs, limit)
+            return read_whole(os.path.join(self._base, name), None, limit)
+        return read_whole(self._base.rstrip("/") + "/" + name, self._fs, limit)
 
     def _text(self, name: str) -> str:
         return self._read(name, MAX_TEXT_FILE).decode("utf-8", "replace")
@@ -265,11 +266,7 @@ class Part:
         if f"{stem}.idx" not in self.checksums:
             stem = stream_name
         idx_name = f"{stem}.idx"
-        if d.columns is None:
-            raise UnsupportedFileError(
-                f"index {d.name!r}: expression {d.expression!r} is not plain columns",
-                source=self.path,
-            )
+        assert d.columns is not None
         types = []
         for c in d.columns:
             t = self.column_types.get(c) or self.schema.columns.get(c)
@@ -396,6 +393,8 @@ class Part:
         try:
             return self.indexes[name]
         except KeyError:
+            if name in self.skipped:
+                raise ValueError(f"index {name!r} is not read here: {self.skipped[name]}") from None
             raise ValueError(
                 f"part {self.name} has no Bloom filter index {name!r}; "
                 f"it has {sorted(self.indexes)}"
