@@ -79,7 +79,8 @@ def extend(subcommands: Any) -> None:
     probe.add_argument(
         "--function",
         help="ClickHouse parts: the function to decide instead of equals/has (hasToken, like, "
-        "startsWith, endsWith, ...)",
+        "startsWith, endsWith, ...; in, hasAny, hasAll, multiSearchAny take all the values "
+        "as one set)",
     )
 
 
@@ -259,9 +260,13 @@ def _probe(part: Part, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     idx = part.index(name)
     assert idx.definition.columns is not None
     function = args.function or ("has" if idx.column_types[0].is_array else "equals")
+    from parquet_bloom._clickhouse.conditions import MULTI_VALUED
+
     rows = []
     any_kept = False
-    for v in values:
+    # A set or array function decides once for all the values.
+    constants: list[Any] = [values] if function in MULTI_VALUED else list(values)
+    for v in constants:
         keep = part.might_match(name, function, v)
         kept = [g for g, k in enumerate(keep) if k]
         any_kept |= bool(kept)

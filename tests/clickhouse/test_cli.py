@@ -96,6 +96,16 @@ def test_probe(clickhouse: ClickHouse, capsys: pytest.CaptureFixture[str]) -> No
         g for g, k in enumerate(opened.might_match("tk_s", "hasToken", "v12")) if k
     ]
     assert values[1]["granules"] == []
+    status, out, _ = run(
+        capsys, "probe", part, "--index", "bf_u", "70", "77", "--function", "in", "--json"
+    )
+    (decision,) = json.loads(out)["files"][0]["clickhouse_part"]["values"]
+    assert decision["value"] == ["70", "77"]
+    assert decision["granules"] == [
+        g for g, k in enumerate(opened.might_match("bf_u", "in", [70, 77])) if k
+    ]
+    with pytest.raises(TypeError, match="sequence"):
+        opened.might_match("bf_u", "in", "70")
 
 
 def test_damaged_part_is_one_line(

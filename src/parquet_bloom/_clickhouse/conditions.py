@@ -21,7 +21,7 @@ from parquet_bloom._clickhouse.types import ColumnType, convert_literal, hash_va
 if TYPE_CHECKING:
     from parquet_bloom._clickhouse.part import Index
 
-__all__ = ["FUNCTIONS", "might_match"]
+__all__ = ["FUNCTIONS", "MULTI_VALUED", "might_match"]
 
 FUNCTIONS = (
     "equals",
@@ -40,6 +40,8 @@ FUNCTIONS = (
     "multiSearchAny",
 )
 _NEGATED = ("notEquals", "notIn", "notLike")
+# The functions whose constant is a sequence (a set or an array).
+MULTI_VALUED = ("in", "notIn", "hasAny", "hasAll", "multiSearchAny")
 
 
 def _column(index: Index, args: tuple[Any, ...]) -> tuple[int, tuple[Any, ...]]:
@@ -65,6 +67,10 @@ def might_match(index: Index, function: str, *args: Any) -> NDArray[np.bool_]:
     if len(rest) != 1:
         raise ValueError(f"{function} takes one constant argument here, got {len(rest)}")
     value = rest[0]
+    if function in MULTI_VALUED and (
+        isinstance(value, str | bytes) or not hasattr(value, "__iter__")
+    ):
+        raise TypeError(f"{function} takes a sequence of constants, not {type(value).__name__}")
     keep = np.ones(len(index.filters), dtype=bool)
     if function in _NEGATED:
         return keep
