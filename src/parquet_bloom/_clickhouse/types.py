@@ -164,9 +164,8 @@ def convert_literal(value: Any, t: ColumnType) -> Any | None:
         if isinstance(value, dt.datetime):
             value = value.date()
         if isinstance(value, str):
-            try:
-                value = dt.date.fromisoformat(value)
-            except ValueError:
+            value = _parse_date(value)
+            if value is None:
                 return None
         if isinstance(value, dt.date):
             days = (value - _EPOCH).days
@@ -211,6 +210,18 @@ def convert_literal(value: Any, t: ColumnType) -> Any | None:
         value = bytes(value)
         return value.ljust(n, b"\0") if len(value) <= n else None
     return None
+
+
+def _parse_date(text: str) -> dt.date | int | None:
+    """A date literal as ClickHouse reads it: YYYY-MM-DD counted from the month's first day
+    without checking the day against the month (2020-02-30 is 2020-03-01); the day number."""
+    m = re.fullmatch(r"(\d{4})-(\d{1,2})-(\d{1,2})", text.strip())
+    if not m:
+        return None
+    year, month, day = (int(g) for g in m.groups())
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    return (dt.date(year, month, 1) - _EPOCH).days + day - 1
 
 
 def _is_supported(t: ColumnType) -> bool:
