@@ -31,6 +31,8 @@ MULTI = ("in", "notIn", "hasAny", "hasAll", "multiSearchAny")
 
 
 def sql_literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
     if isinstance(value, str):
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
     return repr(value)
@@ -141,6 +143,8 @@ SCALAR_CASES: dict[str, list[tuple[str, Any]]] = {
         ("equals", "n6"),
         ("equals", "n9999"),
         ("in", ["n7", "n8"]),
+        ("in", ["n7", None]),
+        ("in", [None]),
         ("equals", ""),
     ],
     "fs": [
