@@ -27,6 +27,7 @@ DECISION_SETTINGS = (
 TYPED_COLUMNS = """
     u UInt64, i Int32, f Float64, s String, uid UUID, d Date, dt DateTime('UTC'),
     lc LowCardinality(String), ns Nullable(String), fs FixedString(8), arr Array(String),
+    u8 UInt8, i64 Int64, f32 Float32,
     INDEX bf_u u TYPE bloom_filter GRANULARITY 1,
     INDEX bf_i i TYPE bloom_filter(0.01) GRANULARITY 2,
     INDEX bf_f f TYPE bloom_filter(0.05) GRANULARITY 1,
@@ -39,6 +40,9 @@ TYPED_COLUMNS = """
     INDEX bf_fs fs TYPE bloom_filter GRANULARITY 1,
     INDEX bf_arr arr TYPE bloom_filter(0.02) GRANULARITY 1,
     INDEX bf_multi (u, s) TYPE bloom_filter GRANULARITY 1,
+    INDEX bf_u8 u8 TYPE bloom_filter GRANULARITY 1,
+    INDEX bf_i64 i64 TYPE bloom_filter GRANULARITY 1,
+    INDEX bf_f32 f32 TYPE bloom_filter GRANULARITY 1,
     INDEX tk_s s TYPE tokenbf_v1(128, 3, 0) GRANULARITY 1,
     INDEX tk_arr arr TYPE tokenbf_v1(64, 2, 7) GRANULARITY 1,
     INDEX tk_fs fs TYPE tokenbf_v1(64, 2, 0) GRANULARITY 1,
@@ -62,7 +66,10 @@ SELECT
     concat('lc', toString(number % 11)) AS lc,
     if(number % 3 = 0, NULL, concat('n', toString(number))) AS ns,
     toFixedString(concat('f', toString(number % 50)), 8) AS fs,
-    arrayMap(j -> concat('a', toString((number + j) % 41)), range(1 + number % 3)) AS arr
+    arrayMap(j -> concat('a', toString((number + j) % 41)), range(1 + number % 3)) AS arr,
+    toUInt8(number % 200) AS u8,
+    toInt64(number) * -40000000 AS i64,
+    toFloat32(number / 10) AS f32
 FROM numbers({start}, {count})
 """
 

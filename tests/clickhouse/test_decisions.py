@@ -47,6 +47,20 @@ def predicate(function: str, column: str, value: Any) -> str:
 # Per index column (in both typed tables and the small ones): the (function, constant) cases.
 # Values present in the data and absent ones; numbers out of the column's range; NULL-free.
 SCALAR_CASES: dict[str, list[tuple[str, Any]]] = {
+    "u8": [("equals", 5), ("equals", 250), ("equals", 300), ("equals", -1), ("in", [1, 2, 999])],
+    "i64": [
+        ("equals", -40000000 * 7),
+        ("equals", -40000000 * 7 + 1),
+        ("equals", 2**63),
+        ("in", [0, -80000000]),
+    ],
+    "f32": [
+        ("equals", 0.5),
+        ("equals", 0.1),
+        ("equals", 0.3),
+        ("equals", 1e40),
+        ("in", [0.2, 1.5]),
+    ],
     "u": [
         ("equals", 70),
         ("equals", 71),

@@ -357,7 +357,7 @@ class ClickHouseBloomFilter:
         values = list(values)
         if self.kind == BLOOM_FILTER:
             t = self.column_type.primitive
-            converted = [convert_literal(v, t) for v in values]
+            converted = [convert_literal(v, t, exact=False) for v in values]
             ok = np.array([c is not None for c in converted], dtype=bool)
             out = np.zeros(len(values), dtype=bool)
             if ok.any():
@@ -441,7 +441,7 @@ def element_hashes(values: Iterable[Any], t: ColumnType) -> NDArray[np.uint64]:
     default = convert_literal(b"" if prim.is_string else 0, prim)
     converted = []
     for v in flat:
-        c = default if v is None else convert_literal(v, prim)
+        c = default if v is None else convert_literal(v, prim, exact=False)
         if c is None:
             raise ValueError(f"{v!r} is not a value of type {prim}")
         converted.append(c)

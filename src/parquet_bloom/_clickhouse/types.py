@@ -37,6 +37,7 @@ _INTEGERS = {
     "Bool": (1, False),
 }
 _EPOCH = dt.date(1970, 1, 1)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclass(frozen=True)
@@ -120,10 +121,11 @@ def _timezone(t: ColumnType) -> dt.tzinfo:
     return dt.timezone.utc
 
 
-def convert_literal(value: Any, t: ColumnType) -> Any | None:
+def convert_literal(value: Any, t: ColumnType, *, exact: bool = True) -> Any | None:
     """``value`` as a value of the primitive type ``t`` (``convertFieldToType``), or None where
     ClickHouse's conversion gives NULL (out of range, not exact, not parsable): the index is
-    then not used."""
+    then not used. ``exact=False`` takes a Float32 value as the nearest Float32 (a row's value
+    given as a Python float) instead of refusing it."""
     name = t.name
     if value is None:
         return None
@@ -152,7 +154,13 @@ def convert_literal(value: Any, t: ColumnType) -> Any | None:
         if isinstance(value, bool | int | float):
             f = float(value)
             if name == "Float32":
-                f = float(np.float32(f))
+                # convertFieldToType narrows a Float64 only when the value survives exactly.
+                if math.isfinite(f) and abs(f) > _FLOAT32_MAX:
+                    return None
+                narrowed = float(np.float32(f))
+                if exact and narrowed != f and not math.isnan(f):
+                    return None
+                f = narrowed
             return f
         if isinstance(value, str):
             try:
