@@ -152,3 +152,27 @@ def test_siphash128_against_clickhouse(clickhouse: ClickHouse) -> None:
         low, high = sip_hash128(r["s"].encode())
         assert (low.to_bytes(8, "little") + high.to_bytes(8, "little")).hex().upper() == r["h"]
     assert len(got) == len(words)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.text(max_size=20), max_size=15),
+    st.integers(1, 4),
+    st.integers(1, 64),
+    st.integers(1, 4),
+    st.integers(0, 2**32),
+    st.lists(st.text(max_size=10), max_size=6),
+)
+def test_ngram_filter_against_reference(
+    rows: list[str], n: int, size: int, k: int, seed: int, probes: list[str]
+) -> None:
+    f = pbch.build_filter(rows, "String", "ngrambf_v1", n, size, k, seed)
+    tok = Tokenizer(n)
+    ref = reference.Words(size)
+    for r in rows:
+        for t in tok.tokens(r.encode()):
+            ref.add(t, k, seed)
+    assert f.to_bytes() == ref.to_bytes()
+    assert f.might_contain_many(rows).all()
+    for p in probes:
+        assert f.might_contain(p) == all(ref.find(t, k, seed) for t in tok.tokens(p.encode()))
