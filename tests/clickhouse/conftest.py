@@ -27,7 +27,7 @@ DECISION_SETTINGS = (
 TYPED_COLUMNS = """
     u UInt64, i Int32, f Float64, s String, uid UUID, d Date, dt DateTime('UTC'),
     lc LowCardinality(String), ns Nullable(String), fs FixedString(8), arr Array(String),
-    u8 UInt8, i64 Int64, f32 Float32,
+    u8 UInt8, i64 Int64, f32 Float32, earr Array(String),
     INDEX bf_u u TYPE bloom_filter GRANULARITY 1,
     INDEX bf_i i TYPE bloom_filter(0.01) GRANULARITY 2,
     INDEX bf_f f TYPE bloom_filter(0.05) GRANULARITY 1,
@@ -41,6 +41,7 @@ TYPED_COLUMNS = """
     INDEX bf_arr arr TYPE bloom_filter(0.02) GRANULARITY 1,
     INDEX bf_multi (u, s) TYPE bloom_filter GRANULARITY 1,
     INDEX bf_u8 u8 TYPE bloom_filter GRANULARITY 1,
+    INDEX bf_earr earr TYPE bloom_filter GRANULARITY 1,
     INDEX bf_i64 i64 TYPE bloom_filter GRANULARITY 1,
     INDEX bf_f32 f32 TYPE bloom_filter GRANULARITY 1,
     INDEX tk_s s TYPE tokenbf_v1(128, 3, 0) GRANULARITY 1,
@@ -69,7 +70,8 @@ SELECT
     arrayMap(j -> concat('a', toString((number + j) % 41)), range(1 + number % 3)) AS arr,
     toUInt8(number % 200) AS u8,
     toInt64(number) * -40000000 AS i64,
-    toFloat32(number / 10) AS f32
+    toFloat32(number / 10) AS f32,
+    if(number % 96 < 40, [], [toString(number % 7)]) AS earr
 FROM numbers({start}, {count})
 """
 

@@ -111,3 +111,12 @@ def test_no_false_negative(
                 assert f.might_contain_many(values).all(), (part.name, g, c)
                 found += len(values)
     assert found > 0
+
+
+def test_empty_array_granules_hold_hash_zero(parts: dict[str, list[pbch.Part]]) -> None:
+    """A granule whose rows (of one write block) are all empty arrays records one hash, 0."""
+    part = parts["typed_wide"][0]
+    first = part.filters("bf_earr")[0]  # rows 0-31: all empty
+    assert first.num_rows == 1
+    assert first.contains_hashes(np.zeros(1, dtype=np.uint64)).all()
+    assert not first.might_contain("3")
