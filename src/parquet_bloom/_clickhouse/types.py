@@ -267,10 +267,3 @@ def hash_values(values: list[Any], t: ColumnType) -> NDArray[np.uint64]:
     mask = (1 << (8 * width)) - 1
     words = [int(v) & mask for v in values]
     return int_hash64_array(np.array(words, dtype=np.uint64))
-
-
-def to_python(value: Any, t: ColumnType) -> Any:
-    """A converted value back as the Python value a caller gives (for messages and tests)."""
-    if t.name in ("Date", "Date32"):
-        return _EPOCH + dt.timedelta(days=int(value))
-    return value
