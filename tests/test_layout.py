@@ -21,6 +21,7 @@ PUBLIC = {
     "parquet_bloom.iceberg",
     "parquet_bloom.delta",
     "parquet_bloom.paimon",
+    "parquet_bloom.clickhouse",
     "parquet_bloom.index",
 }
 MAX_LINES = 900

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from parquet_bloom import _audit as audit
-from parquet_bloom import _cli_hudi, _cli_index, _cli_paimon, _cli_table
+from parquet_bloom import _cli_clickhouse, _cli_hudi, _cli_index, _cli_paimon, _cli_table
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
 from parquet_bloom._io import location
@@ -884,6 +884,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--column", action="append", required=True, help="column (repeatable)")
     _cli_hudi.extend(sub)
     _cli_index.extend(sub, storage_option=storage_option, parse_literal=parse_literal)
+    _cli_clickhouse.extend(sub)
     return _cli_table.extend(sub, _cli_paimon.extend(sub, parser))
 
 
