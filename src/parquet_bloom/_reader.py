@@ -25,7 +25,12 @@ from parquet_bloom import _logical as logical
 from parquet_bloom._io.ranges import ByteRange, ReadBuffer, coalesce
 from parquet_bloom._io.source import ByteSource, read_footer
 from parquet_bloom._sbbf import MAX_NUM_BYTES, MIN_NUM_BYTES, SplitBlockBloomFilter
-from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
+from parquet_bloom.errors import (
+    BloomFilterError,
+    CorruptFileError,
+    FileReadError,
+    UnsupportedFileError,
+)
 
 # A filter without bloom_filter_length: read this much and hope it holds header and bitset. The
 # header is 15 to 19 bytes, so this covers whole filters up to about 256 KiB (a 1 % filter for
@@ -471,6 +476,10 @@ class BloomFilterReader:
         merged = coalesce(ranges, self._source.max_gap)
         try:
             datas = self._source.read(merged)
+        except FileReadError as err:
+            # The store did not give the bytes (stalled, unreachable): nothing says one range
+            # is to blame, and reading each alone would wait out the budget again for each.
+            return {r: err for r in ranges}
         except BloomFilterError:
             datas = None
         if datas is not None:

@@ -30,7 +30,7 @@ from parquet_bloom import _audit as audit
 from parquet_bloom import _cli_hudi, _cli_paimon, _cli_table
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
-from parquet_bloom._io import location
+from parquet_bloom._io import limits, location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sizing import FLAVORS
 from parquet_bloom.errors import BloomFilterError
@@ -146,7 +146,8 @@ def progress_bar(args: argparse.Namespace, total: int, stderr: IO[str]) -> Progr
 
 def _storage_option(text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` of ``--storage-option``: ``true``/``false`` become booleans and integers
-    integers; anything else stays a string."""
+    integers; a JSON object, array or quoted string (``config_kwargs={"read_timeout": 5}``)
+    becomes what it stands for; anything else stays a string."""
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
@@ -154,7 +155,42 @@ def _storage_option(text: str) -> tuple[str, Any]:
         return key, value == "true"
     if re.fullmatch(r"[+-]?\d+", value):
         return key, int(value)
+    if value[:1] in ("{", "[", '"'):
+        try:
+            return key, json.loads(value)
+        except json.JSONDecodeError as e:
+            raise argparse.ArgumentTypeError(f"{key}: {value!r} is not valid JSON: {e}") from None
     return key, value
+
+
+def seconds(text: str) -> float:
+    """``--timeout``: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def add_limit_options(p: argparse.ArgumentParser) -> None:
+    """``--timeout`` and ``--retries``: the request budget of the command's reads and writes
+    on object storage (:func:`parquet_bloom.request_limits`)."""
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="how long a request to a store may wait to connect, then for each next bytes of "
+        f"its answer (default {limits.DEFAULT_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--retries",
+        type=count,
+        metavar="N",
+        help="how often a request that timed out or failed in passing is tried again "
+        f"(default {limits.DEFAULT_RETRIES})",
+    )
 
 
 def _options_for(name: str, args: argparse.Namespace) -> dict[str, Any] | None:
@@ -766,8 +802,10 @@ def _parser() -> argparse.ArgumentParser:
             metavar="KEY=VALUE",
             help="an option of the URLs' filesystem (fsspec storage_options; repeatable), "
             "e.g. endpoint_url=http://localhost:9000 or anon=true: true/false and integers "
-            "are converted, anything else stays a string",
+            "are converted, a JSON object, array or quoted string is decoded "
+            "(config_kwargs='{\"max_pool_connections\": 50}'), anything else stays a string",
         )
+        add_limit_options(p)
         stats = "also print what each file cost: requests and bytes read (a rewrite: bytes "
         stats += "downloaded, uploaded and copied by the store)"
         p.add_argument("--stats", action="store_true", help=stats)
@@ -872,7 +910,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
     try:
         args = _parser().parse_args(argv)
-        status: int = args.run(args, out, err)
+        timeout, retries = getattr(args, "timeout", None), getattr(args, "retries", None)
+        with limits.request_limits(timeout=timeout, retries=retries):
+            status: int = args.run(args, out, err)
         out.flush()  # a closed pipe shows here, not at exit
         return status
     except SystemExit as e:  # --help and --version exit through argparse

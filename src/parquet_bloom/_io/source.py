@@ -17,13 +17,14 @@ import errno
 import io
 import os
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from stat import S_ISDIR
 from typing import IO, Any, NamedTuple
 
 from parquet_bloom import _format as fmt
-from parquet_bloom._io import location
+from parquet_bloom._io import limits, location
 from parquet_bloom._io.ranges import MAX_GAP, ByteRange
 from parquet_bloom.errors import BloomFilterError, CorruptFileError, FileReadError
 
@@ -62,7 +63,7 @@ def _fsspec_size(filesystem: Any, path: str) -> int:
     """The size of a file on an fsspec filesystem: one ``info`` (a HEAD on object stores). A
     directory (a prefix on object storage) is IsADirectoryError, which callers that take
     directories answer by listing it."""
-    info = filesystem.info(path)
+    info = filesystem.info(path, **limits.deadline_kwargs(filesystem.info))
     if info.get("type") == "directory":
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
     if info.get("size") is None:
@@ -200,7 +201,7 @@ class ByteSource:
         the size is not known, one suffix-range read gives both where the backend allows it
         (s3fs, fsspec's HTTP); elsewhere the size is looked up first."""
         if self._size is None and self._fs is not None:
-            with _fetching(self.name, None):
+            with _fetching(self.name, None, length):
                 got = _suffix_read(self._fs, self.name, length)
             if got is not None:
                 data, size = got
@@ -229,12 +230,13 @@ class ByteSource:
         if not ranges:
             return []
         if self._fs is not None:
-            with _fetching(self.name, ranges[0].offset):
+            with _fetching(self.name, ranges[0].offset, ranges[-1].end - ranges[0].offset):
                 fetched = self._fs.cat_ranges(
                     [self.name] * len(ranges),
                     [r.offset for r in ranges],
                     [r.end for r in ranges],
                     on_error="raise",
+                    **limits.deadline_kwargs(self._fs.cat_ranges),
                 )
             datas = [bytes(d) for d in fetched]
         else:
@@ -281,7 +283,7 @@ class ByteSource:
                 at += len(part)
             return b"".join(parts) if len(parts) != 1 else parts[0]
         if self._arrow is not None:
-            with _fetching(self.name, r.offset):
+            with _fetching(self.name, r.offset, r.length):
                 return bytes(self._arrow.read_at(r.length, r.offset))
         assert self._file is not None
         with self._lock:
@@ -318,14 +320,19 @@ _PRECISE = (
 
 
 @contextmanager
-def _fetching(name: str, offset: int | None) -> Iterator[None]:
+def _fetching(name: str, offset: int | None, length: int | None = None) -> Iterator[None]:
     """A filesystem's failure to fetch bytes (botocore's connection errors, a 5xx it gave up
-    retrying, aiohttp's payload errors, a timeout) as a located :class:`FileReadError`."""
+    retrying, aiohttp's payload errors, a timeout) as a located :class:`FileReadError`; a
+    timeout says after how long, and how to allow more (:func:`limits.timeout_error`)."""
+    start = time.monotonic()
     try:
         yield
     except _PRECISE:
         raise
     except Exception as err:
+        timed_out = limits.timeout_error(err, name, offset, length, time.monotonic() - start)
+        if timed_out is not None:
+            raise timed_out from err
         raise FileReadError(
             f"cannot read: {type(err).__name__}: {err}", source=name, offset=offset
         ) from err
@@ -425,7 +432,14 @@ def _suffix_read(filesystem: Any, path: str, length: int) -> tuple[bytes, int] |
         return None
     from fsspec.asyn import sync  # fsspec is installed: the filesystem is one of its own
 
-    result: tuple[bytes, int | None] = sync(filesystem.loop, coroutine, filesystem, path, length)
+    result: tuple[bytes, int | None] = sync(
+        filesystem.loop,
+        coroutine,
+        filesystem,
+        path,
+        length,
+        timeout=limits.get_request_limits().total,
+    )
     data, total = result
     return None if total is None else (data, total)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from parquet_bloom import _format as fmt
-from parquet_bloom._io import location
+from parquet_bloom._io import limits, location
 from parquet_bloom._io.ranges import ByteRange, ReadBuffer, coalesce
 from parquet_bloom._io.source import ByteSource, read_footer
 from parquet_bloom._rewrite import plan
@@ -243,7 +243,8 @@ def rewrite_bloom_filters(
     else:
         # One request for the size and the ETag: the version the rewrite reads, on which an
         # in-place rewrite and the store's copies are conditional.
-        info = source_fs.info(source_path)
+        with limits.located_timeouts(source):
+            info = source_fs.info(source_path, **limits.deadline_kwargs(source_fs.info))
         if info.get("type") == "directory":
             raise IsADirectoryError(errno.EISDIR, "src is a directory, not a file", source)
         etag = info.get("ETag")

@@ -25,6 +25,7 @@ import pyarrow.fs as pafs
 from deltalake import DeltaTable
 from deltalake.fs import DeltaStorageHandler
 
+from parquet_bloom._io.limits import delta_storage_options
 from parquet_bloom._prune.dataset import DEFAULT_MAX_WORKERS
 from parquet_bloom._prune.dataset import prune as prune_dataset
 from parquet_bloom._tables.delta_snapshot import (
@@ -169,7 +170,7 @@ def _log_dataset(
         filesystem = pafs.SubTreeFileSystem(root, pafs.LocalFileSystem())
     else:
         handler = DeltaStorageHandler(
-            table.table_uri, dict(options) if options else None, dict(sizes)
+            table.table_uri, delta_storage_options(table.table_uri, options), dict(sizes)
         )
         filesystem = pafs.PyFileSystem(handler)
     actions = pa.table(table.get_add_actions(flatten=False))
