@@ -23,7 +23,6 @@ import pyarrow.compute as pc
 import pytest
 
 import parquet_bloom as pb
-from parquet_bloom._io import limits
 from parquet_bloom.cli import main
 from tests import writers
 from tests.remote.fixtures import STALL_SECONDS, clear_filesystem_caches
@@ -252,15 +251,15 @@ def test_json_storage_options_are_decoded(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_bad_json_and_bad_limits_are_usage_errors(capsys: Capture) -> None:
-    for argv in (
-        ["inspect", "--storage-option", "config_kwargs={oops", "s3://b/f"],
-        ["inspect", "--timeout", "0", "s3://b/f"],
-        ["inspect", "--timeout", "soon", "s3://b/f"],
-        ["check", "--retries", "-1", "s3://b/f"],
+    for argv, message in (
+        (["inspect", "--storage-option", "config_kwargs={oops", "s3://b/f"], "not valid JSON"),
+        (["inspect", "--timeout", "0", "s3://b/f"], "must be a positive number of seconds"),
+        (["table", "prune", "--timeout", "soon", "t"], "not a number of seconds"),
+        (["check", "--retries", "-1", "s3://b/f"], "must be >= 0"),
     ):
         assert main(argv) == 2
         _, err = capsys.readouterr()
-        assert "error:" in err
+        assert "error:" in err and message in err, err
 
 
 # -- a table on S3 ---------------------------------------------------------------------------
@@ -398,6 +397,8 @@ def test_one_stalled_http_request_is_retried(
 
 
 def test_the_default_budget() -> None:
+    from parquet_bloom._io import limits
+
     chosen = pb.get_request_limits()
     assert (chosen.timeout, chosen.retries, chosen.deadline) == (30.0, 2, None)
     assert chosen.attempts == 3
@@ -438,6 +439,8 @@ def test_a_bad_budget_is_refused(kwargs: dict[str, Any], error: type[Exception])
 
 
 def test_s3fs_options() -> None:
+    from parquet_bloom._io import limits
+
     with pb.request_limits(timeout=7, retries=3):
         merged = limits.storage_options_with_limits("s3://b/k", None)
         assert merged == {
@@ -467,6 +470,8 @@ def test_s3fs_options() -> None:
 
 
 def test_gcsfs_adlfs_and_http_options() -> None:
+    from parquet_bloom._io import limits
+
     with pb.request_limits(timeout=7, retries=3):
         gcs = limits.storage_options_with_limits("gs://b/k", {"project": "p"})
         assert gcs == {
@@ -507,6 +512,8 @@ def test_gcsfs_adlfs_and_http_options() -> None:
 def test_pyarrow_s3_options() -> None:
     import pyarrow.fs as pafs
 
+    from parquet_bloom._io import limits
+
     with pb.request_limits(timeout=7, retries=3):
         options = limits.arrow_s3_options({"region": "r", "request_timeout": 60})
     assert options["region"] == "r"
@@ -517,6 +524,8 @@ def test_pyarrow_s3_options() -> None:
 
 
 def test_deltalake_options() -> None:
+    from parquet_bloom._io import limits
+
     with pb.request_limits(timeout=7, retries=3):
         options = limits.delta_storage_options("s3://b/t", {"AWS_REGION": "r", "TIMEOUT": "2s"})
         assert options == {

@@ -105,6 +105,21 @@ class RequestLimits:
             return float(self.deadline)
         return self.attempts * float(self.timeout) + self.retries * BACKOFF_ALLOWANCE
 
+    def arrow_s3_options(self, **options: Any) -> dict[str, Any]:
+        """Keyword arguments for a ``pyarrow.fs.S3FileSystem`` under this budget, ``options``
+        over them: ``connect_timeout`` and ``request_timeout`` (seconds) and
+        ``retry_strategy=AwsStandardS3RetryStrategy(max_attempts=retries)`` (pyarrow counts
+        retries there). The library makes no pyarrow filesystem itself: this is for one the
+        caller makes and passes."""
+        import pyarrow.fs as pafs
+
+        defaults: dict[str, Any] = {
+            "connect_timeout": float(self.timeout),
+            "request_timeout": float(self.timeout),
+            "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=self.retries),
+        }
+        return {**defaults, **options}
+
     def describe(self) -> str:
         """The budget in words, as a timeout error states it."""
         tries = "1 attempt" if self.attempts == 1 else f"{self.attempts} attempts"
@@ -315,19 +330,8 @@ def _duration(seconds: float) -> str:
 
 
 def arrow_s3_options(options: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Keyword arguments for ``pyarrow.fs.S3FileSystem`` with the budget under ``options``:
-    ``connect_timeout`` and ``request_timeout`` (seconds) and
-    ``retry_strategy=AwsStandardS3RetryStrategy(max_attempts=retries)`` (pyarrow counts
-    retries there)."""
-    import pyarrow.fs as pafs
-
-    limits = _current
-    defaults: dict[str, Any] = {
-        "connect_timeout": float(limits.timeout),
-        "request_timeout": float(limits.timeout),
-        "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=limits.retries),
-    }
-    return {**defaults, **dict(options or {})}
+    """:meth:`RequestLimits.arrow_s3_options` of the budget in force."""
+    return _current.arrow_s3_options(**dict(options or {}))
 
 
 # -- the HTTP backend's retries -----------------------------------------------------------------
