@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 
 from parquet_bloom import _audit as audit
 from parquet_bloom import cli
+from parquet_bloom._cli_options import add_limit_options
 from parquet_bloom._io import limits, location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sizing import FLAVORS
@@ -96,7 +97,7 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
             "(AWS_ENDPOINT_URL=...) or Iceberg FileIO properties (s3.endpoint=...)",
         )
         p.add_argument("--stats", action="store_true", help="also print what each file cost")
-        cli.add_limit_options(p)
+        add_limit_options(p)
         p.add_argument(
             "--progress", action="store_true", help="show progress on stderr even if not a TTY"
         )

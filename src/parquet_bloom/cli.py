@@ -30,6 +30,7 @@ from parquet_bloom import _audit as audit
 from parquet_bloom import _cli_hudi, _cli_paimon, _cli_table
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
+from parquet_bloom._cli_options import add_limit_options, storage_option
 from parquet_bloom._io import limits, location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sizing import FLAVORS
@@ -142,55 +143,6 @@ def progress_bar(args: argparse.Namespace, total: int, stderr: IO[str]) -> Progr
 
 
 # -- files: paths, URLs, directories, globs -------------------------------------------------------
-
-
-def _storage_option(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` of ``--storage-option``: ``true``/``false`` become booleans and integers
-    integers; a JSON object, array or quoted string (``config_kwargs={"read_timeout": 5}``)
-    becomes what it stands for; anything else stays a string."""
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    if value in ("true", "false"):
-        return key, value == "true"
-    if re.fullmatch(r"[+-]?\d+", value):
-        return key, int(value)
-    if value[:1] in ("{", "[", '"'):
-        try:
-            return key, json.loads(value)
-        except json.JSONDecodeError as e:
-            raise argparse.ArgumentTypeError(f"{key}: {value!r} is not valid JSON: {e}") from None
-    return key, value
-
-
-def seconds(text: str) -> float:
-    """``--timeout``: a positive number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not (value > 0 and value != float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
-def add_limit_options(p: argparse.ArgumentParser) -> None:
-    """``--timeout`` and ``--retries``: the request budget of the command's reads and writes
-    on object storage (:func:`parquet_bloom.request_limits`)."""
-    p.add_argument(
-        "--timeout",
-        type=seconds,
-        metavar="SECONDS",
-        help="how long a request to a store may wait to connect, then for each next bytes of "
-        f"its answer (default {limits.DEFAULT_TIMEOUT:g})",
-    )
-    p.add_argument(
-        "--retries",
-        type=count,
-        metavar="N",
-        help="how often a request that timed out or failed in passing is tried again "
-        f"(default {limits.DEFAULT_RETRIES})",
-    )
 
 
 def _options_for(name: str, args: argparse.Namespace) -> dict[str, Any] | None:
@@ -797,7 +749,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--storage-option",
             action="append",
-            type=_storage_option,
+            type=storage_option,
             default=[],
             metavar="KEY=VALUE",
             help="an option of the URLs' filesystem (fsspec storage_options; repeatable), "
