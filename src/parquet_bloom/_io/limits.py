@@ -236,13 +236,19 @@ def storage_defaults(protocol: str, limits: RequestLimits | None = None) -> dict
     if scheme in _AZURE_BLOB:
         return {"connection_timeout": timeout, "read_timeout": timeout}
     if scheme in _HTTP:
-        return {
-            "client_kwargs": {
-                "timeout": _client_timeout(timeout),
-                "middlewares": (RetryStalled(limits.retries),),
-            }
-        }
+        client: dict[str, Any] = {"timeout": _client_timeout(timeout)}
+        if _has_middlewares():
+            client["middlewares"] = (RetryStalled(limits.retries),)
+        return {"client_kwargs": client}
     return {}
+
+
+def _has_middlewares() -> bool:
+    """Whether aiohttp's client takes middlewares (3.12 and later); before, the HTTP backend
+    gets the timeouts only, and the deadline bounds a read."""
+    import aiohttp
+
+    return "middlewares" in inspect.signature(aiohttp.ClientSession.__init__).parameters
 
 
 def configure_filesystem(filesystem: Any) -> None:
