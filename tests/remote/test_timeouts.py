@@ -99,6 +99,16 @@ def test_the_reader_times_out_on_a_stalled_object(
     assert "1 s a request, 2 attempts" in str(caught.value)
 
 
+def test_botocore_settings_given_are_not_multiplied(s3: Any, s3_faults: Any, s3_url: str) -> None:
+    """The issue's case, under the default budget: the caller's own botocore timeouts and
+    attempts, which s3fs's retry loop used to repeat 5 times over."""
+    config = {"read_timeout": 1, "connect_timeout": 1, "retries": {"max_attempts": 1}}
+    _stall_object(s3_faults, "part-0.parquet")
+    with _Clock(), pytest.raises(pb.FileReadError) as caught:
+        pb.BloomFilterReader(s3_url, storage_options={**_options(s3), "config_kwargs": config})
+    _assert_timed_out(caught.value, s3_url)
+
+
 def test_the_reader_times_out_on_a_stalled_filter_read(
     s3: Any, s3_faults: Any, s3_url: str, budget: pb.RequestLimits
 ) -> None:
@@ -159,7 +169,9 @@ def test_a_rewrite_to_a_stalled_store_gives_up_within_the_budget(
     bucket = s3.bucket()
     target = f"s3://{bucket}/out/rewritten.parquet"
     _stall_object(s3_faults, "rewritten.parquet")
-    with _Clock(), pytest.raises(Exception) as caught:
+    # A PutObject whose "Expect: 100-continue" is never answered waits past botocore's read
+    # timeout: the deadline (3 s here) ends it.
+    with pb.request_limits(deadline=3), _Clock(), pytest.raises(Exception) as caught:
         pb.rewrite_bloom_filters(local_file, target, columns=["id"], storage_options=_options(s3))
     assert "timeout" in repr(caught.value).lower() or "timed out" in str(caught.value)
     s3_faults.clear()
