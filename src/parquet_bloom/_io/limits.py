@@ -58,13 +58,15 @@ __all__ = [
 # Seconds a request may wait to connect, and then for each next bytes of its answer. Stores
 # answer a ranged GET in tens of milliseconds and stream at ~100 MB/s, so a request silent for
 # this long is stalled, not slow; it is also object_store's (deltalake's) own default request
-# timeout, and half s3fs's default read timeout, which alone let a stalled read hang for minutes.
+# timeout. (s3fs's default read timeout is 15 s, but its own loop repeats botocore's attempts
+# up to five times over: a stalled read waited minutes.)
 DEFAULT_TIMEOUT = 30.0
 # Retries after a first attempt that timed out or failed in passing: three attempts in all,
 # as pyarrow's and botocore's standard retry strategies make.
 DEFAULT_RETRIES = 2
 # Seconds of back-off the deadline allows a retry, on top of each attempt's timeout: botocore's
-# standard mode and s3fs back off well under this for the first retries.
+# standard mode waits a random time up to 2**(n-1) s before its n-th retry (1, 2, 4 s for the
+# first), s3fs 0.1 * 1.7**n s, the HTTP middleware here 0.2, 0.4... s.
 BACKOFF_ALLOWANCE = 5.0
 
 
