@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         inspect_file,
     )
     from parquet_bloom._crypto import DecryptionKeys
+    from parquet_bloom._io.limits import RequestLimits, get_request_limits, request_limits
     from parquet_bloom._plain import PHYSICAL_TYPES, hash_value, hash_values
     from parquet_bloom._prune import PruneReport, PruneResult, prune
     from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
@@ -56,6 +57,9 @@ _HOMES = {
     "check_file": "_audit",
     "inspect_file": "_audit",
     "DecryptionKeys": "_crypto",
+    "RequestLimits": "_io.limits",
+    "get_request_limits": "_io.limits",
+    "request_limits": "_io.limits",
     "PHYSICAL_TYPES": "_plain",
     "hash_value": "_plain",
     "hash_values": "_plain",
@@ -92,6 +96,7 @@ __all__ = [
     "MissingKeyError",
     "PruneReport",
     "PruneResult",
+    "RequestLimits",
     "RewriteReport",
     "SplitBlockBloomFilter",
     "TableFileError",
@@ -100,12 +105,14 @@ __all__ = [
     "check_file",
     "expected_num_bytes",
     "fold_to_fpp",
+    "get_request_limits",
     "hash_value",
     "hash_values",
     "inspect_file",
     "matching_flavors",
     "optimal_num_bytes",
     "prune",
+    "request_limits",
     "rewrite_bloom_filters",
     "rewrite_files",
     "serialize_bloom_filter",

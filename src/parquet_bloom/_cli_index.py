@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import IO, Any
 
+from parquet_bloom._cli_options import add_limit_options
 from parquet_bloom._format import SchemaLeaf
 from parquet_bloom._io import location
 
@@ -72,6 +73,7 @@ def extend(
             help="for a Delta table, deltalake's storage options (AWS_ENDPOINT_URL=...); for "
             "a dataset, fsspec's (endpoint_url=...); repeatable",
         )
+        add_limit_options(p)
         p.set_defaults(run=_guarded(run), parse_literal=parse_literal)
         return p
 

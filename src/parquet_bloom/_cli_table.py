@@ -31,7 +31,8 @@ import pyarrow.compute as pc
 
 from parquet_bloom import _audit as audit
 from parquet_bloom import cli
-from parquet_bloom._io import location
+from parquet_bloom._cli_options import add_limit_options
+from parquet_bloom._io import limits, location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sizing import FLAVORS
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_from_properties
@@ -96,6 +97,7 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
             "(AWS_ENDPOINT_URL=...) or Iceberg FileIO properties (s3.endpoint=...)",
         )
         p.add_argument("--stats", action="store_true", help="also print what each file cost")
+        add_limit_options(p)
         p.add_argument(
             "--progress", action="store_true", help="show progress on stderr even if not a TTY"
         )
@@ -279,7 +281,9 @@ def _open_delta(uri: str, version: int | None, options: dict[str, str]) -> _Tabl
     import parquet_bloom.delta as pbd
 
     try:
-        handle = DeltaTable(uri, version=version, storage_options=options or None)
+        handle = DeltaTable(
+            uri, version=version, storage_options=limits.delta_storage_options(uri, options or None)
+        )
     except TableNotFoundError:
         raise _TableError(f"no Delta table at {uri} (no _delta_log/ there)") from None
     return _Table("delta", uri, handle, uri, options, pbd.file_storage_options(uri, options))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -26,8 +25,9 @@ import pyarrow as pa
 from parquet_bloom import _audit as audit
 from parquet_bloom import _cli_clickhouse, _cli_hudi, _cli_index, _cli_paimon, _cli_table
 from parquet_bloom import _logical as logical
+from parquet_bloom._cli_options import add_limit_options, storage_option
 from parquet_bloom._cli_values import parse_literal
-from parquet_bloom._io import location
+from parquet_bloom._io import limits, location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sizing import FLAVORS
 from parquet_bloom.errors import BloomFilterError
@@ -139,19 +139,6 @@ def progress_bar(args: argparse.Namespace, total: int, stderr: IO[str]) -> Progr
 
 
 # -- files: paths, URLs, directories, globs -------------------------------------------------------
-
-
-def storage_option(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` of ``--storage-option``: ``true``/``false`` become booleans and integers
-    integers; anything else stays a string."""
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    if value in ("true", "false"):
-        return key, value == "true"
-    if re.fullmatch(r"[+-]?\d+", value):
-        return key, int(value)
-    return key, value
 
 
 def decryption_config(path: str) -> Any:
@@ -684,8 +671,10 @@ def _parser() -> argparse.ArgumentParser:
             metavar="KEY=VALUE",
             help="an option of the URLs' filesystem (fsspec storage_options; repeatable), "
             "e.g. endpoint_url=http://localhost:9000 or anon=true: true/false and integers "
-            "are converted, anything else stays a string",
+            "are converted, a JSON object, array or quoted string is decoded "
+            "(config_kwargs='{\"max_pool_connections\": 50}'), anything else stays a string",
         )
+        add_limit_options(p)
         stats = "also print what each file cost: requests and bytes read (a rewrite: bytes "
         stats += "downloaded, uploaded and copied by the store)"
         p.add_argument("--stats", action="store_true", help=stats)
@@ -799,7 +788,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
     try:
         args = _parser().parse_args(argv)
-        status: int = args.run(args, out, err)
+        timeout, retries = getattr(args, "timeout", None), getattr(args, "retries", None)
+        with limits.request_limits(timeout=timeout, retries=retries):
+            status: int = args.run(args, out, err)
         out.flush()  # a closed pipe shows here, not at exit
         return status
     except SystemExit as e:  # --help and --version exit through argparse

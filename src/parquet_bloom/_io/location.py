@@ -18,6 +18,10 @@ discovery), in sorted order. See docs/object-storage.md for what each costs in r
 
 fsspec and its backends are optional: a missing one raises ImportError naming the extra to
 install (:func:`install_hint`).
+
+Every filesystem made here gets the request budget in force (:mod:`parquet_bloom._io.limits`)
+through its backend's own options, under the ``storage_options`` given; a listing stops
+waiting at the budget's deadline.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from parquet_bloom._io import limits
 
 __all__ = [
     "Entry",
@@ -202,7 +208,9 @@ def _url_to_fs(url: str, storage_options: Mapping[str, Any]) -> tuple[Any, str]:
             f"reading {url} needs fsspec: {install_hint(protocol)}", name=err.name
         ) from err
     try:
-        fs, path = fsspec.core.url_to_fs(url, **dict(storage_options))
+        options = limits.storage_options_with_limits(url, storage_options)
+        fs, path = fsspec.core.url_to_fs(url, **options)
+        limits.configure_filesystem(fs)
     except ImportError as err:
         raise ImportError(
             f"reading {protocol}:// URLs needs the {protocol} backend of fsspec: "
@@ -356,7 +364,9 @@ def _find(filesystem: Any, root: str) -> list[tuple[str, Entry]]:
     ``root``, entry with its size), sorted. A root that is a file lists as itself."""
     if _is_arrow(filesystem):
         return _find_arrow(filesystem, root)
-    found = filesystem.find(root, withdirs=False, detail=True)
+    found = filesystem.find(
+        root, withdirs=False, detail=True, **limits.deadline_kwargs(filesystem.find)
+    )
     prefix = root.rstrip("/") + "/"
     out = []
     for path, info in found.items():

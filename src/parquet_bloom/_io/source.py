@@ -17,13 +17,14 @@ import errno
 import io
 import os
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from stat import S_ISDIR
 from typing import IO, Any, NamedTuple
 
 from parquet_bloom import _format as fmt
-from parquet_bloom._io import location
+from parquet_bloom._io import limits, location
 from parquet_bloom._io.ranges import MAX_GAP, ByteRange
 from parquet_bloom.errors import BloomFilterError, CorruptFileError, FileReadError
 
@@ -64,7 +65,7 @@ def _fsspec_size(filesystem: Any, path: str) -> int:
     """The size of a file on an fsspec filesystem: one ``info`` (a HEAD on object stores). A
     directory (a prefix on object storage) is IsADirectoryError, which callers that take
     directories answer by listing it."""
-    info = filesystem.info(path)
+    info = filesystem.info(path, **limits.deadline_kwargs(filesystem.info))
     if info.get("type") == "directory":
         raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
     if info.get("size") is None:
@@ -249,6 +250,7 @@ class ByteSource:
                     [r.offset for r in ranges],
                     [r.end for r in ranges],
                     on_error="raise",
+                    **limits.deadline_kwargs(self._fs.cat_ranges),
                 )
             self._found = True
             datas = [bytes(d) for d in fetched]
@@ -368,7 +370,9 @@ def fetching(
     first request about the object), the object is missing: FileNotFoundError, naming
     ``name``. Once a request about it succeeded (``found``), a "not found" means the object
     was deleted or replaced while it was being read: a read error like any other, located.
-    A refusal (PermissionError) stays one, naming ``name``."""
+    A refusal (PermissionError) stays one, naming ``name``. A timeout says after how long, and
+    how to allow more (:func:`limits.timeout_error`)."""
+    start = time.monotonic()
     try:
         yield
     except _PRECISE:
@@ -389,6 +393,9 @@ def fetching(
             raise
         raise PermissionError(errno.EACCES, _detail(err), name) from err
     except Exception as err:
+        timed_out = limits.timeout_error(err, name, offset, length, time.monotonic() - start)
+        if timed_out is not None:
+            raise timed_out from err
         raise FileReadError(
             f"cannot {action}{describe_range(offset, length)}: {type(err).__name__}: "
             f"{_detail(err)}",
@@ -497,7 +504,14 @@ def _suffix_read(filesystem: Any, path: str, length: int) -> tuple[bytes, int] |
         return None
     from fsspec.asyn import sync  # fsspec is installed: the filesystem is one of its own
 
-    result: tuple[bytes, int | None] = sync(filesystem.loop, coroutine, filesystem, path, length)
+    result: tuple[bytes, int | None] = sync(
+        filesystem.loop,
+        coroutine,
+        filesystem,
+        path,
+        length,
+        timeout=limits.get_request_limits().total,
+    )
     data, total = result
     return None if total is None else (data, total)
 

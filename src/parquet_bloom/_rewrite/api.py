@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from parquet_bloom import _format as fmt
-from parquet_bloom._io import location
+from parquet_bloom._io import limits, location
 from parquet_bloom._io.ranges import ByteRange, ReadBuffer, coalesce
 from parquet_bloom._io.source import ByteSource, fetching, read_footer
 from parquet_bloom._rewrite import plan
@@ -243,10 +243,10 @@ def rewrite_bloom_filters(
     else:
         # One request for the size and the ETag: the version the rewrite reads, on which an
         # in-place rewrite and the store's copies are conditional.
-        # Its failures are a read's (fetching): a located FileReadError, or FileNotFoundError
-        # naming src. Read errors from here on name src as given (its URL).
+        # Its failures are a read's (fetching): a located FileReadError (a timeout saying so),
+        # or FileNotFoundError naming src. Read errors from here on name src as given (its URL).
         with fetching(source, action="look up"):
-            info = source_fs.info(source_path)
+            info = source_fs.info(source_path, **limits.deadline_kwargs(source_fs.info))
         if info.get("type") == "directory":
             raise IsADirectoryError(errno.EISDIR, "src is a directory, not a file", source)
         etag = info.get("ETag")

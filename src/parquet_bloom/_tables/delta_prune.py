@@ -31,6 +31,7 @@ from deltalake.fs import DeltaStorageHandler
 from parquet_bloom._index import store
 from parquet_bloom._index.files import IndexedFile
 from parquet_bloom._index.lookup import BloomIndex
+from parquet_bloom._io.limits import delta_storage_options
 from parquet_bloom._prune.dataset import DEFAULT_MAX_WORKERS, Reading, prune_with
 from parquet_bloom._prune.expression import translate
 from parquet_bloom._tables.delta_index import index_location
@@ -218,7 +219,7 @@ def _log_dataset(
         filesystem = pafs.SubTreeFileSystem(root, pafs.LocalFileSystem())
     else:
         handler = DeltaStorageHandler(
-            table.table_uri, dict(options) if options else None, dict(sizes)
+            table.table_uri, delta_storage_options(table.table_uri, options), dict(sizes)
         )
         filesystem = pafs.PyFileSystem(handler)
     actions = pa.table(table.get_add_actions(flatten=False))

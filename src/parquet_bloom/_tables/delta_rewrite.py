@@ -32,6 +32,7 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.fs import DeltaStorageHandler
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction
 
+from parquet_bloom._io.limits import delta_storage_options
 from parquet_bloom._rewrite.build import Ndv
 from parquet_bloom._tables.delta_snapshot import (
     DeltaFile,
@@ -233,7 +234,7 @@ def commit_rewrite(
     if not isinstance(max_attempts, int) or max_attempts < 1:
         raise ValueError(f"max_attempts must be a positive integer, not {max_attempts!r}")
     report = TableRewriteReport(table=plan.table, format="delta", refused=list(plan.refused))
-    options = dict(storage_options) if storage_options is not None else None
+    options = delta_storage_options(plan.table_uri, storage_options)
     if file_storage_options is None:
         file_storage_options = derived_options(plan.table_uri, storage_options)
     results = _results(plan, outcomes)

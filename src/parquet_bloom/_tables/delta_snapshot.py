@@ -26,6 +26,8 @@ from urllib.request import url2pathname
 import pyarrow as pa
 from deltalake import DeltaTable
 
+from parquet_bloom._io.limits import delta_storage_options
+
 __all__ = [
     "DeltaFile",
     "deletion_vectors",
@@ -134,8 +136,10 @@ def load_table(
         raise TypeError(
             f"expected a DeltaTable, a path or a URI, not {type(table_or_uri).__name__}"
         )
-    options = dict(storage_options) if storage_options is not None else None
-    return DeltaTable(os.fspath(table_or_uri), version=version, storage_options=options)
+    uri = os.fspath(table_or_uri)
+    return DeltaTable(
+        uri, version=version, storage_options=delta_storage_options(uri, storage_options)
+    )
 
 
 def table_root(table: DeltaTable) -> str:

@@ -1,0 +1,74 @@
+"""The options every command that reaches object storage takes: ``--storage-option`` (its
+values read as the filesystem wants them) and ``--timeout`` / ``--retries`` (the request
+budget, :func:`parquet_bloom.request_limits`), for :mod:`parquet_bloom.cli` and its parts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from typing import Any
+
+from parquet_bloom._io import limits
+
+__all__ = ["add_limit_options", "seconds", "storage_option"]
+
+
+def storage_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of ``--storage-option``: ``true``/``false`` become booleans and integers
+    integers; a JSON object, array or quoted string (``config_kwargs={"read_timeout": 5}``)
+    becomes what it stands for; anything else stays a string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    if value in ("true", "false"):
+        return key, value == "true"
+    if re.fullmatch(r"[+-]?\d+", value):
+        return key, int(value)
+    if value[:1] in ("{", "[", '"'):
+        try:
+            return key, json.loads(value)
+        except json.JSONDecodeError as e:
+            raise argparse.ArgumentTypeError(f"{key}: {value!r} is not valid JSON: {e}") from None
+    return key, value
+
+
+def seconds(text: str) -> float:
+    """``--timeout``: a positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def add_limit_options(p: argparse.ArgumentParser) -> None:
+    """``--timeout`` and ``--retries``: the request budget of the command's reads and writes
+    on object storage (:func:`parquet_bloom.request_limits`)."""
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="how long a request to a store may wait to connect, then for each next bytes of "
+        f"its answer (default {limits.DEFAULT_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--retries",
+        type=_retries,
+        metavar="N",
+        help="how often a request that timed out or failed in passing is tried again "
+        f"(default {limits.DEFAULT_RETRIES})",
+    )
+
+
+def _retries(text: str) -> int:
+    """``--retries``: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
