@@ -166,9 +166,16 @@ def test_the_tables_prune_uses_its_index(table: Path, value: int) -> None:
     assert off.report.bloom.index_files == 0 and _kept(off) == _kept(plain)
 
 
+@pytest.mark.parametrize("partitioned", [True, False])
 def test_the_files_the_index_rules_out_are_decided_first(
-    table: Path, monkeypatch: pytest.MonkeyPatch
+    table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partitioned: bool
 ) -> None:
+    if not partitioned:  # three appends of one file: no fragment for the files ruled out
+        table = tmp_path / "plain"
+        for append in range(3):
+            data = delta_tables.rows(append * 1000, 1000, partitioned=False)
+            delta_tables.write(str(table), data, partitioned=False)
+    files = len(deltalake.DeltaTable(str(table)).file_uris())
     delta.build_index(str(table), ["id"])
     given: list[int] = []
     real = delta_prune.prune_with
@@ -186,7 +193,12 @@ def test_the_files_the_index_rules_out_are_decided_first(
         report = indexed.report
         # The same files left by the table's pruning; those the index rules out skipped
         # before the pruning of files (it is given the index's candidates alone).
+        assert (report.table_files, report.table_bytes) == (
+            files,
+            plain.report.table_bytes,
+        )
         assert report.files_after_table == plain.report.files_after_table
+        assert report.bytes_after_table == plain.report.bytes_after_table
         assert report.bloom.index_files == report.files_after_table
         assert report.bloom.per_file == ()
         assert _kept(indexed) == _kept(plain)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -128,25 +129,29 @@ def prune(
     deltalake_options = storage_options
     if deltalake_options is None and isinstance(table_or_uri, DeltaTable):
         deltalake_options = getattr(table_or_uri, "_storage_options", None)  # as it was loaded
-    # The table's own pruning: partition values (pyarrow's, from each fragment's partition
-    # expression) and the exact min/max statistics (vectorised over the add actions).
-    dataset = _log_dataset(table, root, sizes, deltalake_options)
-    every = list(dataset.get_fragments())
     tree = translate(expr)
     partition_columns = table.metadata().partition_columns or []
-    stats_keep = matching_files(actions, tree, partition_columns)
-    logged = actions.column("path").to_pylist()
-    in_range = {unquote(k) for k, keep in zip(logged, stats_keep, strict=True) if keep}
-    chosen = [f for f in dataset.get_fragments(filter=expr) if f.path in in_range]
-    local = is_local(root)
-    filesystem = pafs.LocalFileSystem() if local else dataset.filesystem
     with _table_index(table, index, deltalake_options) as idx:
-        # The files the index rules out are decided first, without a fragment each: what
-        # prune_with does a file costs, on 10,000 files, most of a point lookup.
+        # The files the index rules out are decided first: what prune_with does a file costs,
+        # on 10,000 files, most of a point lookup. In a table without partitions, whose own
+        # pruning is then its statistics alone, they need no fragment either.
         ruled_out = _ruled_out_by_index(idx, tree, table, sizes, modified)
+        unmade = ruled_out if not partition_columns else set()
+        # The table's own pruning: partition values (pyarrow's, from each fragment's
+        # partition expression) and the exact min/max statistics (vectorised over the add
+        # actions).
+        dataset = _log_dataset(table, root, sizes, deltalake_options, skip=unmade)
+        every = list(dataset.get_fragments())
+        stats_keep = matching_files(actions, tree, partition_columns)
+        logged = actions.column("path").to_pylist()
+        in_range = {unquote(k) for k, keep in zip(logged, stats_keep, strict=True) if keep}
+        chosen = [f for f in dataset.get_fragments(filter=expr) if f.path in in_range]
+        unmade_left = [path for path in unmade if path in in_range]
+        local = is_local(root)
+        filesystem = pafs.LocalFileSystem() if local else dataset.filesystem
         paths = {}  # a fragment's path here -> its path under the root
         fragments = []
-        skipped = 0
+        skipped = len(unmade_left)
         for fragment in chosen:
             path = fragment.path
             if path in ruled_out:
@@ -185,11 +190,13 @@ def prune(
                 ds.InMemoryDataset(pa.concat_tables(rows), schema=dataset.schema),
             ],
         )
+    unmade_bytes = sum(sizes.get(path, 0) for path in unmade)
     report = TablePruneReport(
-        table_files=len(every),
-        table_bytes=sum(sizes.get(f.path, 0) for f in every),
-        files_after_table=len(chosen),
-        bytes_after_table=sum(sizes.get(f.path, 0) for f in chosen),
+        table_files=len(every) + len(unmade),
+        table_bytes=sum(sizes.get(f.path, 0) for f in every) + unmade_bytes,
+        files_after_table=len(chosen) + len(unmade_left),
+        bytes_after_table=sum(sizes.get(f.path, 0) for f in chosen)
+        + sum(sizes.get(path, 0) for path in unmade_left),
         bloom=bloom,
         files_with_deletes=len(with_deletes),
     )
@@ -262,11 +269,15 @@ def _table_index(
 
 
 def _log_dataset(
-    table: DeltaTable, root: str, sizes: Mapping[str, int], options: Mapping[str, str] | None
+    table: DeltaTable,
+    root: str,
+    sizes: Mapping[str, int],
+    options: Mapping[str, str] | None,
+    skip: AbstractSet[str] = frozenset(),
 ) -> ds.FileSystemDataset:
     """The table's files as a pyarrow dataset made from its log (deltalake's pyarrow dataset
-    refuses tables that may have deletion vectors): each file with the expression of its
-    partition values."""
+    refuses tables that may have deletion vectors), but those in ``skip`` (paths under the
+    root): each file with the expression of its partition values."""
     schema = pa.schema(table.schema().to_arrow())
     file_format = ds.ParquetFileFormat(
         default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True)
@@ -289,11 +300,17 @@ def _log_dataset(
     fragments = []
     for key, values in zip(actions.column("path").to_pylist(), partitions, strict=True):
         path = unquote(key)
+        if path in skip:
+            continue
         expression = _partition_expression(values or {}, schema)
         fragments.append(
             file_format.make_fragment(path, filesystem, expression, file_size=sizes.get(path))
         )
     return ds.FileSystemDataset(fragments, schema, file_format, filesystem)
+
+
+# The expression of a file without partition values (one for all: pc.scalar costs 7 us a call).
+_NO_PARTITION = pc.scalar(True)
 
 
 def _partition_expression(values: Mapping[str, Any], schema: pa.Schema) -> pc.Expression:
@@ -305,7 +322,7 @@ def _partition_expression(values: Mapping[str, Any], schema: pa.Schema) -> pc.Ex
         for name, value in values.items()
     ]
     if not terms:
-        return pc.scalar(True)
+        return _NO_PARTITION
     expression = terms[0]
     for term in terms[1:]:
         expression = expression & term
