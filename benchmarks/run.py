@@ -15,6 +15,7 @@ BENCHMARKS = [
     "bench_object_store",
     "bench_rewrite",
     "bench_tables",
+    "bench_index",
     "bench_spark",
     "bench_spark_probe",
 ]

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from parquet_bloom import delta
+from parquet_bloom._tables import delta_prune
 from tests.tables import delta_tables
 
 deltalake = pytest.importorskip("deltalake")
@@ -163,6 +164,46 @@ def test_the_tables_prune_uses_its_index(table: Path, value: int) -> None:
     assert indexed.dataset.to_table(filter=expr).equals(plain.dataset.to_table(filter=expr))
     off = delta.prune(str(table), expr, index=False)
     assert off.report.bloom.index_files == 0 and _kept(off) == _kept(plain)
+
+
+@pytest.mark.parametrize("partitioned", [True, False])
+def test_the_files_the_index_rules_out_are_decided_first(
+    table: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, partitioned: bool
+) -> None:
+    if not partitioned:  # three appends of one file: no fragment for the files ruled out
+        table = tmp_path / "plain"
+        for append in range(3):
+            data = delta_tables.rows(append * 1000, 1000, partitioned=False)
+            delta_tables.write(str(table), data, partitioned=False)
+    files = len(deltalake.DeltaTable(str(table)).file_uris())
+    delta.build_index(str(table), ["id"])
+    given: list[int] = []
+    real = delta_prune.prune_with
+
+    def recorded(files: Any, *args: Any, **kwargs: Any) -> Any:
+        given.append(len(list(files.get_fragments())))
+        return real(files, *args, **kwargs)
+
+    monkeypatch.setattr(delta_prune, "prune_with", recorded)
+    for value in (5, 1500, 4000):
+        expr = pc.field("id") == value
+        plain = delta.prune(str(table), expr, index=False)
+        given.clear()
+        indexed = delta.prune(str(table), expr)
+        report = indexed.report
+        # The same files left by the table's pruning; those the index rules out skipped
+        # before the pruning of files (it is given the index's candidates alone).
+        assert (report.table_files, report.table_bytes) == (
+            files,
+            plain.report.table_bytes,
+        )
+        assert report.files_after_table == plain.report.files_after_table
+        assert report.bytes_after_table == plain.report.bytes_after_table
+        assert report.bloom.index_files == report.files_after_table
+        assert report.bloom.per_file == ()
+        assert _kept(indexed) == _kept(plain)
+        assert given == [len(_kept(indexed))]
+        assert indexed.dataset.to_table(filter=expr).equals(plain.dataset.to_table(filter=expr))
 
 
 def test_the_tables_prune_after_changes_probes_what_the_index_lacks(table: Path) -> None:

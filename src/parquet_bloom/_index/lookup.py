@@ -132,6 +132,7 @@ class IndexSegment:
         self._classes: dict[str, list[IndexClass]] = {}
         self._types: dict[str, fmt.SchemaLeaf] = {}
         self._files_blob: puffin.BlobMetadata | None = None
+        self._file_rows: list[tuple[str, int, int, int]] | None = None
         self._gather()
 
     def _gather(self) -> None:
@@ -221,7 +222,13 @@ class IndexSegment:
         return {path: size for path, size, _, _ in self.file_rows()}
 
     def file_rows(self) -> list[tuple[str, int, int, int]]:
-        """Every file the segment was built from: (path, size, modified, sequence)."""
+        """Every file the segment was built from: (path, size, modified, sequence); read once
+        (a segment never changes once written)."""
+        if self._file_rows is None:
+            self._file_rows = self._read_file_rows()
+        return list(self._file_rows)
+
+    def _read_file_rows(self) -> list[tuple[str, int, int, int]]:
         blob = self._files_blob
         if blob is None:
             raise CorruptFileError("the index lists no files", source=self._source.name)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -29,11 +30,14 @@ from deltalake import DeltaTable
 from deltalake.fs import DeltaStorageHandler
 
 from parquet_bloom._index import store
-from parquet_bloom._index.files import IndexedFile
+from parquet_bloom._index.files import IndexedFile, same_file
 from parquet_bloom._index.lookup import BloomIndex
 from parquet_bloom._io.limits import delta_storage_options
+from parquet_bloom._prune.compare import compared_values, field_type, reads_unchanged, value_type
 from parquet_bloom._prune.dataset import DEFAULT_MAX_WORKERS, Reading, prune_with
-from parquet_bloom._prune.expression import translate
+from parquet_bloom._prune.expression import Equal, IsIn, Node, Unknown, translate
+from parquet_bloom._prune.indexed import decide
+from parquet_bloom._prune.report import PruneReport
 from parquet_bloom._tables.delta_index import index_location
 from parquet_bloom._tables.delta_snapshot import (
     deletion_vectors,
@@ -99,7 +103,9 @@ def prune(
     ``index``: the table's Bloom index (``<table>/_bloom_index/``, see
     :func:`parquet_bloom.delta.build_index`) decides the files it knows as the snapshot has
     them (path, size, modification time) without opening them: None uses it when there is one
-    (one read to find out), True requires it (FileNotFoundError without), False never.
+    (one read to find out), True requires it (FileNotFoundError without), False never. The
+    files the table's pruning leaves that the index rules out are decided before any other
+    work on them (counted in the report's ``bloom`` as skipped, decided by the index).
     """
     if not isinstance(expr, pc.Expression):
         raise TypeError(f"expr must be a pyarrow.compute.Expression, not {type(expr).__name__}")
@@ -124,38 +130,52 @@ def prune(
     deltalake_options = storage_options
     if deltalake_options is None and isinstance(table_or_uri, DeltaTable):
         deltalake_options = getattr(table_or_uri, "_storage_options", None)  # as it was loaded
-    # The table's own pruning: partition values (pyarrow's, from each fragment's partition
-    # expression) and the exact min/max statistics (vectorised over the add actions).
-    dataset = _log_dataset(table, root, sizes, deltalake_options)
-    every = list(dataset.get_fragments())
     tree = translate(expr)
     partition_columns = table.metadata().partition_columns or []
-    stats_keep = matching_files(actions, tree, partition_columns)
-    logged = actions.column("path").to_pylist()
-    in_range = {unquote(k) for k, keep in zip(logged, stats_keep, strict=True) if keep}
-    chosen = [f for f in dataset.get_fragments(filter=expr) if f.path in in_range]
-    local = is_local(root)
-    filesystem = pafs.LocalFileSystem() if local else dataset.filesystem
-    paths = {}  # a fragment's path here -> its path under the root
-    fragments = []
-    for fragment in chosen:
-        path = fragment.path
-        opened = file_location(root, path) if local else path
-        paths[opened] = path
-        fragments.append(
-            dataset.format.make_fragment(
-                opened, filesystem, fragment.partition_expression, file_size=sizes.get(path)
-            )
-        )
-    files = ds.FileSystemDataset(fragments, dataset.schema, dataset.format, filesystem)
-    identities = {
-        opened: IndexedFile(path, opened, size=sizes.get(path), modified=modified.get(path, -1))
-        for opened, path in paths.items()
-    }
-    opened_sizes = {o: sizes[p] for o, p in paths.items() if p in sizes}
     with _table_index(table, index, deltalake_options) as idx:
+        # The files the index rules out are decided first: what prune_with does a file costs,
+        # on 10,000 files, most of a point lookup. In a table without partitions, whose own
+        # pruning is then its statistics alone, they need no fragment either.
+        ruled_out = _ruled_out_by_index(idx, tree, table, sizes, modified)
+        unmade = ruled_out if not partition_columns else set()
+        # The table's own pruning: partition values (pyarrow's, from each fragment's
+        # partition expression) and the exact min/max statistics (vectorised over the add
+        # actions).
+        dataset = _log_dataset(table, root, sizes, deltalake_options, skip=unmade)
+        every = list(dataset.get_fragments())
+        stats_keep = matching_files(actions, tree, partition_columns)
+        logged = actions.column("path").to_pylist()
+        in_range = {unquote(k) for k, keep in zip(logged, stats_keep, strict=True) if keep}
+        chosen = [f for f in dataset.get_fragments(filter=expr) if f.path in in_range]
+        unmade_left = [path for path in unmade if path in in_range]
+        local = is_local(root)
+        filesystem = pafs.LocalFileSystem() if local else dataset.filesystem
+        paths = {}  # a fragment's path here -> its path under the root
+        fragments = []
+        skipped = len(unmade_left)
+        for fragment in chosen:
+            path = fragment.path
+            if path in ruled_out:
+                skipped += 1
+                continue
+            opened = file_location(root, path) if local else path
+            paths[opened] = path
+            fragments.append(
+                dataset.format.make_fragment(
+                    opened, filesystem, fragment.partition_expression, file_size=sizes.get(path)
+                )
+            )
+        files = ds.FileSystemDataset(fragments, dataset.schema, dataset.format, filesystem)
+        identities = {
+            opened: IndexedFile(path, opened, size=sizes.get(path), modified=modified.get(path, -1))
+            for opened, path in paths.items()
+        }
+        opened_sizes = {o: sizes[p] for o, p in paths.items() if p in sizes}
         reading = Reading(opened_sizes, tail_size, identities, idx)
         pruned = prune_with(files, tree, reading, max_workers)
+    bloom = pruned.report
+    if skipped:
+        bloom = bloom + PruneReport(files=skipped, files_skipped=skipped, index_files=skipped)
     left = list(pruned.dataset.get_fragments())
     with_deletes = [f for f in left if paths[f.path] in masks]
     result: ds.Dataset = pruned.dataset
@@ -171,17 +191,63 @@ def prune(
                 ds.InMemoryDataset(pa.concat_tables(rows), schema=dataset.schema),
             ],
         )
+    unmade_bytes = sum(sizes.get(path, 0) for path in unmade)
     report = TablePruneReport(
-        table_files=len(every),
-        table_bytes=sum(sizes.get(f.path, 0) for f in every),
-        files_after_table=len(chosen),
-        bytes_after_table=sum(sizes.get(f.path, 0) for f in chosen),
-        bloom=pruned.report,
+        table_files=len(every) + len(unmade),
+        table_bytes=sum(sizes.get(f.path, 0) for f in every) + unmade_bytes,
+        files_after_table=len(chosen) + len(unmade_left),
+        bytes_after_table=sum(sizes.get(f.path, 0) for f in chosen)
+        + sum(sizes.get(path, 0) for path in unmade_left),
+        bloom=bloom,
         files_with_deletes=len(with_deletes),
     )
     return DeltaPruneResult(
         result, tuple(keys[paths[f.path]] for f in left), report, table.version()
     )
+
+
+def _ruled_out_by_index(
+    idx: BloomIndex | None,
+    tree: Node,
+    table: DeltaTable,
+    sizes: Mapping[str, int],
+    modified: Mapping[str, int],
+) -> set[str]:
+    """The snapshot's files (paths under the root) that the index knows as they are and rules
+    out for ``tree``, as :func:`parquet_bloom._prune.dataset.prune_with` would decide them
+    (none when the index decides nothing)."""
+    if idx is None or isinstance(tree, Unknown):
+        return set()
+    schema = pa.schema(table.schema().to_arrow())
+    partitions = set(table.metadata().partition_columns or [])
+    columns = set(idx.columns)
+
+    def probe(member: Equal | IsIn) -> tuple[str, Any] | None:
+        # As prune_with's index probe: the index's column, compared as the scan compares it.
+        column = ".".join(member.column)
+        if member.column[0] in partitions or column not in columns:
+            return None
+        physical = idx.arrow_schema(column)
+        dataset_type = field_type(schema, member.column)
+        if physical is None or dataset_type is None:
+            return None
+        if not reads_unchanged(schema, physical, member.column):
+            return None
+        values = compared_values(member, value_type(dataset_type))
+        return None if values is None else (column, values)
+
+    decision, _ = decide(tree, probe, idx)
+    if decision is None:
+        return set()
+    known = idx.file_rows()
+    out = set()
+    for path, size in sizes.items():
+        row = known.get(path)
+        if row is None or path in decision:
+            continue
+        if same_file(row, IndexedFile(path, path, size=size, modified=modified.get(path, -1))):
+            out.add(path)
+    return out
 
 
 @contextmanager
@@ -204,11 +270,15 @@ def _table_index(
 
 
 def _log_dataset(
-    table: DeltaTable, root: str, sizes: Mapping[str, int], options: Mapping[str, str] | None
+    table: DeltaTable,
+    root: str,
+    sizes: Mapping[str, int],
+    options: Mapping[str, str] | None,
+    skip: AbstractSet[str] = frozenset(),
 ) -> ds.FileSystemDataset:
     """The table's files as a pyarrow dataset made from its log (deltalake's pyarrow dataset
-    refuses tables that may have deletion vectors): each file with the expression of its
-    partition values."""
+    refuses tables that may have deletion vectors), but those in ``skip`` (paths under the
+    root): each file with the expression of its partition values."""
     schema = pa.schema(table.schema().to_arrow())
     file_format = ds.ParquetFileFormat(
         default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True)
@@ -231,11 +301,17 @@ def _log_dataset(
     fragments = []
     for key, values in zip(actions.column("path").to_pylist(), partitions, strict=True):
         path = unquote(key)
+        if path in skip:
+            continue
         expression = _partition_expression(values or {}, schema)
         fragments.append(
             file_format.make_fragment(path, filesystem, expression, file_size=sizes.get(path))
         )
     return ds.FileSystemDataset(fragments, schema, file_format, filesystem)
+
+
+# The expression of a file without partition values (one for all: pc.scalar costs 7 us a call).
+_NO_PARTITION = pc.scalar(True)
 
 
 def _partition_expression(values: Mapping[str, Any], schema: pa.Schema) -> pc.Expression:
@@ -247,7 +323,7 @@ def _partition_expression(values: Mapping[str, Any], schema: pa.Schema) -> pc.Ex
         for name, value in values.items()
     ]
     if not terms:
-        return pc.scalar(True)
+        return _NO_PARTITION
     expression = terms[0]
     for term in terms[1:]:
         expression = expression & term
