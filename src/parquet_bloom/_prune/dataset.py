@@ -53,7 +53,7 @@ from parquet_bloom._prune.expression import (
     members,
     translate,
 )
-from parquet_bloom._prune.indexed import Decision, decide
+from parquet_bloom._prune.indexed import Decision, decide, scan_probe
 from parquet_bloom._prune.report import FileCost, PruneReport, PruneResult
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom._sbbf import SplitBlockBloomFilter
@@ -346,20 +346,7 @@ def _by_index(
     keys: set[str] = set()
     for fragment in fragments:
         keys.update(ds.get_partition_keys(fragment.partition_expression))
-    columns = set(idx.columns)
-
-    def probe(member: Equal | IsIn) -> tuple[str, Any] | None:
-        column = ".".join(member.column)
-        if member.column[0] in keys or column not in columns:
-            return None
-        physical = idx.arrow_schema(column)
-        dataset_type = field_type(dataset.schema, member.column)
-        if physical is None or dataset_type is None:
-            return None
-        if not reads_unchanged(dataset.schema, physical, member.column):
-            return None
-        values = compared_values(member, value_type(dataset_type))
-        return None if values is None else (column, values)
+    probe = scan_probe(idx, dataset.schema, keys)
 
     reads, read_bytes = idx.reads, idx.bytes_read
     known = idx.file_rows()

@@ -12,21 +12,48 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
+import pyarrow as pa
+
 from parquet_bloom._index.lookup import BloomIndex
+from parquet_bloom._prune.compare import compared_values, field_type, reads_unchanged, value_type
 from parquet_bloom._prune.expression import And, Equal, IsIn, Node, Or
 
-__all__ = ["Decision", "decide"]
+__all__ = ["Decision", "Probe", "decide", "scan_probe"]
+
+# A member's column in the index and the literals to look up, or None: the index cannot
+# decide the member.
+Probe = Callable[[Equal | IsIn], tuple[str, Any] | None]
+
+
+def scan_probe(index: BloomIndex, schema: pa.Schema, partition_keys: set[str]) -> Probe:
+    """The probe of a scan in ``schema``: a member on a column the index holds, not a
+    partition key, whose values the scan compares as the files store them (the column's Arrow
+    field as the index recorded it, read unchanged), with the literals as the scan compares
+    them; None for any other."""
+    columns = set(index.columns)
+
+    def probe(member: Equal | IsIn) -> tuple[str, Any] | None:
+        column = ".".join(member.column)
+        if member.column[0] in partition_keys or column not in columns:
+            return None
+        physical = index.arrow_schema(column)
+        dataset_type = field_type(schema, member.column)
+        if physical is None or dataset_type is None:
+            return None
+        if not reads_unchanged(schema, physical, member.column):
+            return None
+        values = compared_values(member, value_type(dataset_type))
+        return None if values is None else (column, values)
+
+    return probe
+
 
 # None: every row group of every file. A mapping: file key -> its row groups to keep (None:
 # every one); a file missing from it keeps none.
 Decision: TypeAlias = "Mapping[str, frozenset[int] | None] | None"
 
 
-def decide(
-    tree: Node,
-    probe: Callable[[Equal | IsIn], tuple[str, Any] | None],
-    index: BloomIndex,
-) -> tuple[Decision, bool]:
+def decide(tree: Node, probe: Probe, index: BloomIndex) -> tuple[Decision, bool]:
     """The row groups ``tree`` may keep, by the index, and whether the index decided every
     member (if not, each file's own filters may drop more of what it keeps). ``probe`` says,
     for a member, the index's column and the literals to look up as the scan compares them, or
@@ -43,12 +70,7 @@ def decide(
     return decision, not undecided
 
 
-def _decide(
-    tree: Node,
-    probe: Callable[[Equal | IsIn], tuple[str, Any] | None],
-    index: BloomIndex,
-    undecided: list[Equal | IsIn],
-) -> Decision:
+def _decide(tree: Node, probe: Probe, index: BloomIndex, undecided: list[Equal | IsIn]) -> Decision:
     if isinstance(tree, And):
         result: Decision = None
         for child in tree.children:

@@ -33,10 +33,9 @@ from parquet_bloom._index import store
 from parquet_bloom._index.files import IndexedFile, same_file
 from parquet_bloom._index.lookup import BloomIndex
 from parquet_bloom._io.limits import delta_storage_options
-from parquet_bloom._prune.compare import compared_values, field_type, reads_unchanged, value_type
 from parquet_bloom._prune.dataset import DEFAULT_MAX_WORKERS, Reading, prune_with
-from parquet_bloom._prune.expression import Equal, IsIn, Node, Unknown, translate
-from parquet_bloom._prune.indexed import decide
+from parquet_bloom._prune.expression import Node, Unknown, translate
+from parquet_bloom._prune.indexed import decide, scan_probe
 from parquet_bloom._prune.report import PruneReport
 from parquet_bloom._tables.delta_index import index_location
 from parquet_bloom._tables.delta_snapshot import (
@@ -220,22 +219,7 @@ def _ruled_out_by_index(
         return set()
     schema = pa.schema(table.schema().to_arrow())
     partitions = set(table.metadata().partition_columns or [])
-    columns = set(idx.columns)
-
-    def probe(member: Equal | IsIn) -> tuple[str, Any] | None:
-        # As prune_with's index probe: the index's column, compared as the scan compares it.
-        column = ".".join(member.column)
-        if member.column[0] in partitions or column not in columns:
-            return None
-        physical = idx.arrow_schema(column)
-        dataset_type = field_type(schema, member.column)
-        if physical is None or dataset_type is None:
-            return None
-        if not reads_unchanged(schema, physical, member.column):
-            return None
-        values = compared_values(member, value_type(dataset_type))
-        return None if values is None else (column, values)
-
+    probe = scan_probe(idx, schema, partitions)
     decision, _ = decide(tree, probe, idx)
     if decision is None:
         return set()
