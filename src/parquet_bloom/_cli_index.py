@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import IO, Any
 
-from parquet_bloom._cli_options import add_limit_options
+from parquet_bloom._cli_options import add_limit_options, fpp
 from parquet_bloom._format import SchemaLeaf
 from parquet_bloom._io import location
 
@@ -85,7 +85,7 @@ def extend(
         )
         p.add_argument(
             "--fpp",
-            type=_fpp,
+            type=fpp,
             help="the rate of the filters built from the values (default about 1/N for N "
             "row groups: a lookup then expects about one false candidate)",
         )
@@ -123,16 +123,6 @@ def extend(
         metavar=("C", "VALUE"),
         help="the column, then the values, read as the column's type",
     )
-
-
-def _fpp(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"a rate between 0 and 1, not {text}")
-    return value
 
 
 def _guarded(run: Run) -> Run:

@@ -11,7 +11,7 @@ from typing import Any
 
 from parquet_bloom._io import limits
 
-__all__ = ["add_limit_options", "seconds", "storage_option"]
+__all__ = ["add_limit_options", "count", "fpp", "seconds", "storage_option"]
 
 
 def storage_option(text: str) -> tuple[str, Any]:
@@ -56,15 +56,26 @@ def add_limit_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--retries",
-        type=_retries,
+        type=count,
         metavar="N",
         help="how often a request that timed out or failed in passing is tried again "
         f"(default {limits.DEFAULT_RETRIES})",
     )
 
 
-def _retries(text: str) -> int:
-    """``--retries``: an integer >= 0."""
+def fpp(text: str) -> float:
+    """A false-positive rate: a number strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {text}")
+    return value
+
+
+def count(text: str) -> int:
+    """A count: an integer >= 0 (``--retries``, ``--ndv``, ``--bytes``)."""
     try:
         value = int(text)
     except ValueError:

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from parquet_bloom import _audit as audit
 from parquet_bloom import cli
-from parquet_bloom._cli_options import add_limit_options
+from parquet_bloom._cli_options import add_limit_options, count, fpp
 from parquet_bloom._io import limits, location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sizing import FLAVORS
@@ -105,7 +105,7 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
         return p
 
     def at_version(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--version", type=cli.count, metavar="N", help="the Delta table version")
+        p.add_argument("--version", type=count, metavar="N", help="the Delta table version")
         p.add_argument("--snapshot-id", type=int, metavar="N", help="the Iceberg snapshot")
 
     def rewriting(p: argparse.ArgumentParser, sizing: bool = True) -> None:
@@ -116,9 +116,9 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
             help="only these data files, named as 'table inspect' names them",
         )
         if sizing:
-            p.add_argument("--fpp", type=cli.fpp, help="false-positive rate (default 0.01)")
-            p.add_argument("--ndv", type=cli.count, help="size for this many values")
-            p.add_argument("--bytes", type=cli.count, help="bitset size, a power of two")
+            p.add_argument("--fpp", type=fpp, help="false-positive rate (default 0.01)")
+            p.add_argument("--ndv", type=count, help="size for this many values")
+            p.add_argument("--bytes", type=count, help="bitset size, a power of two")
             p.add_argument("--flavor", choices=FLAVORS, help="round sizes as this writer does")
 
     p = command("inspect", "Each data file's rows, size, row groups and filters.", _inspect)

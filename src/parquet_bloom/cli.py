@@ -25,7 +25,7 @@ import pyarrow as pa
 from parquet_bloom import _audit as audit
 from parquet_bloom import _cli_clickhouse, _cli_hudi, _cli_index, _cli_paimon, _cli_table
 from parquet_bloom import _logical as logical
-from parquet_bloom._cli_options import add_limit_options, storage_option
+from parquet_bloom._cli_options import add_limit_options, count, fpp, storage_option
 from parquet_bloom._cli_values import parse_literal
 from parquet_bloom._io import limits, location
 from parquet_bloom._reader import BloomFilterReader
@@ -613,26 +613,6 @@ def _cmd_remove(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 # -- the parser ----------------------------------------------------------------------------------
-
-
-def fpp(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be strictly between 0 and 1, got {text}")
-    return value
-
-
-def count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
 
 
 def _positive(text: str) -> int:
