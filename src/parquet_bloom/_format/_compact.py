@@ -242,7 +242,7 @@ _CT_BOOL_FALSE = 2
 _CT_BYTE = 3
 _CT_I16 = 4
 CT_I32 = 5
-_CT_I64 = 6
+CT_I64 = 6
 _CT_DOUBLE = 7
 _CT_BINARY = 8
 CT_LIST = 9
@@ -325,7 +325,7 @@ class CompactReader:
         if ctype in (_CT_BOOL_TRUE, _CT_BOOL_FALSE):
             if in_container:  # in a field header the value is the type itself
                 self.advance(1)
-        elif ctype in (_CT_I16, CT_I32, _CT_I64):
+        elif ctype in (_CT_I16, CT_I32, CT_I64):
             self.varint()
         elif ctype in _FIXED_SIZE:
             self.advance(_FIXED_SIZE[ctype])

@@ -324,6 +324,14 @@ _ROW_GROUP_HEAD_SPEC = compact.prune(
     _tt.RowGroup, {"num_rows", "file_offset", "total_compressed_size", "ordinal"}
 )
 _ROW_GROUPS_FIELD_ID = 4  # FileMetaData.row_groups
+_NUM_ROWS_FIELD_ID = 3  # FileMetaData.num_rows
+
+# Footers' top-level fields decoded, by what the footer holds besides its row groups and row
+# count (schema_key): the files of one table mostly share them, and decoding a schema is most
+# of the cost of opening a small footer. A few tables' worth, each a few kilobytes usually.
+_TOPS_CACHED = 32
+_tops: dict[bytes, tuple[FileMetaData, list[SchemaLeaf]]] = {}
+_tops_lock = threading.Lock()
 _EMPTY_STRUCT_LIST = bytes([compact.CT_STRUCT])  # a compact list header: 0 elements, structs
 
 
@@ -355,21 +363,39 @@ class FooterView:
                 f"footer of {len(data)} bytes exceeds this library's limit of "
                 f"{MAX_FOOTER_SIZE} bytes"
             )
+        #: The footer's bytes but its row groups and its row count (``num_rows``), with where
+        #: the row count was: footers with the same key have the same schema and key-value
+        #: metadata (the same Arrow schema), version and writer. None when not known.
+        self.schema_key: bytes | None = None
         walked = _walk_row_groups(data) if compact.fastbinary is not None else None
+        cached = None
         if walked is None:
             md = decode_file_metadata(data)
             self._groups = _row_groups(md)
         else:
-            cursor, start, end, heads, spans = walked
-            # The top-level fields and the schema: the footer with an empty row group list.
-            top = data[:start] + _EMPTY_STRUCT_LIST + data[end:]
-            md = compact.decode_untrusted(
-                top, _tt.FileMetaData, _FAST_FILE_META_DATA_SPEC, "footer", "the Parquet footer",
-                max_size=MAX_FOOTER_SIZE,
-            )  # fmt: skip
+            cursor, start, end, heads, spans, rows = walked
+            if rows is not None:
+                rows_at, rows_end = rows
+                self.schema_key = b"".join(
+                    (rows_at.to_bytes(4, "little"), data[:rows_at], data[rows_end:start],
+                     data[end:])
+                )  # fmt: skip
+                cached = _tops.get(self.schema_key)
+            if cached is not None:
+                # The same top-level fields as a footer decoded before, but its row count.
+                md = copy.copy(cached[0])
+                md.num_rows = compact.CompactReader(memoryview(data)[rows_at:rows_end]).zigzag()
+            else:
+                # The top-level fields and the schema: the footer with an empty row group list.
+                top = data[:start] + _EMPTY_STRUCT_LIST + data[end:]
+                md = compact.decode_untrusted(
+                    top, _tt.FileMetaData, _FAST_FILE_META_DATA_SPEC, "footer",
+                    "the Parquet footer", max_size=MAX_FOOTER_SIZE,
+                )  # fmt: skip
             if md.row_groups:  # a second row group list: decode as Thrift does (the last wins)
                 md = decode_file_metadata(data)
                 self._groups = _row_groups(md)
+                self.schema_key = None
             else:
                 for i, rg in enumerate(heads):
                     if rg.num_rows is None:
@@ -377,7 +403,15 @@ class FooterView:
                 self._groups, self._spans, self._cursor = heads, spans, cursor
         md.row_groups = None
         self._top: FileMetaData = md
-        self.leaves = schema_leaves(md)
+        if cached is not None:
+            self.leaves = list(cached[1])
+        else:
+            self.leaves = schema_leaves(md)
+            if self.schema_key is not None:
+                with _tops_lock:
+                    if len(_tops) >= _TOPS_CACHED:
+                        del _tops[next(iter(_tops))]
+                    _tops[self.schema_key] = (md, list(self.leaves))
         self._leaf_paths = [list(leaf.path_in_schema) for leaf in self.leaves]
 
     @property
@@ -431,16 +465,25 @@ class FooterView:
 
 def _walk_row_groups(
     data: bytes,
-) -> tuple[compact.StructCursor, int, int, list[Any], list[tuple[int, int]]] | None:
+) -> (
+    tuple[compact.StructCursor, int, int, list[Any], list[tuple[int, int]], tuple[int, int] | None]
+    | None
+):
     """Find the row group list of a FileMetaData: where it starts and ends, each row group's
-    own fields and span. None when the walk cannot tell (no such list, or not of structs)."""
+    own fields and span, and the span of ``num_rows``'s value when it comes before them (as
+    every writer puts it). None when the walk cannot tell (no such list, or not of
+    structs)."""
     cursor = compact.StructCursor(data, "the Parquet footer")
     reader = cursor.reader
+    rows: tuple[int, int] | None = None
     try:
         with compact.gc_paused():
             for ctype, fid in reader.fields():
                 if fid != _ROW_GROUPS_FIELD_ID or ctype != compact.CT_LIST:
+                    at = reader.pos
                     cursor.skip_value(ctype)
+                    if fid == _NUM_ROWS_FIELD_ID:
+                        rows = (at, reader.pos) if ctype == compact.CT_I64 else None
                     continue
                 start = reader.pos
                 etype, count = reader.list_header()
@@ -452,7 +495,7 @@ def _walk_row_groups(
                     heads.append(head)
                     spans.append((at, end))
                     at = end
-                return cursor, start, at, heads, spans
+                return cursor, start, at, heads, spans, rows
     except (compact.Malformed, CorruptFileError):
         return None  # the full decode says what is wrong, as it would have
     return None

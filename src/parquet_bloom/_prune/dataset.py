@@ -22,6 +22,7 @@ from __future__ import annotations
 import decimal
 import math
 import os
+import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
@@ -55,7 +56,7 @@ from parquet_bloom._prune.expression import (
 )
 from parquet_bloom._prune.indexed import Decision, decide
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
-from parquet_bloom._sbbf import SplitBlockBloomFilter
+from parquet_bloom._sbbf import FilterBlocks, SplitBlockBloomFilter
 from parquet_bloom._threads import prune_pool
 from parquet_bloom.errors import BloomFilterError, FileReadError
 
@@ -391,11 +392,10 @@ def _prune_files(
     reader_filesystem = _reader_filesystem(dataset.filesystem)
     decided, narrowed, index_cost = _by_index(dataset, fragments, tree, reading)
     probed = [narrowed.get(i, f) for i, f in enumerate(fragments) if i not in decided]
+    probing = _Probing(tree, dataset.schema)
     done = iter(
         pool.map(
-            lambda fragment: _prune_fragment(
-                fragment, tree, dataset.schema, reader_filesystem, reading
-            ),
+            lambda fragment: _prune_fragment(fragment, probing, reader_filesystem, reading),
             probed,
         )
     )
@@ -409,7 +409,7 @@ def _prune_files(
         dataset.filesystem,
         root_partition=dataset.partition_expression,
     )
-    report = sum((o.report for o in outcomes), index_cost)
+    report = _total([o.report for o in outcomes], index_cost)
     return pruned, report, [o.problem for o in outcomes if o.problem is not None]
 
 
@@ -529,8 +529,7 @@ class _Outcome:
 
 def _prune_fragment(
     fragment: ds.ParquetFileFragment,
-    tree: Node,
-    schema: pa.Schema,
+    probing: _Probing,
     filesystem: Any,
     reading: _Reading,
 ) -> _Outcome:
@@ -539,65 +538,61 @@ def _prune_fragment(
     # the footer, which would cost the same requests again (the scan reads that).
     size = reading.sizes.get(fragment.path)
     row_group_ids = _fragment_row_groups(fragment)
-    report = PruneReport(files=1)
     name = _file_name(fragment.path, filesystem)
     keys = ds.get_partition_keys(fragment.partition_expression)
-    if all(m.column[0] in keys for m in members(tree)):
+    if probing.columns <= keys.keys():
         # Only partition keys, which are not in the file: nothing to read, every row group
         # kept (pyarrow prunes partitions itself). The sizes are pyarrow's.
         sizes = [_compressed_size(rg.metadata) for rg in fragment.row_groups]
-        return _Outcome(
-            fragment, replace(report, row_groups=len(sizes), compressed_bytes=sum(sizes)), None
+        report = PruneReport(files=1, row_groups=len(sizes), compressed_bytes=sum(sizes))
+        return _Outcome(fragment, report, None)
+    try:
+        reader = BloomFilterReader(
+            fragment.path, filesystem=filesystem, size=size, tail_size=reading.tail_size
         )
-    with ExitStack() as stack:
-        try:
-            reader = stack.enter_context(
-                BloomFilterReader(
-                    fragment.path, filesystem=filesystem, size=size, tail_size=reading.tail_size
-                )
-            )
-        except (BloomFilterError, OSError) as err:
-            # Any file we cannot read, a missing one too (deleted since the listing): one
-            # file's trouble must not fail the pruning of the others, nor drop its rows.
-            report = replace(
-                _costs(report, fragment.path, None),
-                row_groups=_count(fragment, err),
-                unreadable_files=(name,),
-            )
-            return _Outcome(fragment, report, _keeping_all(name, err))
+    except (BloomFilterError, OSError) as err:
+        # Any file we cannot read, a missing one too (deleted since the listing): one
+        # file's trouble must not fail the pruning of the others, nor drop its rows.
+        report = _file_report(
+            fragment.path, None, row_groups=_count(fragment, err), unreadable=name
+        )
+        return _Outcome(fragment, report, _keeping_all(name, err))
+    with reader:
+        compressed = 0
         try:  # a row group's column chunks are checked when first read
             if row_group_ids is None:
                 row_group_ids = list(range(reader.num_row_groups))
-            report = replace(report, row_groups=len(row_group_ids))
             # Sizes from our footer, not pyarrow's: pyarrow aborts the process (a C++
             # exception nothing catches) building the column metadata of some corrupt footers.
             row_groups = dict.fromkeys(row_group_ids, 0)
             for rg in row_groups:
                 if 0 <= rg < reader.num_row_groups:
                     row_groups[rg] = sum(c.total_compressed_size for c in reader.row_group(rg))
-            report = replace(report, compressed_bytes=sum(row_groups.values()))
-            physical_schema = _physical_schema(reader)
-            footer = (reader.requests, reader.bytes_read)
-            pruning = _FilePruning(reader, schema, physical_schema, list(row_groups))
-            keep = pruning.might_match(tree)
+            compressed = sum(row_groups.values())
+            footer_requests = reader.requests
+            pruning = _FilePruning(reader, probing, probing.probes(reader), list(row_groups))
+            keep = pruning.might_match()
         except (BloomFilterError, OSError) as err:
-            report = replace(_costs(report, fragment.path, reader), unreadable_files=(name,))
+            report = _file_report(
+                fragment.path,
+                reader,
+                row_groups=len(row_group_ids or ()),
+                compressed_bytes=compressed,
+                unreadable=name,
+            )
             return _Outcome(fragment, report, _keeping_all(name, err))
         kept = [rg for rg, k in zip(row_groups, keep, strict=True) if k]
-        report = _costs(
-            replace(
-                report,
-                files_skipped=int(not kept),
-                row_groups_skipped=len(row_groups) - len(kept),
-                compressed_bytes_skipped=sum(
-                    row_groups[rg] for rg in row_groups.keys() - set(kept)
-                ),
-                filter_reads=reader.requests - footer[0],
-                filters_unreadable=len(pruning.unreadable),
-                unreadable_files=(name,) if pruning.unreadable else (),
-            ),
+        report = _file_report(
             fragment.path,
             reader,
+            row_groups=len(row_groups),
+            compressed_bytes=compressed,
+            unreadable=name if pruning.unreadable else None,
+            files_skipped=int(not kept),
+            row_groups_skipped=len(row_groups) - len(kept),
+            compressed_bytes_skipped=compressed - sum(row_groups[rg] for rg in kept),
+            filter_reads=reader.requests - footer_requests,
+            filters_unreadable=len(pruning.unreadable),
         )
     problem = None
     if pruning.unreadable:
@@ -672,25 +667,145 @@ def _fragment_row_groups(fragment: ds.ParquetFileFragment) -> list[int] | None:
 def _physical_schema(reader: BloomFilterReader) -> pa.Schema:
     """The Arrow schema of the reader's file, as pyarrow reads it (its ``ARROW:schema``
     metadata included), from the footer bytes the reader already holds: a file of just the
-    footer, between its magic numbers (docs/format-notes.md, file layout)."""
+    footer, between its magic numbers (docs/format-notes.md, file layout). Made once for the
+    footers of one schema key (the footer but its row groups and row count: the schema and
+    key-value metadata pyarrow makes it from), which a table's files mostly share."""
+    key = reader.schema_key
+    if key is not None and (known := _arrow_schemas.get(key)) is not None:
+        return known
     footer = reader.footer_bytes
     trailer = len(footer).to_bytes(4, "little") + fmt.MAGIC
     schema: pa.Schema = pq.read_schema(pa.BufferReader(fmt.MAGIC + footer + trailer))
+    if key is not None:
+        with _arrow_schemas_lock:
+            if len(_arrow_schemas) >= _ARROW_SCHEMAS_CACHED:
+                del _arrow_schemas[next(iter(_arrow_schemas))]
+            _arrow_schemas[key] = schema
     return schema
 
 
-def _costs(report: PruneReport, path: str, reader: BloomFilterReader | None) -> PruneReport:
-    """``report`` with the requests and bytes of ``reader`` (None: it did not open), in total
-    and as the file's own entry."""
-    if reader is None:
-        return replace(report, per_file=(FileCost(path, 0, 0),))
-    return replace(
-        report,
-        reads=reader.reads,
-        requests=reader.requests,
-        bytes_read=reader.bytes_read,
-        per_file=(FileCost(path, reader.requests, reader.bytes_read),),
+# Arrow schemas made from footers, by schema key (see _physical_schema): a few tables' worth.
+_ARROW_SCHEMAS_CACHED = 32
+_arrow_schemas: dict[bytes, pa.Schema] = {}
+_arrow_schemas_lock = threading.Lock()
+
+
+def _file_report(
+    path: str,
+    reader: BloomFilterReader | None,
+    *,
+    row_groups: int = 0,
+    compressed_bytes: int = 0,
+    unreadable: str | None = None,
+    **outcome: int,
+) -> PruneReport:
+    """One file's report, with the requests and bytes of ``reader`` (None: it did not open),
+    in total and as the file's own entry; ``unreadable`` names the file when some of it could
+    not be read."""
+    requests = 0 if reader is None else reader.requests
+    bytes_read = 0 if reader is None else reader.bytes_read
+    return PruneReport(
+        files=1,
+        row_groups=row_groups,
+        compressed_bytes=compressed_bytes,
+        reads=0 if reader is None else reader.reads,
+        requests=requests,
+        bytes_read=bytes_read,
+        per_file=(FileCost(path, requests, bytes_read),),
+        unreadable_files=() if unreadable is None else (unreadable,),
+        **outcome,
     )
+
+
+def _total(reports: Sequence[PruneReport], start: PruneReport) -> PruneReport:
+    """The sum of ``reports`` (counts added, tuples joined in order) and ``start``, first."""
+    values: dict[str, Any] = {}
+    for name in _REPORT_FIELDS:
+        first = getattr(start, name)
+        if isinstance(first, tuple):
+            values[name] = first + tuple(
+                item for report in reports for item in getattr(report, name)
+            )
+        else:
+            values[name] = first + sum(getattr(report, name) for report in reports)
+    return PruneReport(**values)
+
+
+_REPORT_FIELDS = tuple(f.name for f in fields(PruneReport))
+
+# A member probe: the column chunk path, its hashes, and those as ints when few enough to be
+# probed one by one (a point lookup's, in the blocks they fall in); None when the member
+# cannot prune in the file: every row group kept for it.
+_MemberProbe = tuple[str, npt.NDArray[np.uint64], list[int] | None] | None
+
+
+class _Probing:
+    """What pruning the files of one dataset with one tree shares: the tree's members and
+    the dataset's schema, and, by footer schema key, the probes: a table's files mostly share
+    their schema, so each literal is encoded and hashed once, not once a file."""
+
+    def __init__(self, tree: Node, schema: pa.Schema) -> None:
+        self.tree = tree
+        self.members = list(members(tree))
+        self.columns = {m.column[0] for m in self.members}
+        self.schema = schema
+        self._by_key: dict[bytes, dict[int, _MemberProbe]] = {}
+
+    def probes(
+        self, reader: BloomFilterReader, physical_schema: pa.Schema | None = None
+    ) -> dict[int, _MemberProbe]:
+        """Each member's probe in the reader's file (by ``id`` of the member)."""
+        key = reader.schema_key
+        if key is not None and (known := self._by_key.get(key)) is not None:
+            return known
+        if physical_schema is None:
+            physical_schema = _physical_schema(reader)
+        leaves = {leaf.path_in_schema: leaf for leaf in reader.schema_leaves}
+        compared: dict[tuple[str, ...], pa.DataType | None] = {}
+        found = {
+            id(m): _member_probe(m, leaves, self.schema, physical_schema, compared)
+            for m in self.members
+        }
+        if key is not None:
+            self._by_key[key] = found
+        return found
+
+
+def _member_probe(
+    member: Equal | IsIn,
+    leaves: Mapping[tuple[str, ...], fmt.SchemaLeaf],
+    schema: pa.Schema,
+    physical_schema: pa.Schema,
+    compared: dict[tuple[str, ...], pa.DataType | None],
+) -> _MemberProbe:
+    """The column chunk path and hashes to look for, or None when the member cannot prune in
+    this file: keep every row group for it."""
+    leaf = leaves.get(member.column)
+    if member.column not in compared:
+        # The type the scan compares the column's values in (the dataset's, dictionary
+        # unwrapped), or None when those are not the file's own values.
+        unchanged = _reads_unchanged(schema, physical_schema, member.column)
+        dataset_type = _field_type(schema, member.column)
+        compared[member.column] = (
+            _value_type(dataset_type) if unchanged and dataset_type is not None else None
+        )
+    column_type = compared[member.column]
+    if leaf is None or column_type is None:
+        return None
+    values = _compared_values(member, column_type)
+    if values is None:
+        return None
+    try:
+        probe = literal_probe(values, leaf)
+    except TypeError:
+        # A literal this library cannot compare with the column (pyarrow casts more
+        # freely than the Parquet types allow a probe to); the scan decides, not us.
+        return None
+    if probe.always_keep:
+        return None
+    hashes = np.asarray(probe.hashes, dtype=np.uint64)
+    scalar = [int(h) for h in hashes] if hashes.size <= SCALAR_PROBE_MAX_HASHES else None
+    return leaf.path, hashes, scalar
 
 
 class _FilePruning:
@@ -699,21 +814,18 @@ class _FilePruning:
     def __init__(
         self,
         reader: BloomFilterReader,
-        schema: pa.Schema,
-        physical_schema: pa.Schema,
+        probing: _Probing,
+        probes: dict[int, _MemberProbe],
         row_groups: list[int],
     ) -> None:
         self.reader = reader
         self.row_groups = row_groups
         self.unreadable: list[str] = []
-        self._schema = schema
-        self._physical_schema = physical_schema
-        self._leaves = {leaf.path_in_schema: leaf for leaf in reader.schema_leaves}
-        self._filters: dict[tuple[int, str], SplitBlockBloomFilter] = {}
-        self._hashes: dict[int, tuple[str, npt.NDArray[np.uint64]] | None] = {}
-        self._compared_types: dict[tuple[str, ...], pa.DataType | None] = {}
+        self._probing = probing
+        self._hashes = probes
+        self._filters: dict[tuple[int, str], SplitBlockBloomFilter | FilterBlocks] = {}
 
-    def might_match(self, tree: Node) -> npt.NDArray[np.bool_]:
+    def might_match(self) -> npt.NDArray[np.bool_]:
         if any(not 0 <= rg < self.reader.num_row_groups for rg in self.row_groups):
             # pyarrow and the footer we read disagree: the file changed under us.
             self.unreadable.append(
@@ -721,48 +833,31 @@ class _FilePruning:
                 "row groups of the footer"
             )
             return np.ones(len(self.row_groups), dtype=bool)
-        for member in members(tree):
-            self._hashes[id(member)] = self._probe(member)
-        columns = {probe[0] for probe in self._hashes.values() if probe is not None}
-        if columns:
-            self._load(sorted(columns))
-        return self._evaluate(tree)
-
-    def _probe(self, member: Equal | IsIn) -> tuple[str, npt.NDArray[np.uint64]] | None:
-        """The column chunk path and hashes to look for, or None when the member cannot prune
-        in this file: keep every row group for it."""
-        leaf = self._leaves.get(member.column)
-        column_type = self._compared_type(member.column)
-        if leaf is None or column_type is None:
-            return None
-        values = _compared_values(member, column_type)
-        if values is None:
-            return None
-        try:
-            probe = literal_probe(values, leaf)
-        except TypeError:
-            # A literal this library cannot compare with the column (pyarrow casts more
-            # freely than the Parquet types allow a probe to); the scan decides, not us.
-            return None
-        if probe.always_keep:
-            return None
-        return leaf.path, np.asarray(probe.hashes, dtype=np.uint64)
-
-    def _compared_type(self, column: tuple[str, ...]) -> pa.DataType | None:
-        """The type the scan compares ``column``'s values in (the dataset's, dictionary
-        unwrapped), or None when those are not the file's own values."""
-        if column not in self._compared_types:
-            unchanged = _reads_unchanged(self._schema, self._physical_schema, column)
-            dataset_type = _field_type(self._schema, column)
-            self._compared_types[column] = (
-                _value_type(dataset_type) if unchanged and dataset_type is not None else None
-            )
-        return self._compared_types[column]
-
-    def _load(self, columns: list[str]) -> None:
-        # One coalesced read; an unusable filter is reported and its row groups kept.
-        self._filters, failed = self.reader.filters_with_errors(columns, self.row_groups)
-        self.unreadable.extend(str(err) for err in failed.values())
+        few: dict[str, list[int]] = {}  # columns probed for a few hashes: their blocks
+        many: set[str] = set()  # the others: whole filters
+        for probe in self._hashes.values():
+            if probe is None:
+                continue
+            column, _, scalar = probe
+            if scalar is None:
+                many.add(column)
+            else:
+                few.setdefault(column, []).extend(scalar)
+        for column in [c for c, hashes in few.items() if len(hashes) > SCALAR_PROBE_MAX_HASHES]:
+            many.add(column)
+        for column in many:
+            few.pop(column, None)
+        if few:
+            # The blocks the hashes fall in, header and all, in coalesced reads.
+            blocks, failed = self.reader.filter_blocks(few, self.row_groups)
+            self._filters.update(blocks)
+            self.unreadable.extend(str(err) for err in failed.values())
+        if many:
+            # One coalesced read; an unusable filter is reported and its row groups kept.
+            filters, failed = self.reader.filters_with_errors(sorted(many), self.row_groups)
+            self._filters.update(filters)
+            self.unreadable.extend(str(err) for err in failed.values())
+        return self._evaluate(self._probing.tree)
 
     def _evaluate(self, node: Node) -> npt.NDArray[np.bool_]:
         if isinstance(node, And | Or):
@@ -773,8 +868,7 @@ class _FilePruning:
         probe = self._hashes.get(id(node)) if isinstance(node, Equal | IsIn) else None
         if probe is None:
             return np.ones(len(self.row_groups), dtype=bool)
-        column, hashes = probe
-        scalar = [int(h) for h in hashes] if hashes.size <= SCALAR_PROBE_MAX_HASHES else None
+        column, hashes, scalar = probe
         keep = np.ones(len(self.row_groups), dtype=bool)
         for i, rg in enumerate(self.row_groups):
             bloom = self._filters.get((rg, column))
@@ -783,6 +877,7 @@ class _FilePruning:
             if scalar is not None:
                 keep[i] = any(bloom.find_hash(h) for h in scalar)
             else:
+                assert isinstance(bloom, SplitBlockBloomFilter)
                 keep[i] = bool(bloom.find_hashes(hashes).any())
         return keep
 
@@ -914,33 +1009,34 @@ def prune_reader(
     file's own Arrow schema) compares them. A filter that cannot be read keeps its row group,
     and the problem says so. This is :func:`prune` for one file whose reader the caller
     opened (the table formats know each file's size and build each file's filter)."""
-    report = PruneReport(files=1, row_groups=reader.num_row_groups)
-    requests_before = reader.requests
     everything = list(range(reader.num_row_groups))
+    compressed = 0
     try:
         sizes = [sum(c.total_compressed_size for c in reader.row_group(rg)) for rg in everything]
-        report = replace(report, compressed_bytes=sum(sizes))
+        compressed = sum(sizes)
+        footer_requests = reader.requests
         physical_schema = _physical_schema(reader)
-        pruning = _FilePruning(
-            reader, physical_schema if schema is None else schema, physical_schema, everything
-        )
-        keep = pruning.might_match(tree)
+        probing = _Probing(tree, physical_schema if schema is None else schema)
+        probes = probing.probes(reader, physical_schema)
+        pruning = _FilePruning(reader, probing, probes, everything)
+        keep = pruning.might_match()
     except BloomFilterError as err:
-        report = replace(_costs(report, path, reader), unreadable_files=(path,))
+        report = _file_report(
+            path, reader, row_groups=len(everything), compressed_bytes=compressed, unreadable=path
+        )
         return FilePruned(everything, report, f"{err}; keeping all row groups of the file")
     kept = [rg for rg in everything if keep[rg]]
-    report = _costs(
-        replace(
-            report,
-            files_skipped=int(not kept),
-            row_groups_skipped=len(everything) - len(kept),
-            compressed_bytes_skipped=sum(sizes) - sum(sizes[rg] for rg in kept),
-            filter_reads=reader.requests - requests_before,
-            filters_unreadable=len(pruning.unreadable),
-            unreadable_files=(path,) if pruning.unreadable else (),
-        ),
+    report = _file_report(
         path,
         reader,
+        row_groups=len(everything),
+        compressed_bytes=compressed,
+        unreadable=path if pruning.unreadable else None,
+        files_skipped=int(not kept),
+        row_groups_skipped=len(everything) - len(kept),
+        compressed_bytes_skipped=compressed - sum(sizes[rg] for rg in kept),
+        filter_reads=reader.requests - footer_requests,
+        filters_unreadable=len(pruning.unreadable),
     )
     problem = None
     if pruning.unreadable:
