@@ -310,10 +310,10 @@ class CompactReader:
             raise Malformed(f"field id {fid} out of i16 range at byte {self.pos}")
         return ctype, fid
 
-    def fields(self) -> Iterator[tuple[int, int]]:
+    def fields(self, last: int = 0) -> Iterator[tuple[int, int]]:
         """(wire type, field id) of each field of a struct, up to its stop byte; the caller
-        reads or skips each value before asking for the next field."""
-        last = 0
+        reads or skips each value before asking for the next field. ``last``: the id of the
+        field before the reader's position (a walk resumed in the middle of a struct)."""
         while True:
             ctype, last = self.field_header(last)
             if ctype == _CT_STOP:

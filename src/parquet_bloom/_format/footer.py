@@ -331,6 +331,9 @@ _NUM_ROWS_FIELD_ID = 3  # FileMetaData.num_rows
 # of the cost of opening a small footer. A few tables' worth, each a few kilobytes usually.
 _TOPS_CACHED = 32
 _tops: dict[bytes, tuple[FileMetaData, list[SchemaLeaf]]] = {}
+# Where walks of footers met their row count: the bytes before it (version and schema) and the
+# id of the field before it, to resume a walk of a footer that begins the same.
+_prefixes: dict[bytes, int] = {}
 _tops_lock = threading.Lock()
 _EMPTY_STRUCT_LIST = bytes([compact.CT_STRUCT])  # a compact list header: 0 elements, structs
 
@@ -476,14 +479,28 @@ def _walk_row_groups(
     cursor = compact.StructCursor(data, "the Parquet footer")
     reader = cursor.reader
     rows: tuple[int, int] | None = None
+    # A footer that begins as one walked before (its version and schema: a table's files
+    # share them) resumes the walk where that one's row count began.
+    last = 0
+    for prefix, field_before in reversed(list(_prefixes.items())):  # a copy: threads add
+        if data.startswith(prefix):
+            reader.pos, last = len(prefix), field_before
+            break
     try:
         with compact.gc_paused():
-            for ctype, fid in reader.fields():
+            before = (reader.pos, last)  # where the next field's header begins
+            for ctype, fid in reader.fields(last):
                 if fid != _ROW_GROUPS_FIELD_ID or ctype != compact.CT_LIST:
                     at = reader.pos
                     cursor.skip_value(ctype)
                     if fid == _NUM_ROWS_FIELD_ID:
                         rows = (at, reader.pos) if ctype == compact.CT_I64 else None
+                        if rows is not None and before[0] and data[: before[0]] not in _prefixes:
+                            with _tops_lock:
+                                if len(_prefixes) >= _TOPS_CACHED:
+                                    del _prefixes[next(iter(_prefixes))]
+                                _prefixes[data[: before[0]]] = before[1]
+                    before = (reader.pos, fid)
                     continue
                 start = reader.pos
                 etype, count = reader.list_header()

@@ -24,8 +24,7 @@ import math
 import os
 import threading
 import warnings
-from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -65,6 +64,10 @@ from parquet_bloom.errors import BloomFilterError, FileReadError
 # beat 8 (docs/performance.md, "Files in flight"); more only queue at s3fs's connection pool
 # (10 connections unless its config says otherwise).
 DEFAULT_MAX_WORKERS = 16
+# Local files, unless told otherwise, are pruned one after another in the calling thread: their
+# reads take microseconds from the page cache, the rest is Python holding the GIL, and threads
+# only handed it to each other (docs/performance.md, "The point lookup without an index").
+LOCAL_MAX_WORKERS = 1
 
 # Up to this many hashes a row group's filter is probed hash by hash: a point lookup or a short
 # IN list costs microseconds that way, while a vectorised probe pays a fixed numpy overhead
@@ -174,7 +177,7 @@ def prune(
     *,
     filesystem: Any | None = None,
     storage_options: Mapping[str, Any] | None = None,
-    max_workers: int = DEFAULT_MAX_WORKERS,
+    max_workers: int | None = None,
     tail_size: int | None = None,
     index: str | os.PathLike[str] | BloomIndex | None = None,
     index_storage_options: Mapping[str, Any] | None = None,
@@ -199,7 +202,9 @@ def prune(
     and ``count_rows()`` *without* a filter answers from each file's footer, counting whole
     files even for subsets (``count_rows(filter=f)`` and ``to_table()`` are exact).
 
-    ``max_workers`` files are pruned at once, in threads. Each file costs one request when
+    ``max_workers`` files are pruned at once, in threads (default: 16 on a filesystem, where
+    each waits on requests; local files one after another, in the calling thread, where
+    threads would only take turns holding the GIL). Each file costs one request when
     its filters lie just before its footer (the tail read of ``tail_size`` bytes, see
     :class:`BloomFilterReader`, holds both), two otherwise; pyarrow's copy of the footer is not
     read here (the pruned fragments are made from our footer), only by the scan. The report
@@ -228,7 +233,7 @@ def prune(
             "dataset must be a pyarrow.dataset.Dataset, a path or a list of paths, "
             f"not {type(dataset).__name__}"
         )
-    if not isinstance(max_workers, int) or max_workers < 1:
+    if max_workers is not None and (not isinstance(max_workers, int) or max_workers < 1):
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
     tree = translate(filter)
     identities = {path: IndexedFile(key, path, size=sizes.get(path)) for path, key in names.items()}
@@ -245,11 +250,11 @@ def prune(
 
 
 def prune_with(
-    dataset: ds.Dataset, tree: Node, reading: _Reading, max_workers: int = DEFAULT_MAX_WORKERS
+    dataset: ds.Dataset, tree: Node, reading: _Reading, max_workers: int | None = None
 ) -> PruneResult:
     """:func:`prune` of a dataset, its filter translated, read as ``reading`` says (the table
     formats give their files' sizes and identities, and their index)."""
-    pruned, report, problems = _prune_dataset(dataset, tree, prune_pool(max_workers), reading)
+    pruned, report, problems = _prune_dataset(dataset, tree, max_workers, reading)
     for problem in problems:
         warnings.warn(problem, BloomFilterWarning, stacklevel=3)
     return PruneResult(pruned, report)
@@ -359,13 +364,13 @@ Reading = _Reading  # for the table formats, which read their files as their sna
 
 
 def _prune_dataset(
-    dataset: ds.Dataset, tree: Node, pool: Executor, reading: _Reading
+    dataset: ds.Dataset, tree: Node, max_workers: int | None, reading: _Reading
 ) -> tuple[ds.Dataset, PruneReport, list[str]]:
     if isinstance(dataset, ds.UnionDataset):
         _fragments(dataset)  # refuses a filtered union, whose filter a rebuild would lose
         children, report, problems = [], PruneReport(), []
         for child in dataset.children:
-            pruned, child_report, child_problems = _prune_dataset(child, tree, pool, reading)
+            pruned, child_report, child_problems = _prune_dataset(child, tree, max_workers, reading)
             children.append(pruned)
             report += child_report
             problems += child_problems
@@ -373,7 +378,7 @@ def _prune_dataset(
     elif isinstance(dataset, ds.FileSystemDataset) and isinstance(
         dataset.format, ds.ParquetFileFormat
     ):
-        pruned, report, problems = _prune_files(dataset, tree, pool, reading)
+        pruned, report, problems = _prune_files(dataset, tree, max_workers, reading)
     else:
         raise TypeError(
             "prune needs a Parquet FileSystemDataset (or a UnionDataset of them), not "
@@ -383,7 +388,7 @@ def _prune_dataset(
 
 
 def _prune_files(
-    dataset: ds.FileSystemDataset, tree: Node, pool: Executor, reading: _Reading
+    dataset: ds.FileSystemDataset, tree: Node, max_workers: int | None, reading: _Reading
 ) -> tuple[ds.Dataset, PruneReport, list[str]]:
     fragments = _fragments(dataset)
     if isinstance(tree, Unknown):
@@ -393,12 +398,17 @@ def _prune_files(
     decided, narrowed, index_cost = _by_index(dataset, fragments, tree, reading)
     probed = [narrowed.get(i, f) for i, f in enumerate(fragments) if i not in decided]
     probing = _Probing(tree, dataset.schema)
-    done = iter(
-        pool.map(
-            lambda fragment: _prune_fragment(fragment, probing, reader_filesystem, reading),
-            probed,
-        )
-    )
+    if max_workers is None:
+        max_workers = DEFAULT_MAX_WORKERS if reader_filesystem is not None else LOCAL_MAX_WORKERS
+
+    def pruned_file(fragment: ds.ParquetFileFragment) -> _Outcome:
+        return _prune_fragment(fragment, probing, reader_filesystem, reading)
+
+    done: Iterator[_Outcome]
+    if max_workers == 1 or len(probed) <= 1:
+        done = map(pruned_file, probed)
+    else:
+        done = iter(prune_pool(max_workers).map(pruned_file, probed))
     outcomes = [decided[i] if i in decided else next(done) for i in range(len(fragments))]
     for i in narrowed:  # narrowed by the index, then by the file's own filters
         outcomes[i] = replace(outcomes[i], report=replace(outcomes[i].report, index_files=1))
