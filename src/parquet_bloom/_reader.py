@@ -469,7 +469,7 @@ class BloomFilterReader:
             assert loc.length is not None
             bitset = loc.offset + loc.length - num_bytes
             firsts.append(ByteRange(loc.offset, loc.length - num_bytes))
-            firsts.extend(_block_ranges(bitset, num_bytes, wanted))
+            firsts.extend(_block_ranges(bitset, num_bytes, wanted).values())
         guessing = any(num_bytes is None for _, _, num_bytes in todo)
         # On a filesystem a request costs its round trip: header and blocks in one read. A
         # local file's reads cost a system call each: blocks apart are read apart.
@@ -483,7 +483,7 @@ class BloomFilterReader:
 
         # The headers, then the blocks the first reads did not cover (a wrong guess of the
         # header's length, filters of unknown length): one more coalesced read.
-        parsed: list[tuple[FilterLocation, list[int], int, int]] = []
+        parsed: list[tuple[FilterLocation, int, dict[int, ByteRange]]] = []
         for loc, wanted, num_bytes in todo:
             first = loc.first_read(footer_start)  # as filters_with_errors reads
             if num_bytes is not None:  # the header guessed
@@ -522,21 +522,21 @@ class BloomFilterReader:
             except BloomFilterError as err:
                 fail(loc, err)
                 continue
-            parsed.append((loc, wanted, loc.offset + header_len, header.num_bytes))
+            parsed.append(
+                (
+                    loc,
+                    header.num_bytes,
+                    _block_ranges(loc.offset + header_len, header.num_bytes, wanted),
+                )
+            )
         blocks = [
-            gap
-            for _, wanted, bitset, num_bytes in parsed
-            for r in _block_ranges(bitset, num_bytes, wanted)
-            for gap in buffer.missing(r)
+            gap for _, _, ranges in parsed for r in ranges.values() for gap in buffer.missing(r)
         ]
-        unread.update(self._read_into(buffer, blocks, max_gap=read_gap))
-        for loc, wanted, bitset, num_bytes in parsed:
-            ranges = {
-                block_index(h, num_bytes // BYTES_PER_BLOCK): r
-                for h, r in zip(wanted, _block_ranges(bitset, num_bytes, wanted), strict=True)
-            }
+        if blocks:
+            unread.update(self._read_into(buffer, blocks, max_gap=read_gap))
+        for loc, num_bytes, ranges in parsed:
             errors = (_overlapping(r, unread) for r in ranges.values())
-            if (unreadable := next((e for e in errors if e is not None), None)) is not None:
+            if unread and (unreadable := next((e for e in errors if e is not None), None)):
                 fail(loc, unreadable)
                 continue
             key = (loc.chunk.row_group, loc.chunk.path)
@@ -677,13 +677,15 @@ def _overlapping(
     return None
 
 
-def _block_ranges(bitset: int, num_bytes: int, hashes: Sequence[int]) -> list[ByteRange]:
-    """The 32-byte block each hash falls in, of the bitset of ``num_bytes`` at ``bitset``."""
+def _block_ranges(bitset: int, num_bytes: int, hashes: Sequence[int]) -> dict[int, ByteRange]:
+    """The 32-byte blocks the hashes fall in, by index, of the bitset of ``num_bytes`` at
+    ``bitset``."""
     num_blocks = num_bytes // BYTES_PER_BLOCK
-    return [
-        ByteRange(bitset + block_index(h, num_blocks) * BYTES_PER_BLOCK, BYTES_PER_BLOCK)
-        for h in hashes
-    ]
+    ranges = {}
+    for h in hashes:
+        block = block_index(h, num_blocks)
+        ranges[block] = ByteRange(bitset + block * BYTES_PER_BLOCK, BYTES_PER_BLOCK)
+    return ranges
 
 
 def _warn(err: BloomFilterError) -> None:
