@@ -303,7 +303,23 @@ class BloomFilterReader:
         return self._row_group_chunks(row_group)
 
     def _chunk(self, row_group: int, column: str) -> fmt.ColumnChunkInfo:
-        return self._row_group_chunks(row_group)[self._leaves[column].column_index]
+        try:
+            return self._footer.chunk(row_group, self._leaves[column].column_index)
+        except BloomFilterError as err:
+            raise err.located(source=self._source.name) from err.__cause__
+
+    def compressed_size(self, row_group: int) -> int:
+        """One row group's column chunks' ``total_compressed_size`` (checked as
+        :meth:`row_group` checks them)."""
+        if not 0 <= row_group < self.num_row_groups:
+            raise IndexError(
+                f"row group {row_group} out of range: {self._source.name} has "
+                f"{self.num_row_groups} row groups"
+            )
+        try:
+            return self._footer.compressed_size(row_group)
+        except BloomFilterError as err:
+            raise err.located(source=self._source.name) from err.__cause__
 
     def _row_group_chunks(self, row_group: int) -> list[fmt.ColumnChunkInfo]:
         """A row group's column chunks, decoded and checked on first use: a corrupt footer
@@ -426,9 +442,8 @@ class BloomFilterReader:
         footer_start = self.footer_start
         todo: list[tuple[FilterLocation, list[int], int | None]] = []
         for rg in row_groups:
-            chunks = self._row_group_chunks(rg)
             for column, wanted in hashes.items():
-                chunk = chunks[self._leaves[column].column_index]
+                chunk = self._chunk(rg, column)
                 key = (rg, column)
                 if key in self._cache:
                     cached = self._cache[key]

@@ -264,6 +264,64 @@ def _iter_column_chunks(md: FileMetaData, leaves: list[SchemaLeaf]) -> Iterator[
         yield from _row_group_chunks(i, rg, leaves, leaf_paths)
 
 
+def _checked_row_group_size(
+    i: int, rg: Any, leaves: list[SchemaLeaf], leaf_paths: list[list[str]]
+) -> int:
+    """Row group ``i``'s column chunks checked against the schema as :func:`_row_group_chunks`
+    checks them (the same errors), without making their :class:`ColumnChunkInfo`; the sum of
+    their ``total_compressed_size``."""
+    type_names = _tt.Type._VALUES_TO_NAMES
+    columns = _row_group_columns(i, rg, leaves)
+    size = 0
+    for j, chunk in enumerate(columns):
+        leaf = leaves[j]
+        meta = chunk.meta_data
+        if meta is None:
+            encrypted = (
+                chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None
+            )
+            if not encrypted:
+                raise _chunk_error(i, j, leaf, "no ColumnMetaData")
+            continue
+        bloom_filter_offset = meta.bloom_filter_offset
+        bloom_filter_length = meta.bloom_filter_length
+        try:
+            ok = (
+                meta.num_values >= 0
+                and meta.data_page_offset >= 0
+                and meta.total_compressed_size >= 0
+                and (bloom_filter_offset is None or bloom_filter_offset >= 0)
+                and (bloom_filter_length is None or bloom_filter_length >= 0)
+                and type_names.get(meta.type) == leaf.physical_type
+                and meta.path_in_schema == leaf_paths[j]
+            )
+        except TypeError:  # a required field is None
+            ok = False
+        if not ok:
+            _check_chunk(i, j, meta, leaf)
+        size += meta.total_compressed_size
+    return size
+
+
+def _chunk_info(i: int, j: int, chunk: Any, leaf: SchemaLeaf) -> ColumnChunkInfo:
+    """Column chunk ``j`` of row group ``i``, checked before (:func:`_checked_row_group_size`)."""
+    encrypted = chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None
+    meta = chunk.meta_data
+    if meta is None:
+        return ColumnChunkInfo(
+            i, j, leaf.path, leaf.physical_type, leaf.type_length, leaf.logical_type,
+            leaf.converted_type, leaf.scale, leaf.precision,
+            0, 0, None, 0, None, None, True, leaf.path_in_schema,
+        )  # fmt: skip
+    return ColumnChunkInfo(
+        i, j, leaf.path, leaf.physical_type, leaf.type_length, leaf.logical_type,
+        leaf.converted_type, leaf.scale, leaf.precision,
+        meta.num_values, meta.data_page_offset, meta.dictionary_page_offset,
+        meta.total_compressed_size, meta.bloom_filter_offset, meta.bloom_filter_length,
+        encrypted, leaf.path_in_schema,
+    )  # fmt: skip
+
+
 def _row_group_chunks(
     i: int, rg: Any, leaves: list[SchemaLeaf], leaf_paths: list[list[str]]
 ) -> list[ColumnChunkInfo]:
@@ -360,6 +418,8 @@ class FooterView:
         self._groups: list[Any]
         self._spans: list[tuple[int, int]] | None = None
         self._chunks: dict[int, list[ColumnChunkInfo]] = {}
+        self._sizes: dict[int, int] = {}  # row groups checked, by compressed_size()
+        self._single: dict[tuple[int, int], ColumnChunkInfo] = {}  # by chunk()
         self._cursor: compact.StructCursor | None = None
         if len(data) > MAX_FOOTER_SIZE:
             raise UnsupportedFileError(
@@ -435,6 +495,36 @@ class FooterView:
                         i, self._row_group(i), self.leaves, self._leaf_paths
                     )
         return found
+
+    def compressed_size(self, i: int) -> int:
+        """Row group ``i``'s column chunks' ``total_compressed_size``, the chunks checked as
+        :meth:`chunks` checks them, without making their :class:`ColumnChunkInfo` (a reader
+        that probes one column of a wide file needs one of them)."""
+        found = self._chunks.get(i)
+        if found is not None:
+            return sum(c.total_compressed_size for c in found)
+        size = self._sizes.get(i)
+        if size is None:
+            with self._lock:
+                size = self._sizes.get(i)
+                if size is None:
+                    size = self._sizes[i] = _checked_row_group_size(
+                        i, self._row_group(i), self.leaves, self._leaf_paths
+                    )
+        return size
+
+    def chunk(self, i: int, j: int) -> ColumnChunkInfo:
+        """Column chunk ``j`` of row group ``i`` (the row group checked first, as by
+        :meth:`chunks`; only this chunk's :class:`ColumnChunkInfo` made)."""
+        found = self._chunks.get(i)
+        if found is not None:
+            return found[j]
+        one = self._single.get((i, j))
+        if one is None:
+            self.compressed_size(i)  # checks the row group's chunks
+            one = _chunk_info(i, j, self._groups[i].columns[j], self.leaves[j])
+            self._single[(i, j)] = one
+        return one
 
     def all_chunks(self) -> list[ColumnChunkInfo]:
         """Every column chunk, in (row group, column) order."""

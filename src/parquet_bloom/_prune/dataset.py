@@ -577,7 +577,7 @@ def _prune_fragment(
             row_groups = dict.fromkeys(row_group_ids, 0)
             for rg in row_groups:
                 if 0 <= rg < reader.num_row_groups:
-                    row_groups[rg] = sum(c.total_compressed_size for c in reader.row_group(rg))
+                    row_groups[rg] = reader.compressed_size(rg)
             compressed = sum(row_groups.values())
             footer_requests = reader.requests
             pruning = _FilePruning(reader, probing, probing.probes(reader), list(row_groups))
