@@ -386,8 +386,11 @@ _NUM_ROWS_FIELD_ID = 3  # FileMetaData.num_rows
 
 # Footers' top-level fields decoded, by what the footer holds besides its row groups and row
 # count (schema_key): the files of one table mostly share them, and decoding a schema is most
-# of the cost of opening a small footer. A few tables' worth, each a few kilobytes usually.
-_TOPS_CACHED = 32
+# of the cost of opening a small footer. A few tables' worth, each a few kilobytes usually;
+# keys past SCHEMA_KEY_MAX (schemas of thousands of columns) are not kept, so that the caches
+# here and of Arrow schemas hold a few megabytes at most.
+_TOPS_CACHED = 16
+SCHEMA_KEY_MAX = 256 * 1024
 _tops: dict[bytes, tuple[FileMetaData, list[SchemaLeaf]]] = {}
 # Where walks of footers met their row count: the bytes before it (version and schema) and the
 # id of the field before it, to resume a walk of a footer that begins the same.
@@ -437,7 +440,10 @@ class FooterView:
             self._groups = _row_groups(md)
         else:
             cursor, start, end, heads, spans, rows = walked
-            if rows is not None:
+            if (
+                rows is not None
+                and len(data) - (end - start) - (rows[1] - rows[0]) <= SCHEMA_KEY_MAX
+            ):
                 rows_at, rows_end = rows
                 self.schema_key = b"".join(
                     (rows_at.to_bytes(4, "little"), data[:rows_at], data[rows_end:start],
@@ -585,7 +591,8 @@ def _walk_row_groups(
                     cursor.skip_value(ctype)
                     if fid == _NUM_ROWS_FIELD_ID:
                         rows = (at, reader.pos) if ctype == compact.CT_I64 else None
-                        if rows is not None and before[0] and data[: before[0]] not in _prefixes:
+                        known = 0 < before[0] <= SCHEMA_KEY_MAX
+                        if rows is not None and known and data[: before[0]] not in _prefixes:
                             with _tops_lock:
                                 if len(_prefixes) >= _TOPS_CACHED:
                                     del _prefixes[next(iter(_prefixes))]

@@ -695,7 +695,7 @@ def _physical_schema(reader: BloomFilterReader) -> pa.Schema:
 
 
 # Arrow schemas made from footers, by schema key (see _physical_schema): a few tables' worth.
-_ARROW_SCHEMAS_CACHED = 32
+_ARROW_SCHEMAS_CACHED = 16
 _arrow_schemas: dict[bytes, pa.Schema] = {}
 _arrow_schemas_lock = threading.Lock()
 
