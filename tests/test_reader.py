@@ -579,3 +579,56 @@ def test_filter_blocks_refuse_a_length_that_disagrees_with_the_header(
         assert set(blocks) == {(1, "name"), (2, "name")}
         assert "does not match" in str(failed[(0, "name")])
         assert failed[(0, "name")].offset == r.column_chunk(0, "name").bloom_filter_offset
+
+
+@pytest.mark.parametrize("in_tail", [True, False])
+def test_flipping_bytes_filter_blocks_fail_and_answer_as_whole_filters(
+    small_file: Path, in_tail: bool
+) -> None:
+    # Each flip of a byte of a filter header or of the footer: filter_blocks fails the same
+    # filters with the same errors as filters_with_errors, and answers as the whole filters
+    # for the others, whether the tail read held them or they are read after it.
+    data = small_file.read_bytes()
+    md = pq.ParquetFile(small_file).metadata
+    footer_start = len(data) - 8 - footer_size(small_file)
+    positions = [
+        p
+        for g in range(3)
+        for j in range(3)
+        for meta in [md.row_group(g).column(j)]
+        for p in range(meta.bloom_filter_offset, meta.bloom_filter_offset + 20)
+    ]
+    positions += list(range(footer_start, len(data), 7))
+    probes = [int(h) for h in pb.hash_values(np.array([7, 14, 21_000, -1], dtype=np.int64))]
+    hashes = {"id": probes[:3], "name": [probes[3]], "code": probes[1:]}
+    tail = len(data) if in_tail else just_the_footer(small_file)
+    compared = with_failures = 0
+    for pos in positions:
+        for flip in (0x01, 0x80):
+            mutated = bytearray(data)
+            mutated[pos] ^= flip
+            try:
+                whole = pb.BloomFilterReader(io.BytesIO(bytes(mutated)), tail_size=tail)
+                part = pb.BloomFilterReader(io.BytesIO(bytes(mutated)), tail_size=tail)
+            except pb.BloomFilterError:
+                continue
+            with whole, part:
+                if not set(hashes) <= set(whole.columns):  # a flip renamed a column
+                    continue
+                try:
+                    filters, failed = whole.filters_with_errors(list(hashes))
+                except pb.BloomFilterError as err:
+                    with pytest.raises(type(err)):
+                        part.filter_blocks(hashes, range(whole.num_row_groups))
+                    continue
+                blocks, failed_blocks = part.filter_blocks(hashes, range(whole.num_row_groups))
+            assert {k: str(e) for k, e in failed_blocks.items()} == {
+                k: str(e) for k, e in failed.items()
+            }, (pos, flip)
+            assert set(blocks) == set(filters), (pos, flip)
+            for (g, column), f in filters.items():
+                got = [blocks[(g, column)].find_hash(h) for h in hashes[column]]
+                assert got == [f.find_hash(h) for h in hashes[column]], (pos, flip)
+            compared += 1
+            with_failures += bool(failed)
+    assert compared > 300 and with_failures > 50, (compared, with_failures)
