@@ -25,15 +25,20 @@ shrinks the rows a file (``--scale 0.1``: 100 MB, for a quick run).
    new commit (one more log entry, the version + 1), every file rewritten, none refused or
    failed, the row count unchanged.
 2. The lookup, on the rewritten table (filters on ``id`` and ``s``): ``id == x`` for one id
-   (one row). Ours: ``prune(uri, expr)`` + ``result.dataset.to_table(filter=expr)``; deltalake:
+   (one row). Ours: ``prune(uri, expr, index=False)`` + ``result.dataset.to_table(filter=expr)``
+   (without the table's Bloom index: the files' own filters; the index has its own benchmark,
+   ``bench_index.py``); deltalake:
    ``DeltaTable(uri).to_pyarrow_dataset().to_table(filter=expr)`` and
    ``QueryBuilder().register("t", DeltaTable(uri)).execute("SELECT * ... WHERE id = x")``
-   (DataFusion), each loading the table in the timed call, as ``prune`` does; and, for scale,
-   the same SQL on the table before the rewrite (no filters). In turns, best of ``--repeat``.
-   The files each reads: ours from the report; deltalake's pyarrow scan, every fragment its
-   pruning leaves (``get_fragments(filter=expr)``); DataFusion's from its ``EXPLAIN ANALYZE``
-   metrics (DataFusion reads Parquet Bloom filters itself). The rows must be equal. Shown as
-   ratios, no target.
+   (DataFusion); DuckDB: ``read_parquet(<the live files>, hive_partitioning=true) WHERE id =
+   x``, the files from ``DeltaTable(uri).file_uris()``; each loading the table in the timed
+   call, as ``prune`` does; and, for scale, the same SQL on the table before the rewrite (no
+   filters). In turns, best of ``--repeat``. The files each reads: ours from the report;
+   deltalake's pyarrow scan, every fragment its pruning leaves (``get_fragments(filter=
+   expr)``); DataFusion's from its ``EXPLAIN ANALYZE`` metrics (DataFusion reads Parquet Bloom
+   filters itself, and so does DuckDB). The rows must be equal. Targets: ours <= 1.0x
+   DataFusion's time and <= 1.0x DuckDB's. ``--lookup-on TABLE`` runs the lookup alone, on a
+   table rewritten before (``--pristine``: the same table without filters, for scale).
 
 Run: ``.venv/bin/python benchmarks/bench_tables.py [--scale S] [--repeat N] [--dir DIR]``.
 """
@@ -62,6 +67,7 @@ import parquet_bloom.delta as pbd
 from parquet_bloom._tables.jobs import DEFAULT_MAX_WORKERS
 
 TARGET_REWRITE_RATIO = 1.3
+TARGET_LOOKUP_RATIO = 1.0  # ours / DataFusion's, ours / DuckDB's
 FILTERED = ["id", "s"]
 REGIONS = ["eu-west", "eu-north", "us-east", "us-west", "ap-south"]
 APPENDS = 40  # x 5 regions: 200 files
@@ -253,8 +259,11 @@ def datafusion_files(uri: str, sql: str) -> str:
     return ", ".join(found) if found else text[:2000]
 
 
-def bench_lookup(uri: Path, pristine: Path, repeat: int) -> None:
-    """A point lookup on the rewritten table, ours against deltalake's scans, in turns."""
+def bench_lookup(uri: Path, pristine: Path | None, repeat: int) -> bool:
+    """A point lookup on the rewritten table, ours against deltalake's scans and DuckDB's, in
+    turns; returns the verdict."""
+    import duckdb
+
     table_uri = str(uri)
     dt = DeltaTable(table_uri)
     rng = np.random.default_rng(1)
@@ -263,8 +272,14 @@ def bench_lookup(uri: Path, pristine: Path, repeat: int) -> None:
     sql = f"SELECT * FROM t WHERE id = {key}"
 
     def ours() -> pa.Table:
-        result = pbd.prune(table_uri, expr)
+        result = pbd.prune(table_uri, expr, index=False)
         return result.dataset.to_table(filter=expr)
+
+    def duckdb_scan() -> pa.Table:
+        files = DeltaTable(table_uri).file_uris()
+        query = f"SELECT * FROM read_parquet({files!r}, hive_partitioning=true) WHERE id = {key}"
+        rows: pa.Table = duckdb.sql(query).to_arrow_table()
+        return rows
 
     def deltalake_pyarrow() -> pa.Table:
         return DeltaTable(table_uri).to_pyarrow_dataset().to_table(filter=expr)
@@ -277,15 +292,17 @@ def bench_lookup(uri: Path, pristine: Path, repeat: int) -> None:
         OURS: ours,
         PYARROW_SCAN: deltalake_pyarrow,
         SQL_SCAN: deltalake_sql,
-        SQL_BEFORE: lambda: deltalake_sql(str(pristine)),
+        DUCKDB_SCAN: duckdb_scan,
     }
+    if pristine is not None:
+        candidates[SQL_BEFORE] = lambda: deltalake_sql(str(pristine))
     runs = Runs(tuple(candidates))
     results: dict[str, pa.Table] = {}
     for _ in range(repeat):
         for name, fn in candidates.items():
             results[name] = runs.time(name, fn)
 
-    pruned = pbd.prune(table_uri, expr)
+    pruned = pbd.prune(table_uri, expr, index=False)
     delta_ds = DeltaTable(table_uri).to_pyarrow_dataset()
     delta_files = len(list(delta_ds.get_fragments(filter=expr)))
     reference = _sorted(results[PYARROW_SCAN], delta_ds.schema)
@@ -298,21 +315,28 @@ def bench_lookup(uri: Path, pristine: Path, repeat: int) -> None:
         "by its pruning, all read"
     )
     print(f"  DataFusion: {datafusion_files(table_uri, sql)}")
-    print(f"  DataFusion, before the rewrite: {datafusion_files(str(pristine), sql)}")
+    if pristine is not None:
+        print(f"  DataFusion, before the rewrite: {datafusion_files(str(pristine), sql)}")
     for name in candidates:
         print(runs.line(name, 1000, "ms"))
     report(
         "files whose data are read: deltalake's pyarrow scan / ours",
         delta_files / max(1, pruned.report.files_read),
     )
-    for peer in (PYARROW_SCAN, SQL_SCAN):
-        report(f"time: {peer} / ours", runs.best(peer) / runs.best(OURS))
+    report(f"time: {PYARROW_SCAN} / ours", runs.best(PYARROW_SCAN) / runs.best(OURS))
+    ok = True
+    for peer in (SQL_SCAN, DUCKDB_SCAN):
+        ratio = runs.best(OURS) / runs.best(peer)
+        target = TARGET_LOOKUP_RATIO
+        ok &= report(f"time: ours / {peer}", ratio, f"<= {target}", ratio <= target)
+    return ok
 
 
 OURS = "prune + pruned scan"
 PYARROW_SCAN = "DeltaTable.to_pyarrow_dataset().to_table"
 SQL_SCAN = "QueryBuilder SQL (DataFusion)"
 SQL_BEFORE = "QueryBuilder SQL, table without filters"
+DUCKDB_SCAN = "DuckDB read_parquet(live files)"
 
 
 def main() -> int:
@@ -326,7 +350,19 @@ def main() -> int:
         help=f"files the rewrite runs at once (default the library's, {DEFAULT_MAX_WORKERS})",
     )
     parser.add_argument("--dir", type=Path, default=None, help="where to write the tables")
+    parser.add_argument(
+        "--lookup-on", type=Path, default=None, help="only the lookup, on this rewritten table"
+    )
+    parser.add_argument(
+        "--pristine", type=Path, default=None, help="with --lookup-on: the table before it"
+    )
     args = parser.parse_args()
+    if args.lookup_on is not None:
+        print(f"point lookup on {args.lookup_on}:")
+        start_load = os.getloadavg()[0]
+        found = bench_lookup(args.lookup_on, args.pristine, args.repeat)
+        print(f"load average (1 min) {start_load:.1f}-{os.getloadavg()[0]:.1f}")
+        return 0 if found else 1
     rows_per_file = max(1000, round(ROWS_PER_FILE * args.scale))
     with tempfile.TemporaryDirectory(dir=args.dir, prefix="bench-tables-") as name:
         tmp = Path(name)
@@ -346,13 +382,13 @@ def main() -> int:
         print("rewrite (warm page cache for all; each turn on a fresh copy of the table):")
         ok, rewritten, loads = bench_rewrite(pristine, tmp, args.repeat, args.max_workers)
         print("point lookup on the rewritten table:")
-        bench_lookup(rewritten, pristine, args.repeat)
+        found = bench_lookup(rewritten, pristine, args.repeat)
         loads.append(os.getloadavg()[0])
         print(
             f"load average (1 min) {min(loads):.1f}-{max(loads):.1f} during the run, on "
             f"{os.cpu_count()} CPUs"
         )
-    return 0 if ok else 1
+    return 0 if ok and found else 1
 
 
 if __name__ == "__main__":

@@ -520,3 +520,115 @@ def test_a_footer_of_10000_column_chunks_opens_and_reads_one_filter(tmp_path: Pa
         assert 57 in kept and len(kept) <= 5  # a 1 % filter: a false positive or two
         assert len(r.column_chunks) == 10_000
         assert r.metadata.num_rows == n
+
+
+def test_filter_blocks_answer_as_the_whole_filters(small_file: Path) -> None:
+    # A point lookup's probe: per filter its header and the 32-byte block of each hash,
+    # read after the footer's tail read; answers bit for bit those of the whole filters.
+    hashes = {"id": [int(h) for h in pb.hash_values(np.array([7, 8, 700], dtype=np.int64))]}
+    hashes["name"] = [int(pb.hash_values(["name-5"])[0])]
+    with pb.BloomFilterReader(small_file) as whole:
+        expected = whole.filters(["id", "name"])
+    with pb.BloomFilterReader(small_file, tail_size=just_the_footer(small_file)) as r:
+        before = r.bytes_read
+        blocks, failed = r.filter_blocks(hashes, range(3))
+        assert not failed and sorted(blocks) == sorted(expected)
+        for (rg, column), part in blocks.items():
+            assert isinstance(part, pb._sbbf.FilterBlocks)
+            assert [part.find_hash(h) for h in hashes[column]] == [
+                expected[(rg, column)].find_hash(h) for h in hashes[column]
+            ]
+        # One read after the footer (these small filters lie within a page of each other).
+        assert r.reads == 2 and r.bytes_read > before
+    with pb.BloomFilterReader(small_file) as r:  # in the 64 KiB tail read: no read at all
+        blocks, failed = r.filter_blocks(hashes, [1])
+        assert r.reads == 1 and not failed and len(blocks) == 2
+
+
+def test_filter_blocks_of_a_big_filter_with_and_without_its_length(
+    big_filter_file: tuple[Path, Path],
+) -> None:
+    sized, old = big_filter_file
+    hashes = [int(h) for h in pb.hash_values(np.array([5, 49_999, 10**9], dtype=np.int64))]
+    with pb.BloomFilterReader(sized) as whole:
+        expected = whole.filter(0, "id")
+    assert expected is not None
+    for path in (sized, old):
+        with pb.BloomFilterReader(path) as r:
+            blocks, failed = r.filter_blocks({"id": hashes}, [0])
+            assert not failed
+            part = blocks[(0, "id")]
+            found = [part.find_hash(h) for h in hashes]
+            assert found == [True, True, expected.find_hash(hashes[2])]
+            if path == sized:  # the header and the blocks only, never the 1 MiB bitset
+                assert r.bytes_read - 64 * 1024 <= 19 + 3 * 32
+            else:  # the guess read tells the header; then only the blocks it missed
+                assert r.bytes_read - 64 * 1024 <= 256 * 1024 + 3 * 32
+
+
+def test_filter_blocks_refuse_a_length_that_disagrees_with_the_header(
+    small_file: Path, tmp_path: Path
+) -> None:
+    def bad_length(md: object) -> None:
+        meta = md.row_groups[0].columns[1].meta_data  # type: ignore[attr-defined]
+        meta.bloom_filter_length -= 32
+
+    bad = rewrite_footer(small_file, tmp_path / "bad.parquet", bad_length)
+    with pb.BloomFilterReader(bad, tail_size=just_the_footer(bad)) as r:
+        blocks, failed = r.filter_blocks({"name": [1, 2]}, range(3))
+        assert set(blocks) == {(1, "name"), (2, "name")}
+        assert "does not match" in str(failed[(0, "name")])
+        assert failed[(0, "name")].offset == r.column_chunk(0, "name").bloom_filter_offset
+
+
+@pytest.mark.parametrize("in_tail", [True, False])
+def test_flipping_bytes_filter_blocks_fail_and_answer_as_whole_filters(
+    small_file: Path, in_tail: bool
+) -> None:
+    # Each flip of a byte of a filter header or of the footer: filter_blocks fails the same
+    # filters with the same errors as filters_with_errors, and answers as the whole filters
+    # for the others, whether the tail read held them or they are read after it.
+    data = small_file.read_bytes()
+    md = pq.ParquetFile(small_file).metadata
+    footer_start = len(data) - 8 - footer_size(small_file)
+    positions = [
+        p
+        for g in range(3)
+        for j in range(3)
+        for meta in [md.row_group(g).column(j)]
+        for p in range(meta.bloom_filter_offset, meta.bloom_filter_offset + 20)
+    ]
+    positions += list(range(footer_start, len(data), 7))
+    probes = [int(h) for h in pb.hash_values(np.array([7, 14, 21_000, -1], dtype=np.int64))]
+    hashes = {"id": probes[:3], "name": [probes[3]], "code": probes[1:]}
+    tail = len(data) if in_tail else just_the_footer(small_file)
+    compared = with_failures = 0
+    for pos in positions:
+        for flip in (0x01, 0x80):
+            mutated = bytearray(data)
+            mutated[pos] ^= flip
+            try:
+                whole = pb.BloomFilterReader(io.BytesIO(bytes(mutated)), tail_size=tail)
+                part = pb.BloomFilterReader(io.BytesIO(bytes(mutated)), tail_size=tail)
+            except pb.BloomFilterError:
+                continue
+            with whole, part:
+                if not set(hashes) <= set(whole.columns):  # a flip renamed a column
+                    continue
+                try:
+                    filters, failed = whole.filters_with_errors(list(hashes))
+                except pb.BloomFilterError as err:
+                    with pytest.raises(type(err)):
+                        part.filter_blocks(hashes, range(whole.num_row_groups))
+                    continue
+                blocks, failed_blocks = part.filter_blocks(hashes, range(whole.num_row_groups))
+            assert {k: str(e) for k, e in failed_blocks.items()} == {
+                k: str(e) for k, e in failed.items()
+            }, (pos, flip)
+            assert set(blocks) == set(filters), (pos, flip)
+            for (g, column), f in filters.items():
+                got = [blocks[(g, column)].find_hash(h) for h in hashes[column]]
+                assert got == [f.find_hash(h) for h in hashes[column]], (pos, flip)
+            compared += 1
+            with_failures += bool(failed)
+    assert compared > 300 and with_failures > 50, (compared, with_failures)

@@ -398,3 +398,35 @@ def test_a_list_mixing_hashes_above_and_below_2_63_is_taken_as_integers() -> Non
     assert f.find_hashes(hashes).all()
     with pytest.raises(TypeError):
         f.insert_hashes([2**63 + 0.5, 1.0])  # floats stay refused
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(min_value=5, max_value=14),
+    st.lists(st.integers(min_value=0, max_value=2**64 - 1), min_size=1, max_size=40),
+    st.lists(st.integers(min_value=0, max_value=2**64 - 1), min_size=1, max_size=20),
+)
+def test_filter_blocks_answer_as_the_whole_filter(
+    log_bytes: int, inserted: list[int], probed: list[int]
+) -> None:
+    from parquet_bloom._sbbf import FilterBlocks, block_index
+
+    whole = pb.SplitBlockBloomFilter(1 << log_bytes)
+    whole.insert_hashes(np.array(inserted, dtype=np.uint64))
+    bitset = whole.to_bytes()
+    hashes = probed + inserted[:5]
+    blocks = {
+        b: bitset[b * 32 : b * 32 + 32] for b in (block_index(h, whole.num_blocks) for h in hashes)
+    }
+    part = FilterBlocks(whole.num_bytes, blocks)
+    assert [part.find_hash(h) for h in hashes] == [whole.find_hash(h) for h in hashes]
+    assert all(part.find_hash(h) for h in inserted[:5])
+
+
+def test_num_bytes_given_length() -> None:
+    from parquet_bloom._sbbf import num_bytes_given_length
+
+    assert num_bytes_given_length(65536 + 17) == 65536
+    assert num_bytes_given_length(32 + 15) == 32
+    assert num_bytes_given_length(32) is None  # no room for a header
+    assert num_bytes_given_length((1 << 27) + 19) == 1 << 27

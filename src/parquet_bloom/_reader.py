@@ -29,7 +29,15 @@ from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._format.footer import ENCRYPTED_MAGIC
 from parquet_bloom._io.ranges import ByteRange, ReadBuffer, coalesce
 from parquet_bloom._io.source import ByteSource, read_footer
-from parquet_bloom._sbbf import MAX_NUM_BYTES, MIN_NUM_BYTES, SplitBlockBloomFilter
+from parquet_bloom._sbbf import (
+    BYTES_PER_BLOCK,
+    MAX_NUM_BYTES,
+    MIN_NUM_BYTES,
+    FilterBlocks,
+    SplitBlockBloomFilter,
+    block_index,
+    num_bytes_given_length,
+)
 from parquet_bloom.errors import (
     BloomFilterError,
     CorruptFileError,
@@ -42,6 +50,10 @@ from parquet_bloom.errors import (
 # header is 15 to 19 bytes, so this covers whole filters up to about 256 KiB (a 1 % filter for
 # about 200,000 values); a bigger one costs one more read for the rest.
 GUESS_READ_SIZE = 256 * 1024
+
+# Blocks of a local file's filter this close are read as one (a page: a smaller gap saves
+# nothing); further apart, each is its own pread rather than copying the bytes between them.
+BLOCK_READ_GAP = 4096
 
 # Magic at both ends of a Parquet file (parquet-format README, "File format").
 _HEAD = len(fmt.MAGIC)
@@ -429,6 +441,12 @@ class BloomFilterReader:
         return self._footer.num_row_groups
 
     @property
+    def schema_key(self) -> bytes | None:
+        """The footer's bytes but its row groups and row count: files with the same key have
+        the same schema and key-value metadata (None when not known)."""
+        return self._footer.schema_key
+
+    @property
     def columns(self) -> list[str]:
         """The dotted paths of the file's leaf columns."""
         return list(self._leaves)
@@ -470,7 +488,26 @@ class BloomFilterReader:
         return self._row_group_chunks(row_group)
 
     def _chunk(self, row_group: int, column: str) -> fmt.ColumnChunkInfo:
-        return self._row_group_chunks(row_group)[self._leaves[column].column_index]
+        if self._decryptor is not None:
+            # An encrypted file's chunks carry metadata decrypted with the row group's.
+            return self._row_group_chunks(row_group)[self._leaves[column].column_index]
+        try:
+            return self._footer.chunk(row_group, self._leaves[column].column_index)
+        except BloomFilterError as err:
+            raise err.located(source=self._source.name) from err.__cause__
+
+    def compressed_size(self, row_group: int) -> int:
+        """One row group's column chunks' ``total_compressed_size`` (checked as
+        :meth:`row_group` checks them)."""
+        if not 0 <= row_group < self.num_row_groups:
+            raise IndexError(
+                f"row group {row_group} out of range: {self._source.name} has "
+                f"{self.num_row_groups} row groups"
+            )
+        try:
+            return self._footer.compressed_size(row_group)
+        except BloomFilterError as err:
+            raise err.located(source=self._source.name) from err.__cause__
 
     def _row_group_chunks(self, row_group: int) -> list[fmt.ColumnChunkInfo]:
         """A row group's column chunks, decoded and checked on first use: a corrupt footer
@@ -571,6 +608,154 @@ class BloomFilterReader:
             if f is None or probe.keeps(f):
                 kept.append(rg)
         return kept
+
+    def filter_blocks(
+        self, hashes: Mapping[str, Sequence[int]], row_groups: Iterable[int]
+    ) -> tuple[
+        dict[tuple[int, str], SplitBlockBloomFilter | FilterBlocks],
+        dict[tuple[int, str], BloomFilterError],
+    ]:
+        """For each column of ``hashes`` and each of ``row_groups``, what probing those hashes
+        needs of the column chunk's filter: its blocks that the hashes fall in
+        (:class:`FilterBlocks`, or the whole filter where this reader holds it already), keyed
+        by ``(row_group, column)`` (chunks without a filter left out); and the error of each
+        unusable filter. A point lookup reads a header and a block of 32 bytes a hash, never
+        a whole bitset, with the same checks as :meth:`filters_with_errors`.
+
+        Reads: nothing for a filter the tail read holds. Where the footer gives
+        ``bloom_filter_length``, the header and the blocks, of every filter at once, in
+        coalesced reads (the header's length is the length less the bitset's, the largest
+        power of two below it; checked against the header). Without it, the guess read of
+        :meth:`filters_with_errors`, which tells the header, then the blocks it missed.
+        """
+        for column in hashes:
+            self._check_column(column)
+        if self._decryptor is not None:
+            # An encrypted file: a filter module is decrypted whole (GCM authenticates the
+            # module, not a block of it), so the whole filters, as filters_with_errors reads.
+            decrypted, undecrypted = self.filters_with_errors(list(hashes), row_groups)
+            return dict(decrypted), undecrypted
+        out: dict[tuple[int, str], SplitBlockBloomFilter | FilterBlocks] = {}
+        failed: dict[tuple[int, str], BloomFilterError] = {}
+        name = self._source.name
+        footer_start = self.footer_start
+        todo: list[tuple[FilterLocation, list[int], int | None]] = []
+        for rg in row_groups:
+            for column, wanted in hashes.items():
+                chunk = self._chunk(rg, column)
+                key = (rg, column)
+                if key in self._cache:
+                    cached = self._cache[key]
+                    if cached is not None:
+                        out[key] = cached
+                    continue
+                try:
+                    location = locate_filter(chunk, footer_start=footer_start, source=name)
+                except BloomFilterError as err:
+                    failed[key] = err
+                    continue
+                if location is None:
+                    self._cache[key] = None
+                    continue
+                num_bytes = (
+                    None if location.length is None else num_bytes_given_length(location.length)
+                )
+                todo.append((location, [int(h) for h in wanted], num_bytes))
+        if not todo:
+            return out, failed
+
+        def fail(loc: FilterLocation, err: BloomFilterError) -> None:
+            chunk = loc.chunk
+            failed[(chunk.row_group, chunk.path)] = err.located(
+                source=name, row_group=chunk.row_group, column=chunk.path, offset=loc.offset
+            )
+
+        buffer = ReadBuffer()
+        for offset, data in self._held.pieces():
+            buffer.add(offset, data)
+        # The first reads: where the length is known, the header (the length less the
+        # guessed bitset) and the guessed blocks; elsewhere the guess read.
+        firsts: list[ByteRange] = []
+        for loc, wanted, num_bytes in todo:
+            if num_bytes is None:
+                firsts.append(loc.first_read(footer_start))
+                continue
+            assert loc.length is not None
+            bitset = loc.offset + loc.length - num_bytes
+            firsts.append(ByteRange(loc.offset, loc.length - num_bytes))
+            firsts.extend(_block_ranges(bitset, num_bytes, wanted).values())
+        guessing = any(num_bytes is None for _, _, num_bytes in todo)
+        # On a filesystem a request costs its round trip: header and blocks in one read. A
+        # local file's reads cost a system call each: blocks apart are read apart.
+        read_gap = self._source.max_gap if self._source.remote else BLOCK_READ_GAP
+        unread = self._read_into(
+            buffer,
+            [gap for r in firsts for gap in buffer.missing(r)],
+            keep=self._held if guessing else None,
+            max_gap=read_gap,
+        )
+
+        # The headers, then the blocks the first reads did not cover (a wrong guess of the
+        # header's length, filters of unknown length): one more coalesced read.
+        parsed: list[tuple[FilterLocation, int, dict[int, ByteRange]]] = []
+        for loc, wanted, num_bytes in todo:
+            first = loc.first_read(footer_start)  # as filters_with_errors reads
+            if num_bytes is not None:  # the header guessed
+                first = ByteRange(loc.offset, first.length - num_bytes)
+            if (unreadable := _overlapping(first, unread)) is not None:
+                fail(loc, unreadable)
+                continue
+            limit = min(loc.first_read(footer_start).length, fmt.MAX_BLOOM_FILTER_HEADER_SIZE)
+            try:
+                header, header_len = fmt.parse_bloom_filter_header(
+                    buffer.available(loc.offset, limit)
+                )
+                guessed = num_bytes is None or (
+                    header.num_bytes == num_bytes and header_len + num_bytes == loc.length
+                )
+            except BloomFilterError as err:
+                if num_bytes is None:  # the guess read held all a header may take
+                    fail(loc, err)
+                    continue
+                guessed = False
+            if not guessed:
+                # Not the header guessed: read what filters_with_errors would have read of
+                # it, and decode that (its error, if any, is the same).
+                whole = ByteRange(loc.offset, limit)
+                missed = self._read_into(buffer, buffer.missing(whole))
+                if unreadable := _overlapping(whole, missed):
+                    fail(loc, unreadable)
+                    continue
+                try:
+                    header, header_len = fmt.parse_bloom_filter_header(buffer.get(whole))
+                except BloomFilterError as err:
+                    fail(loc, err)
+                    continue
+            try:
+                check_header(header, header_len, loc, footer_start=footer_start, source=name)
+            except BloomFilterError as err:
+                fail(loc, err)
+                continue
+            parsed.append(
+                (
+                    loc,
+                    header.num_bytes,
+                    _block_ranges(loc.offset + header_len, header.num_bytes, wanted),
+                )
+            )
+        blocks = [
+            gap for _, _, ranges in parsed for r in ranges.values() for gap in buffer.missing(r)
+        ]
+        if blocks:
+            unread.update(self._read_into(buffer, blocks, max_gap=read_gap))
+        for loc, num_bytes, ranges in parsed:
+            errors = (_overlapping(r, unread) for r in ranges.values())
+            if unread and (unreadable := next((e for e in errors if e is not None), None)):
+                fail(loc, unreadable)
+                continue
+            key = (loc.chunk.row_group, loc.chunk.path)
+            out[key] = FilterBlocks(num_bytes, {b: buffer.get(r) for b, r in ranges.items()})
+        return out, failed
 
     def _check_column(self, column: str) -> fmt.SchemaLeaf:
         if not isinstance(column, str):
@@ -795,14 +980,18 @@ class BloomFilterReader:
             self._cache[k] = out[k] = SplitBlockBloomFilter.from_bytes(plain)
 
     def _read_into(
-        self, buffer: ReadBuffer, ranges: list[ByteRange], keep: ReadBuffer | None = None
+        self,
+        buffer: ReadBuffer,
+        ranges: list[ByteRange],
+        keep: ReadBuffer | None = None,
+        max_gap: int | None = None,
     ) -> dict[ByteRange, BloomFilterError]:
         """Read ``ranges``, coalesced, into ``buffer`` (and ``keep``); returns the ranges that
         could not be read. When a coalesced read fails (a truncated file, say), each range is
         read alone, so that one bad range does not spoil the others; not when the store failed
         to answer (a :class:`FileReadError`), which says nothing about the ranges: every one
         is then unread with that error, without asking a failing store again."""
-        merged = coalesce(ranges, self._source.max_gap)
+        merged = coalesce(ranges, self._source.max_gap if max_gap is None else max_gap)
         try:
             datas = self._source.read(merged)
         except FileReadError as err:
@@ -836,6 +1025,17 @@ def _overlapping(
         if bad.offset < r.end and r.offset < bad.end:
             return err
     return None
+
+
+def _block_ranges(bitset: int, num_bytes: int, hashes: Sequence[int]) -> dict[int, ByteRange]:
+    """The 32-byte blocks the hashes fall in, by index, of the bitset of ``num_bytes`` at
+    ``bitset``."""
+    num_blocks = num_bytes // BYTES_PER_BLOCK
+    ranges = {}
+    for h in hashes:
+        block = block_index(h, num_blocks)
+        ranges[block] = ByteRange(bitset + block * BYTES_PER_BLOCK, BYTES_PER_BLOCK)
+    return ranges
 
 
 def _warn(err: BloomFilterError) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import struct
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -587,6 +588,56 @@ def _popcount(words: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint8]:
     bits = np.unpackbits(words.view(np.uint8), axis=-1)
     summed: npt.NDArray[np.uint8] = bits.reshape(*words.shape, 32).sum(axis=-1, dtype=np.uint8)
     return summed
+
+
+def block_index(h: int, num_blocks: int) -> int:
+    """The block a hash falls in: ``((h >> 32) * z) >> 32`` for a filter of ``z`` blocks."""
+    return (((int(h) & 0xFFFFFFFFFFFFFFFF) >> 32) * num_blocks) >> 32
+
+
+def num_bytes_given_length(length: int) -> int | None:
+    """The bitset size of a filter whose header and bitset take ``length`` bytes, if its header
+    is shorter than its bitset (every writer's is: 15 to 19 bytes against at least 32): the
+    largest power of two below ``length``. None when no bitset fits. A reader checks the guess
+    against the header it then reads."""
+    if length <= MIN_NUM_BYTES:
+        return None
+    return min(1 << ((length - 1).bit_length() - 1), MAX_NUM_BYTES)
+
+
+class FilterBlocks:
+    """Some blocks of a split-block Bloom filter of ``num_bytes`` bytes: enough to probe the
+    hashes whose blocks were read (a point lookup needs one block of 32 bytes a value, not the
+    whole bitset). ``blocks`` maps a block's index to its 32 bytes. :meth:`find_hash` answers
+    as :meth:`SplitBlockBloomFilter.find_hash` does on the whole filter; a hash whose block is
+    not held is a ``KeyError``."""
+
+    __slots__ = ("_blocks", "num_blocks")
+
+    def __init__(self, num_bytes: int, blocks: dict[int, bytes]) -> None:
+        _check_num_bytes(num_bytes)
+        self.num_blocks = num_bytes // BYTES_PER_BLOCK
+        self._blocks: dict[int, tuple[int, ...]] = {}
+        for index, data in blocks.items():
+            if not 0 <= index < self.num_blocks or len(data) != BYTES_PER_BLOCK:
+                raise ValueError(f"block {index}: {len(data)} bytes of a {num_bytes}-byte filter")
+            self._blocks[index] = _BLOCK_WORDS.unpack(data)
+
+    @property
+    def num_bytes(self) -> int:
+        return self.num_blocks * BYTES_PER_BLOCK
+
+    def find_hash(self, h: int) -> bool:
+        h = int(h) & 0xFFFFFFFFFFFFFFFF
+        block = self._blocks[((h >> 32) * self.num_blocks) >> 32]
+        key = h & _U32_MASK
+        return all(
+            word >> (((key * salt) & _U32_MASK) >> 27) & 1
+            for word, salt in zip(block, _SALTS, strict=True)
+        )
+
+
+_BLOCK_WORDS = struct.Struct("<8I")
 
 
 def _wrap(words: npt.NDArray[np.uint32]) -> SplitBlockBloomFilter:

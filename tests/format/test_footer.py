@@ -448,3 +448,34 @@ def test_footer_view_of_hostile_bytes_raises_only_corrupt_file_error(
         assert (got is None) == (whole is None)
         if whole is not None:
             assert got == whole
+
+
+def test_footer_views_of_one_schema_share_it_and_keep_their_own_rows(
+    rich_footer: bytes,
+) -> None:
+    # Footers that differ only in their row count and row groups have one schema key: the
+    # second view resumes the walk and takes the decoded schema, with its own row count; a
+    # footer of another schema (or key-value metadata) has another key.
+    def fewer_rows(md: Any) -> None:
+        md.num_rows -= 7
+        md.row_groups = md.row_groups[:2]
+
+    def renamed(md: Any) -> None:
+        md.schema[1].name = "other"
+        md.row_groups[0].columns[0].meta_data.path_in_schema[0] = "other"
+        md.row_groups[1].columns[0].meta_data.path_in_schema[0] = "other"
+        md.row_groups[2].columns[0].meta_data.path_in_schema[0] = "other"
+
+    first = fmt.FooterView(rich_footer)
+    other = mutated(rich_footer, fewer_rows)
+    for _ in range(2):  # the second time from the caches
+        second = fmt.FooterView(other)
+        assert second.schema_key == first.schema_key is not None
+        assert second.metadata() == fmt.decode_file_metadata(other)
+        assert first.metadata() == fmt.decode_file_metadata(rich_footer)
+        assert second.leaves == first.leaves and second.num_row_groups == 2
+        assert second.chunk(1, 3) == second.chunks(1)[3]
+        assert second.compressed_size(1) == sum(c.total_compressed_size for c in second.chunks(1))
+    third = fmt.FooterView(mutated(rich_footer, renamed))
+    assert third.schema_key != first.schema_key
+    assert third.leaves[0].path.startswith("other")

@@ -219,3 +219,41 @@ def test_https_reads_the_tail_with_a_suffix_range(
     assert [(r.method, r.range) for r in http_server.requests.list()] == [
         ("GET", f"bytes=-{REMOTE_TAIL_SIZE}")
     ]
+
+
+def test_prune_with_filters_outside_the_tail_reads_headers_and_blocks_in_one_get(
+    s3: Any, s3_requests: Any, local_files: list[Path]
+) -> None:
+    # A tail read that holds the footer only: each file's filters cost one more GET, which
+    # for a point lookup covers the id filters' headers and the blocks the key falls in, in
+    # one coalesced range, never the filters whole (nor the s filters after the last block).
+    bucket = s3.bucket()
+    files = local_files[:4]
+    for path in files:
+        s3.upload(path, f"s3://{bucket}/blocks/{path.name}")
+    needle = 2 * ROWS + 777  # in file 2
+    expr = pc.field("id") == needle
+    tail = max(footer_size(p) for p in files) + 8
+    s3_requests.reset()
+    result = pb.prune(
+        f"s3://{bucket}/blocks/", expr, storage_options=s3.storage_options, tail_size=tail
+    )
+    report = result.report
+    assert (report.requests, report.reads, report.filter_reads) == (2 * 4, 2 * 4, 4)
+    assert all(c.requests == 2 for c in report.per_file)
+    gets = [r for r in s3_requests.list() if r.range is not None and r.key.startswith("blocks/")]
+    for path in files:
+        md = pq.ParquetFile(path).metadata
+        ids = [md.row_group(g).column(0) for g in range(md.num_row_groups)]
+        first, last_end = (
+            ids[0].bloom_filter_offset,
+            max(c.bloom_filter_offset + c.bloom_filter_length for c in ids),
+        )
+        ranges = [r.range for r in gets if r.key == f"blocks/{path.name}"]
+        filter_gets = [r for r in ranges if not r.endswith(f"-{path.stat().st_size - 1}")]
+        assert len(filter_gets) == 1, ranges
+        start, end = (int(x) for x in filter_gets[0].removeprefix("bytes=").split("-"))
+        assert start == first and end < last_end, (filter_gets, first, last_end)
+    expected = ds.dataset([str(p) for p in files], format="parquet").to_table(filter=expr)
+    assert result.dataset.to_table(filter=expr).equals(expected)
+    assert expected.num_rows == 1

@@ -242,7 +242,7 @@ _CT_BOOL_FALSE = 2
 _CT_BYTE = 3
 _CT_I16 = 4
 CT_I32 = 5
-_CT_I64 = 6
+CT_I64 = 6
 _CT_DOUBLE = 7
 _CT_BINARY = 8
 CT_LIST = 9
@@ -310,10 +310,10 @@ class CompactReader:
             raise Malformed(f"field id {fid} out of i16 range at byte {self.pos}")
         return ctype, fid
 
-    def fields(self) -> Iterator[tuple[int, int]]:
+    def fields(self, last: int = 0) -> Iterator[tuple[int, int]]:
         """(wire type, field id) of each field of a struct, up to its stop byte; the caller
-        reads or skips each value before asking for the next field."""
-        last = 0
+        reads or skips each value before asking for the next field. ``last``: the id of the
+        field before the reader's position (a walk resumed in the middle of a struct)."""
         while True:
             ctype, last = self.field_header(last)
             if ctype == _CT_STOP:
@@ -325,7 +325,7 @@ class CompactReader:
         if ctype in (_CT_BOOL_TRUE, _CT_BOOL_FALSE):
             if in_container:  # in a field header the value is the type itself
                 self.advance(1)
-        elif ctype in (_CT_I16, CT_I32, _CT_I64):
+        elif ctype in (_CT_I16, CT_I32, CT_I64):
             self.varint()
         elif ctype in _FIXED_SIZE:
             self.advance(_FIXED_SIZE[ctype])

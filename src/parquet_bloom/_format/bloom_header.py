@@ -55,6 +55,9 @@ def parse_bloom_filter_header(buf: bytes | memoryview) -> tuple[BloomFilterHeade
     view = memoryview(buf)
     if view.ndim != 1 or view.format != "B":
         view = view.cast("B")
+    canonical = _canonical_header(view)
+    if canonical is not None:
+        return canonical
     clipped = len(view) > MAX_BLOOM_FILTER_HEADER_SIZE
     reader = compact.CompactReader(view[:MAX_BLOOM_FILTER_HEADER_SIZE])
     try:
@@ -110,6 +113,41 @@ def parse_bloom_filter_header(buf: bytes | memoryview) -> tuple[BloomFilterHeade
 # Field 2, 3 and 4 (each a one-byte header: delta 1, type struct) holding a union whose
 # member 1 is an empty struct: 0x1c 0x1c 0x00 (member stop) 0x00 (union stop).
 _BLOCK_XXHASH_UNCOMPRESSED = b"\x1c\x1c\x00\x00" * 3
+# What follows numBytes in the header every writer writes: the three unions, the stop byte.
+_CANONICAL_TAIL = _BLOCK_XXHASH_UNCOMPRESSED + b"\x00"
+_I32_FIELD_1 = 0x15  # field header: delta 1, wire type i32
+
+
+def _canonical_header(view: memoryview) -> tuple[BloomFilterHeader, int] | None:
+    """The header as :func:`encode_bloom_filter_header` writes it (Arrow C++, parquet-java
+    and this library), decoded without the general reader: numBytes as a varint of up to 5
+    bytes, then exactly the BLOCK, XXHASH and UNCOMPRESSED unions and the stop byte. None for
+    anything else, which the general reader decodes (the same result where both apply)."""
+    if len(view) < 2 or view[0] != _I32_FIELD_1:
+        return None
+    n = shift = 0
+    at = 1
+    for at in range(1, min(len(view), 6)):
+        b = view[at]
+        n |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+    else:
+        return None
+    end = at + 1 + len(_CANONICAL_TAIL)
+    if view[at + 1 : end] != _CANONICAL_TAIL:
+        return None
+    num_bytes = (n >> 1) ^ -(n & 1)
+    if not 0 <= num_bytes <= _INT32_MAX:
+        return None
+    return _block_header(num_bytes), end
+
+
+def _block_header(num_bytes: int) -> BloomFilterHeader:
+    return BloomFilterHeader(
+        num_bytes=num_bytes, algorithm="BLOCK", hash="XXHASH", compression="UNCOMPRESSED"
+    )
 
 
 def encode_bloom_filter_header(num_bytes: int) -> bytes:

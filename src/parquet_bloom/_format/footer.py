@@ -269,6 +269,64 @@ def _iter_column_chunks(md: FileMetaData, leaves: list[SchemaLeaf]) -> Iterator[
         yield from _row_group_chunks(i, rg, leaves, leaf_paths)
 
 
+def _checked_row_group_size(
+    i: int, rg: Any, leaves: list[SchemaLeaf], leaf_paths: list[list[str]]
+) -> int:
+    """Row group ``i``'s column chunks checked against the schema as :func:`_row_group_chunks`
+    checks them (the same errors), without making their :class:`ColumnChunkInfo`; the sum of
+    their ``total_compressed_size``."""
+    type_names = _tt.Type._VALUES_TO_NAMES
+    columns = _row_group_columns(i, rg, leaves)
+    size = 0
+    for j, chunk in enumerate(columns):
+        leaf = leaves[j]
+        meta = chunk.meta_data
+        if meta is None:
+            encrypted = (
+                chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None
+            )
+            if not encrypted:
+                raise _chunk_error(i, j, leaf, "no ColumnMetaData")
+            continue
+        bloom_filter_offset = meta.bloom_filter_offset
+        bloom_filter_length = meta.bloom_filter_length
+        try:
+            ok = (
+                meta.num_values >= 0
+                and meta.data_page_offset >= 0
+                and meta.total_compressed_size >= 0
+                and (bloom_filter_offset is None or bloom_filter_offset >= 0)
+                and (bloom_filter_length is None or bloom_filter_length >= 0)
+                and type_names.get(meta.type) == leaf.physical_type
+                and meta.path_in_schema == leaf_paths[j]
+            )
+        except TypeError:  # a required field is None
+            ok = False
+        if not ok:
+            _check_chunk(i, j, meta, leaf)
+        size += meta.total_compressed_size
+    return size
+
+
+def _chunk_info(i: int, j: int, chunk: Any, leaf: SchemaLeaf) -> ColumnChunkInfo:
+    """Column chunk ``j`` of row group ``i``, checked before (:func:`_checked_row_group_size`)."""
+    encrypted = chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None
+    meta = chunk.meta_data
+    if meta is None:
+        return ColumnChunkInfo(
+            i, j, leaf.path, leaf.physical_type, leaf.type_length, leaf.logical_type,
+            leaf.converted_type, leaf.scale, leaf.precision,
+            0, 0, None, 0, None, None, True, leaf.path_in_schema,
+        )  # fmt: skip
+    return ColumnChunkInfo(
+        i, j, leaf.path, leaf.physical_type, leaf.type_length, leaf.logical_type,
+        leaf.converted_type, leaf.scale, leaf.precision,
+        meta.num_values, meta.data_page_offset, meta.dictionary_page_offset,
+        meta.total_compressed_size, meta.bloom_filter_offset, meta.bloom_filter_length,
+        encrypted, leaf.path_in_schema,
+    )  # fmt: skip
+
+
 def _row_group_chunks(
     i: int, rg: Any, leaves: list[SchemaLeaf], leaf_paths: list[list[str]]
 ) -> list[ColumnChunkInfo]:
@@ -329,6 +387,20 @@ _ROW_GROUP_HEAD_SPEC = compact.prune(
     _tt.RowGroup, {"num_rows", "file_offset", "total_compressed_size", "ordinal"}
 )
 _ROW_GROUPS_FIELD_ID = 4  # FileMetaData.row_groups
+_NUM_ROWS_FIELD_ID = 3  # FileMetaData.num_rows
+
+# Footers' top-level fields decoded, by what the footer holds besides its row groups and row
+# count (schema_key): the files of one table mostly share them, and decoding a schema is most
+# of the cost of opening a small footer. A few tables' worth, each a few kilobytes usually;
+# keys past SCHEMA_KEY_MAX (schemas of thousands of columns) are not kept, so that the caches
+# here and of Arrow schemas hold a few megabytes at most.
+_TOPS_CACHED = 16
+SCHEMA_KEY_MAX = 256 * 1024
+_tops: dict[bytes, tuple[FileMetaData, list[SchemaLeaf]]] = {}
+# Where walks of footers met their row count: the bytes before it (version and schema) and the
+# id of the field before it, to resume a walk of a footer that begins the same.
+_prefixes: dict[bytes, int] = {}
+_tops_lock = threading.Lock()
 _EMPTY_STRUCT_LIST = bytes([compact.CT_STRUCT])  # a compact list header: 0 elements, structs
 
 
@@ -354,27 +426,50 @@ class FooterView:
         self._groups: list[Any]
         self._spans: list[tuple[int, int]] | None = None
         self._chunks: dict[int, list[ColumnChunkInfo]] = {}
+        self._sizes: dict[int, int] = {}  # row groups checked, by compressed_size()
+        self._single: dict[tuple[int, int], ColumnChunkInfo] = {}  # by chunk()
         self._cursor: compact.StructCursor | None = None
         if len(data) > MAX_FOOTER_SIZE:
             raise UnsupportedFileError(
                 f"footer of {len(data)} bytes exceeds this library's limit of "
                 f"{MAX_FOOTER_SIZE} bytes"
             )
+        #: The footer's bytes but its row groups and its row count (``num_rows``), with where
+        #: the row count was: footers with the same key have the same schema and key-value
+        #: metadata (the same Arrow schema), version and writer. None when not known.
+        self.schema_key: bytes | None = None
         walked = _walk_row_groups(data) if compact.fastbinary is not None else None
+        cached = None
         if walked is None:
             md = decode_file_metadata(data)
             self._groups = _row_groups(md)
         else:
-            cursor, start, end, heads, spans = walked
-            # The top-level fields and the schema: the footer with an empty row group list.
-            top = data[:start] + _EMPTY_STRUCT_LIST + data[end:]
-            md = compact.decode_untrusted(
-                top, _tt.FileMetaData, _FAST_FILE_META_DATA_SPEC, "footer", "the Parquet footer",
-                max_size=MAX_FOOTER_SIZE,
-            )  # fmt: skip
+            cursor, start, end, heads, spans, rows = walked
+            if (
+                rows is not None
+                and len(data) - (end - start) - (rows[1] - rows[0]) <= SCHEMA_KEY_MAX
+            ):
+                rows_at, rows_end = rows
+                self.schema_key = b"".join(
+                    (rows_at.to_bytes(4, "little"), data[:rows_at], data[rows_end:start],
+                     data[end:])
+                )  # fmt: skip
+                cached = _tops.get(self.schema_key)
+            if cached is not None:
+                # The same top-level fields as a footer decoded before, but its row count.
+                md = copy.copy(cached[0])
+                md.num_rows = compact.CompactReader(memoryview(data)[rows_at:rows_end]).zigzag()
+            else:
+                # The top-level fields and the schema: the footer with an empty row group list.
+                top = data[:start] + _EMPTY_STRUCT_LIST + data[end:]
+                md = compact.decode_untrusted(
+                    top, _tt.FileMetaData, _FAST_FILE_META_DATA_SPEC, "footer",
+                    "the Parquet footer", max_size=MAX_FOOTER_SIZE,
+                )  # fmt: skip
             if md.row_groups:  # a second row group list: decode as Thrift does (the last wins)
                 md = decode_file_metadata(data)
                 self._groups = _row_groups(md)
+                self.schema_key = None
             else:
                 for i, rg in enumerate(heads):
                     if rg.num_rows is None:
@@ -382,7 +477,15 @@ class FooterView:
                 self._groups, self._spans, self._cursor = heads, spans, cursor
         md.row_groups = None
         self._top: FileMetaData = md
-        self.leaves = schema_leaves(md)
+        if cached is not None:
+            self.leaves = list(cached[1])
+        else:
+            self.leaves = schema_leaves(md)
+            if self.schema_key is not None:
+                with _tops_lock:
+                    if len(_tops) >= _TOPS_CACHED:
+                        del _tops[next(iter(_tops))]
+                    _tops[self.schema_key] = (md, list(self.leaves))
         self._leaf_paths = [list(leaf.path_in_schema) for leaf in self.leaves]
 
     @property
@@ -422,6 +525,36 @@ class FooterView:
                     )
         return found
 
+    def compressed_size(self, i: int) -> int:
+        """Row group ``i``'s column chunks' ``total_compressed_size``, the chunks checked as
+        :meth:`chunks` checks them, without making their :class:`ColumnChunkInfo` (a reader
+        that probes one column of a wide file needs one of them)."""
+        found = self._chunks.get(i)
+        if found is not None:
+            return sum(c.total_compressed_size for c in found)
+        size = self._sizes.get(i)
+        if size is None:
+            with self._lock:
+                size = self._sizes.get(i)
+                if size is None:
+                    size = self._sizes[i] = _checked_row_group_size(
+                        i, self._row_group(i), self.leaves, self._leaf_paths
+                    )
+        return size
+
+    def chunk(self, i: int, j: int) -> ColumnChunkInfo:
+        """Column chunk ``j`` of row group ``i`` (the row group checked first, as by
+        :meth:`chunks`; only this chunk's :class:`ColumnChunkInfo` made)."""
+        found = self._chunks.get(i)
+        if found is not None:
+            return found[j]
+        one = self._single.get((i, j))
+        if one is None:
+            self.compressed_size(i)  # checks the row group's chunks
+            one = _chunk_info(i, j, self._groups[i].columns[j], self.leaves[j])
+            self._single[(i, j)] = one
+        return one
+
     def all_chunks(self) -> list[ColumnChunkInfo]:
         """Every column chunk, in (row group, column) order."""
         return [c for i in range(self.num_row_groups) for c in self.chunks(i)]
@@ -454,16 +587,40 @@ class FooterView:
 
 def _walk_row_groups(
     data: bytes,
-) -> tuple[compact.StructCursor, int, int, list[Any], list[tuple[int, int]]] | None:
+) -> (
+    tuple[compact.StructCursor, int, int, list[Any], list[tuple[int, int]], tuple[int, int] | None]
+    | None
+):
     """Find the row group list of a FileMetaData: where it starts and ends, each row group's
-    own fields and span. None when the walk cannot tell (no such list, or not of structs)."""
+    own fields and span, and the span of ``num_rows``'s value when it comes before them (as
+    every writer puts it). None when the walk cannot tell (no such list, or not of
+    structs)."""
     cursor = compact.StructCursor(data, "the Parquet footer")
     reader = cursor.reader
+    rows: tuple[int, int] | None = None
+    # A footer that begins as one walked before (its version and schema: a table's files
+    # share them) resumes the walk where that one's row count began.
+    last = 0
+    for prefix, field_before in reversed(list(_prefixes.items())):  # a copy: threads add
+        if data.startswith(prefix):
+            reader.pos, last = len(prefix), field_before
+            break
     try:
         with compact.gc_paused():
-            for ctype, fid in reader.fields():
+            before = (reader.pos, last)  # where the next field's header begins
+            for ctype, fid in reader.fields(last):
                 if fid != _ROW_GROUPS_FIELD_ID or ctype != compact.CT_LIST:
+                    at = reader.pos
                     cursor.skip_value(ctype)
+                    if fid == _NUM_ROWS_FIELD_ID:
+                        rows = (at, reader.pos) if ctype == compact.CT_I64 else None
+                        known = 0 < before[0] <= SCHEMA_KEY_MAX
+                        if rows is not None and known and data[: before[0]] not in _prefixes:
+                            with _tops_lock:
+                                if len(_prefixes) >= _TOPS_CACHED:
+                                    del _prefixes[next(iter(_prefixes))]
+                                _prefixes[data[: before[0]]] = before[1]
+                    before = (reader.pos, fid)
                     continue
                 start = reader.pos
                 etype, count = reader.list_header()
@@ -475,7 +632,7 @@ def _walk_row_groups(
                     heads.append(head)
                     spans.append((at, end))
                     at = end
-                return cursor, start, at, heads, spans
+                return cursor, start, at, heads, spans, rows
     except (compact.Malformed, CorruptFileError):
         return None  # the full decode says what is wrong, as it would have
     return None

@@ -7,7 +7,7 @@ of them can be decided by a Bloom filter; anything else keeps the row group. Pru
 a row group that holds a matching row: a NaN or null literal, a BOOLEAN column, a column absent
 from the file (a hive partition key, a newer column), a file column whose type the dataset casts,
 and a filter that cannot be read (with a :class:`BloomFilterWarning`) all keep it. Literals are
-probed as the scan compares them, casts and all (see :mod:`parquet_bloom._prune.compare`).
+probed as the scan compares them, casts and all (see :func:`_compared_values`).
 
 IO. Files are pruned concurrently in threads (the work is waiting on reads). For each file the
 footer is read once by us (for the filter offsets and the row groups' sizes), and all filters
@@ -20,11 +20,11 @@ left. A dataset made from a listing reads its files exactly as pyarrow's scan as
 from __future__ import annotations
 
 import os
+import threading
 import warnings
-from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -56,7 +56,7 @@ from parquet_bloom._prune.expression import (
 from parquet_bloom._prune.indexed import Decision, decide, scan_probe
 from parquet_bloom._prune.report import FileCost, PruneReport, PruneResult
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
-from parquet_bloom._sbbf import SplitBlockBloomFilter
+from parquet_bloom._sbbf import FilterBlocks, SplitBlockBloomFilter
 from parquet_bloom._threads import prune_pool
 from parquet_bloom.errors import BloomFilterError, FileReadError
 
@@ -65,6 +65,10 @@ from parquet_bloom.errors import BloomFilterError, FileReadError
 # beat 8 (docs/performance.md, "Files in flight"); more only queue at s3fs's connection pool
 # (10 connections unless its config says otherwise).
 DEFAULT_MAX_WORKERS = 16
+# Local files, unless told otherwise, are pruned one after another in the calling thread: their
+# reads take microseconds from the page cache, the rest is Python holding the GIL, and threads
+# only handed it to each other (docs/performance.md, "The point lookup without an index").
+LOCAL_MAX_WORKERS = 1
 
 # Up to this many hashes a row group's filter is probed hash by hash: a point lookup or a short
 # IN list costs microseconds that way, while a vectorised probe pays a fixed numpy overhead
@@ -80,7 +84,7 @@ def prune(
     *,
     filesystem: Any | None = None,
     storage_options: Mapping[str, Any] | None = None,
-    max_workers: int = DEFAULT_MAX_WORKERS,
+    max_workers: int | None = None,
     tail_size: int | None = None,
     index: str | os.PathLike[str] | BloomIndex | None = None,
     index_storage_options: Mapping[str, Any] | None = None,
@@ -106,7 +110,9 @@ def prune(
     and ``count_rows()`` *without* a filter answers from each file's footer, counting whole
     files even for subsets (``count_rows(filter=f)`` and ``to_table()`` are exact).
 
-    ``max_workers`` files are pruned at once, in threads. Each file costs one request when
+    ``max_workers`` files are pruned at once, in threads (default: 16 on a filesystem, where
+    each waits on requests; local files one after another, in the calling thread, where
+    threads would only take turns holding the GIL). Each file costs one request when
     its filters lie just before its footer (the tail read of ``tail_size`` bytes, see
     :class:`BloomFilterReader`, holds both), two otherwise; pyarrow's copy of the footer is not
     read here (the pruned fragments are made from our footer), only by the scan. The report
@@ -140,7 +146,7 @@ def prune(
             "dataset must be a pyarrow.dataset.Dataset, a path or a list of paths, "
             f"not {type(dataset).__name__}"
         )
-    if not isinstance(max_workers, int) or max_workers < 1:
+    if max_workers is not None and (not isinstance(max_workers, int) or max_workers < 1):
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
     tree = translate(filter)
     identities = {path: IndexedFile(key, path, size=sizes.get(path)) for path, key in names.items()}
@@ -160,11 +166,11 @@ def prune(
 
 
 def prune_with(
-    dataset: ds.Dataset, tree: Node, reading: _Reading, max_workers: int = DEFAULT_MAX_WORKERS
+    dataset: ds.Dataset, tree: Node, reading: _Reading, max_workers: int | None = None
 ) -> PruneResult:
     """:func:`prune` of a dataset, its filter translated, read as ``reading`` says (the table
     formats give their files' sizes and identities, and their index)."""
-    pruned, report, problems = _prune_dataset(dataset, tree, prune_pool(max_workers), reading)
+    pruned, report, problems = _prune_dataset(dataset, tree, max_workers, reading)
     for problem in problems:
         warnings.warn(problem, BloomFilterWarning, stacklevel=3)
     return PruneResult(pruned, report)
@@ -275,13 +281,13 @@ Reading = _Reading  # for the table formats, which read their files as their sna
 
 
 def _prune_dataset(
-    dataset: ds.Dataset, tree: Node, pool: Executor, reading: _Reading
+    dataset: ds.Dataset, tree: Node, max_workers: int | None, reading: _Reading
 ) -> tuple[ds.Dataset, PruneReport, list[str]]:
     if isinstance(dataset, ds.UnionDataset):
         _fragments(dataset)  # refuses a filtered union, whose filter a rebuild would lose
         children, report, problems = [], PruneReport(), []
         for child in dataset.children:
-            pruned, child_report, child_problems = _prune_dataset(child, tree, pool, reading)
+            pruned, child_report, child_problems = _prune_dataset(child, tree, max_workers, reading)
             children.append(pruned)
             report += child_report
             problems += child_problems
@@ -289,7 +295,7 @@ def _prune_dataset(
     elif isinstance(dataset, ds.FileSystemDataset) and isinstance(
         dataset.format, ds.ParquetFileFormat
     ):
-        pruned, report, problems = _prune_files(dataset, tree, pool, reading)
+        pruned, report, problems = _prune_files(dataset, tree, max_workers, reading)
     else:
         raise TypeError(
             "prune needs a Parquet FileSystemDataset (or a UnionDataset of them), not "
@@ -299,7 +305,7 @@ def _prune_dataset(
 
 
 def _prune_files(
-    dataset: ds.FileSystemDataset, tree: Node, pool: Executor, reading: _Reading
+    dataset: ds.FileSystemDataset, tree: Node, max_workers: int | None, reading: _Reading
 ) -> tuple[ds.Dataset, PruneReport, list[str]]:
     fragments = _fragments(dataset)
     if isinstance(tree, Unknown):
@@ -308,14 +314,18 @@ def _prune_files(
     reader_filesystem = _reader_filesystem(dataset.filesystem)
     decided, narrowed, index_cost = _by_index(dataset, fragments, tree, reading)
     probed = [narrowed.get(i, f) for i, f in enumerate(fragments) if i not in decided]
-    done = iter(
-        pool.map(
-            lambda fragment: _prune_fragment(
-                fragment, tree, dataset.schema, reader_filesystem, reading
-            ),
-            probed,
-        )
-    )
+    probing = _Probing(tree, dataset.schema)
+    if max_workers is None:
+        max_workers = DEFAULT_MAX_WORKERS if reader_filesystem is not None else LOCAL_MAX_WORKERS
+
+    def pruned_file(fragment: ds.ParquetFileFragment) -> _Outcome:
+        return _prune_fragment(fragment, probing, reader_filesystem, reading)
+
+    done: Iterator[_Outcome]
+    if max_workers == 1 or len(probed) <= 1:
+        done = map(pruned_file, probed)
+    else:
+        done = iter(prune_pool(max_workers).map(pruned_file, probed))
     outcomes = [decided[i] if i in decided else next(done) for i in range(len(fragments))]
     for i in narrowed:  # narrowed by the index, then by the file's own filters
         outcomes[i] = replace(outcomes[i], report=replace(outcomes[i].report, index_files=1))
@@ -326,7 +336,7 @@ def _prune_files(
         dataset.filesystem,
         root_partition=dataset.partition_expression,
     )
-    report = sum((o.report for o in outcomes), index_cost)
+    report = _total([o.report for o in outcomes], index_cost)
     return pruned, report, [o.problem for o in outcomes if o.problem is not None]
 
 
@@ -433,8 +443,7 @@ class _Outcome:
 
 def _prune_fragment(
     fragment: ds.ParquetFileFragment,
-    tree: Node,
-    schema: pa.Schema,
+    probing: _Probing,
     filesystem: Any,
     reading: _Reading,
 ) -> _Outcome:
@@ -443,69 +452,65 @@ def _prune_fragment(
     # the footer, which would cost the same requests again (the scan reads that).
     size = reading.sizes.get(fragment.path)
     row_group_ids = _fragment_row_groups(fragment)
-    report = PruneReport(files=1)
     name = _file_name(fragment.path, filesystem)
     keys = ds.get_partition_keys(fragment.partition_expression)
-    if all(m.column[0] in keys for m in members(tree)):
+    if probing.columns <= keys.keys():
         # Only partition keys, which are not in the file: nothing to read, every row group
         # kept (pyarrow prunes partitions itself). The sizes are pyarrow's.
         sizes = [_compressed_size(rg.metadata) for rg in fragment.row_groups]
-        return _Outcome(
-            fragment, replace(report, row_groups=len(sizes), compressed_bytes=sum(sizes)), None
+        report = PruneReport(files=1, row_groups=len(sizes), compressed_bytes=sum(sizes))
+        return _Outcome(fragment, report, None)
+    try:
+        reader = BloomFilterReader(
+            fragment.path,
+            filesystem=filesystem,
+            size=size,
+            tail_size=reading.tail_size,
+            decryption=reading.decryption,
         )
-    with ExitStack() as stack:
-        try:
-            reader = stack.enter_context(
-                BloomFilterReader(
-                    fragment.path,
-                    filesystem=filesystem,
-                    size=size,
-                    tail_size=reading.tail_size,
-                    decryption=reading.decryption,
-                )
-            )
-        except (BloomFilterError, OSError) as err:
-            # Any file we cannot read, a missing one too (deleted since the listing): one
-            # file's trouble must not fail the pruning of the others, nor drop its rows.
-            report = replace(
-                _costs(report, fragment.path, None),
-                row_groups=_count(fragment, err),
-                unreadable_files=(name,),
-            )
-            return _Outcome(fragment, report, _keeping_all(name, err))
+    except (BloomFilterError, OSError) as err:
+        # Any file we cannot read, a missing one too (deleted since the listing): one
+        # file's trouble must not fail the pruning of the others, nor drop its rows.
+        report = _file_report(
+            fragment.path, None, row_groups=_count(fragment, err), unreadable=name
+        )
+        return _Outcome(fragment, report, _keeping_all(name, err))
+    with reader:
+        compressed = 0
         try:  # a row group's column chunks are checked when first read
             if row_group_ids is None:
                 row_group_ids = list(range(reader.num_row_groups))
-            report = replace(report, row_groups=len(row_group_ids))
             # Sizes from our footer, not pyarrow's: pyarrow aborts the process (a C++
             # exception nothing catches) building the column metadata of some corrupt footers.
             row_groups = dict.fromkeys(row_group_ids, 0)
             for rg in row_groups:
                 if 0 <= rg < reader.num_row_groups:
-                    row_groups[rg] = sum(c.total_compressed_size for c in reader.row_group(rg))
-            report = replace(report, compressed_bytes=sum(row_groups.values()))
-            physical_schema = _physical_schema(reader)
-            footer = (reader.requests, reader.bytes_read)
-            pruning = _FilePruning(reader, schema, physical_schema, list(row_groups))
-            keep = pruning.might_match(tree)
+                    row_groups[rg] = reader.compressed_size(rg)
+            compressed = sum(row_groups.values())
+            footer_requests = reader.requests
+            pruning = _FilePruning(reader, probing, probing.probes(reader), list(row_groups))
+            keep = pruning.might_match()
         except (BloomFilterError, OSError) as err:
-            report = replace(_costs(report, fragment.path, reader), unreadable_files=(name,))
+            report = _file_report(
+                fragment.path,
+                reader,
+                row_groups=len(row_group_ids or ()),
+                compressed_bytes=compressed,
+                unreadable=name,
+            )
             return _Outcome(fragment, report, _keeping_all(name, err))
         kept = [rg for rg, k in zip(row_groups, keep, strict=True) if k]
-        report = _costs(
-            replace(
-                report,
-                files_skipped=int(not kept),
-                row_groups_skipped=len(row_groups) - len(kept),
-                compressed_bytes_skipped=sum(
-                    row_groups[rg] for rg in row_groups.keys() - set(kept)
-                ),
-                filter_reads=reader.requests - footer[0],
-                filters_unreadable=len(pruning.unreadable),
-                unreadable_files=(name,) if pruning.unreadable else (),
-            ),
+        report = _file_report(
             fragment.path,
             reader,
+            row_groups=len(row_groups),
+            compressed_bytes=compressed,
+            unreadable=name if pruning.unreadable else None,
+            files_skipped=int(not kept),
+            row_groups_skipped=len(row_groups) - len(kept),
+            compressed_bytes_skipped=compressed - sum(row_groups[rg] for rg in kept),
+            filter_reads=reader.requests - footer_requests,
+            filters_unreadable=len(pruning.unreadable),
         )
     problem = None
     if pruning.unreadable:
@@ -580,25 +585,145 @@ def _fragment_row_groups(fragment: ds.ParquetFileFragment) -> list[int] | None:
 def _physical_schema(reader: BloomFilterReader) -> pa.Schema:
     """The Arrow schema of the reader's file, as pyarrow reads it (its ``ARROW:schema``
     metadata included), from the footer bytes the reader already holds: a file of just the
-    footer, between its magic numbers (docs/format-notes.md, file layout)."""
+    footer, between its magic numbers (docs/format-notes.md, file layout). Made once for the
+    footers of one schema key (the footer but its row groups and row count: the schema and
+    key-value metadata pyarrow makes it from), which a table's files mostly share."""
+    key = reader.schema_key
+    if key is not None and (known := _arrow_schemas.get(key)) is not None:
+        return known
     footer = reader.footer_bytes
     trailer = len(footer).to_bytes(4, "little") + fmt.MAGIC
     schema: pa.Schema = pq.read_schema(pa.BufferReader(fmt.MAGIC + footer + trailer))
+    if key is not None:
+        with _arrow_schemas_lock:
+            if len(_arrow_schemas) >= _ARROW_SCHEMAS_CACHED:
+                del _arrow_schemas[next(iter(_arrow_schemas))]
+            _arrow_schemas[key] = schema
     return schema
 
 
-def _costs(report: PruneReport, path: str, reader: BloomFilterReader | None) -> PruneReport:
-    """``report`` with the requests and bytes of ``reader`` (None: it did not open), in total
-    and as the file's own entry."""
-    if reader is None:
-        return replace(report, per_file=(FileCost(path, 0, 0),))
-    return replace(
-        report,
-        reads=reader.reads,
-        requests=reader.requests,
-        bytes_read=reader.bytes_read,
-        per_file=(FileCost(path, reader.requests, reader.bytes_read),),
+# Arrow schemas made from footers, by schema key (see _physical_schema): a few tables' worth.
+_ARROW_SCHEMAS_CACHED = 16
+_arrow_schemas: dict[bytes, pa.Schema] = {}
+_arrow_schemas_lock = threading.Lock()
+
+
+def _file_report(
+    path: str,
+    reader: BloomFilterReader | None,
+    *,
+    row_groups: int = 0,
+    compressed_bytes: int = 0,
+    unreadable: str | None = None,
+    **outcome: int,
+) -> PruneReport:
+    """One file's report, with the requests and bytes of ``reader`` (None: it did not open),
+    in total and as the file's own entry; ``unreadable`` names the file when some of it could
+    not be read."""
+    requests = 0 if reader is None else reader.requests
+    bytes_read = 0 if reader is None else reader.bytes_read
+    return PruneReport(
+        files=1,
+        row_groups=row_groups,
+        compressed_bytes=compressed_bytes,
+        reads=0 if reader is None else reader.reads,
+        requests=requests,
+        bytes_read=bytes_read,
+        per_file=(FileCost(path, requests, bytes_read),),
+        unreadable_files=() if unreadable is None else (unreadable,),
+        **outcome,
     )
+
+
+def _total(reports: Sequence[PruneReport], start: PruneReport) -> PruneReport:
+    """The sum of ``reports`` (counts added, tuples joined in order) and ``start``, first."""
+    values: dict[str, Any] = {}
+    for name in _REPORT_FIELDS:
+        first = getattr(start, name)
+        if isinstance(first, tuple):
+            values[name] = first + tuple(
+                item for report in reports for item in getattr(report, name)
+            )
+        else:
+            values[name] = first + sum(getattr(report, name) for report in reports)
+    return PruneReport(**values)
+
+
+_REPORT_FIELDS = tuple(f.name for f in fields(PruneReport))
+
+# A member probe: the column chunk path, its hashes, and those as ints when few enough to be
+# probed one by one (a point lookup's, in the blocks they fall in); None when the member
+# cannot prune in the file: every row group kept for it.
+_MemberProbe = tuple[str, npt.NDArray[np.uint64], list[int] | None] | None
+
+
+class _Probing:
+    """What pruning the files of one dataset with one tree shares: the tree's members and
+    the dataset's schema, and, by footer schema key, the probes: a table's files mostly share
+    their schema, so each literal is encoded and hashed once, not once a file."""
+
+    def __init__(self, tree: Node, schema: pa.Schema) -> None:
+        self.tree = tree
+        self.members = list(members(tree))
+        self.columns = {m.column[0] for m in self.members}
+        self.schema = schema
+        self._by_key: dict[bytes, dict[int, _MemberProbe]] = {}
+
+    def probes(
+        self, reader: BloomFilterReader, physical_schema: pa.Schema | None = None
+    ) -> dict[int, _MemberProbe]:
+        """Each member's probe in the reader's file (by ``id`` of the member)."""
+        key = reader.schema_key
+        if key is not None and (known := self._by_key.get(key)) is not None:
+            return known
+        if physical_schema is None:
+            physical_schema = _physical_schema(reader)
+        leaves = {leaf.path_in_schema: leaf for leaf in reader.schema_leaves}
+        compared: dict[tuple[str, ...], pa.DataType | None] = {}
+        found = {
+            id(m): _member_probe(m, leaves, self.schema, physical_schema, compared)
+            for m in self.members
+        }
+        if key is not None:
+            self._by_key[key] = found
+        return found
+
+
+def _member_probe(
+    member: Equal | IsIn,
+    leaves: Mapping[tuple[str, ...], fmt.SchemaLeaf],
+    schema: pa.Schema,
+    physical_schema: pa.Schema,
+    compared: dict[tuple[str, ...], pa.DataType | None],
+) -> _MemberProbe:
+    """The column chunk path and hashes to look for, or None when the member cannot prune in
+    this file: keep every row group for it."""
+    leaf = leaves.get(member.column)
+    if member.column not in compared:
+        # The type the scan compares the column's values in (the dataset's, dictionary
+        # unwrapped), or None when those are not the file's own values.
+        unchanged = reads_unchanged(schema, physical_schema, member.column)
+        dataset_type = field_type(schema, member.column)
+        compared[member.column] = (
+            value_type(dataset_type) if unchanged and dataset_type is not None else None
+        )
+    column_type = compared[member.column]
+    if leaf is None or column_type is None:
+        return None
+    values = compared_values(member, column_type)
+    if values is None:
+        return None
+    try:
+        probe = literal_probe(values, leaf)
+    except TypeError:
+        # A literal this library cannot compare with the column (pyarrow casts more
+        # freely than the Parquet types allow a probe to); the scan decides, not us.
+        return None
+    if probe.always_keep:
+        return None
+    hashes = np.asarray(probe.hashes, dtype=np.uint64)
+    scalar = [int(h) for h in hashes] if hashes.size <= SCALAR_PROBE_MAX_HASHES else None
+    return leaf.path, hashes, scalar
 
 
 class _FilePruning:
@@ -607,21 +732,18 @@ class _FilePruning:
     def __init__(
         self,
         reader: BloomFilterReader,
-        schema: pa.Schema,
-        physical_schema: pa.Schema,
+        probing: _Probing,
+        probes: dict[int, _MemberProbe],
         row_groups: list[int],
     ) -> None:
         self.reader = reader
         self.row_groups = row_groups
         self.unreadable: list[str] = []
-        self._schema = schema
-        self._physical_schema = physical_schema
-        self._leaves = {leaf.path_in_schema: leaf for leaf in reader.schema_leaves}
-        self._filters: dict[tuple[int, str], SplitBlockBloomFilter] = {}
-        self._hashes: dict[int, tuple[str, npt.NDArray[np.uint64]] | None] = {}
-        self._compared_types: dict[tuple[str, ...], pa.DataType | None] = {}
+        self._probing = probing
+        self._hashes = probes
+        self._filters: dict[tuple[int, str], SplitBlockBloomFilter | FilterBlocks] = {}
 
-    def might_match(self, tree: Node) -> npt.NDArray[np.bool_]:
+    def might_match(self) -> npt.NDArray[np.bool_]:
         if any(not 0 <= rg < self.reader.num_row_groups for rg in self.row_groups):
             # pyarrow and the footer we read disagree: the file changed under us.
             self.unreadable.append(
@@ -629,48 +751,31 @@ class _FilePruning:
                 "row groups of the footer"
             )
             return np.ones(len(self.row_groups), dtype=bool)
-        for member in members(tree):
-            self._hashes[id(member)] = self._probe(member)
-        columns = {probe[0] for probe in self._hashes.values() if probe is not None}
-        if columns:
-            self._load(sorted(columns))
-        return self._evaluate(tree)
-
-    def _probe(self, member: Equal | IsIn) -> tuple[str, npt.NDArray[np.uint64]] | None:
-        """The column chunk path and hashes to look for, or None when the member cannot prune
-        in this file: keep every row group for it."""
-        leaf = self._leaves.get(member.column)
-        column_type = self._compared_type(member.column)
-        if leaf is None or column_type is None:
-            return None
-        values = compared_values(member, column_type)
-        if values is None:
-            return None
-        try:
-            probe = literal_probe(values, leaf)
-        except TypeError:
-            # A literal this library cannot compare with the column (pyarrow casts more
-            # freely than the Parquet types allow a probe to); the scan decides, not us.
-            return None
-        if probe.always_keep:
-            return None
-        return leaf.path, np.asarray(probe.hashes, dtype=np.uint64)
-
-    def _compared_type(self, column: tuple[str, ...]) -> pa.DataType | None:
-        """The type the scan compares ``column``'s values in (the dataset's, dictionary
-        unwrapped), or None when those are not the file's own values."""
-        if column not in self._compared_types:
-            unchanged = reads_unchanged(self._schema, self._physical_schema, column)
-            dataset_type = field_type(self._schema, column)
-            self._compared_types[column] = (
-                value_type(dataset_type) if unchanged and dataset_type is not None else None
-            )
-        return self._compared_types[column]
-
-    def _load(self, columns: list[str]) -> None:
-        # One coalesced read; an unusable filter is reported and its row groups kept.
-        self._filters, failed = self.reader.filters_with_errors(columns, self.row_groups)
-        self.unreadable.extend(str(err) for err in failed.values())
+        few: dict[str, list[int]] = {}  # columns probed for a few hashes: their blocks
+        many: set[str] = set()  # the others: whole filters
+        for probe in self._hashes.values():
+            if probe is None:
+                continue
+            column, _, scalar = probe
+            if scalar is None:
+                many.add(column)
+            else:
+                few.setdefault(column, []).extend(scalar)
+        for column in [c for c, hashes in few.items() if len(hashes) > SCALAR_PROBE_MAX_HASHES]:
+            many.add(column)
+        for column in many:
+            few.pop(column, None)
+        if few:
+            # The blocks the hashes fall in, header and all, in coalesced reads.
+            blocks, failed = self.reader.filter_blocks(few, self.row_groups)
+            self._filters.update(blocks)
+            self.unreadable.extend(str(err) for err in failed.values())
+        if many:
+            # One coalesced read; an unusable filter is reported and its row groups kept.
+            filters, failed = self.reader.filters_with_errors(sorted(many), self.row_groups)
+            self._filters.update(filters)
+            self.unreadable.extend(str(err) for err in failed.values())
+        return self._evaluate(self._probing.tree)
 
     def _evaluate(self, node: Node) -> npt.NDArray[np.bool_]:
         if isinstance(node, And | Or):
@@ -681,8 +786,7 @@ class _FilePruning:
         probe = self._hashes.get(id(node)) if isinstance(node, Equal | IsIn) else None
         if probe is None:
             return np.ones(len(self.row_groups), dtype=bool)
-        column, hashes = probe
-        scalar = [int(h) for h in hashes] if hashes.size <= SCALAR_PROBE_MAX_HASHES else None
+        column, hashes, scalar = probe
         keep = np.ones(len(self.row_groups), dtype=bool)
         for i, rg in enumerate(self.row_groups):
             bloom = self._filters.get((rg, column))
@@ -691,6 +795,7 @@ class _FilePruning:
             if scalar is not None:
                 keep[i] = any(bloom.find_hash(h) for h in scalar)
             else:
+                assert isinstance(bloom, SplitBlockBloomFilter)
                 keep[i] = bool(bloom.find_hashes(hashes).any())
         return keep
 
@@ -722,33 +827,34 @@ def prune_reader(
     file's own Arrow schema) compares them. A filter that cannot be read keeps its row group,
     and the problem says so. This is :func:`prune` for one file whose reader the caller
     opened (the table formats know each file's size and build each file's filter)."""
-    report = PruneReport(files=1, row_groups=reader.num_row_groups)
-    requests_before = reader.requests
     everything = list(range(reader.num_row_groups))
+    compressed = 0
     try:
         sizes = [sum(c.total_compressed_size for c in reader.row_group(rg)) for rg in everything]
-        report = replace(report, compressed_bytes=sum(sizes))
+        compressed = sum(sizes)
+        footer_requests = reader.requests
         physical_schema = _physical_schema(reader)
-        pruning = _FilePruning(
-            reader, physical_schema if schema is None else schema, physical_schema, everything
-        )
-        keep = pruning.might_match(tree)
+        probing = _Probing(tree, physical_schema if schema is None else schema)
+        probes = probing.probes(reader, physical_schema)
+        pruning = _FilePruning(reader, probing, probes, everything)
+        keep = pruning.might_match()
     except BloomFilterError as err:
-        report = replace(_costs(report, path, reader), unreadable_files=(path,))
+        report = _file_report(
+            path, reader, row_groups=len(everything), compressed_bytes=compressed, unreadable=path
+        )
         return FilePruned(everything, report, f"{err}; keeping all row groups of the file")
     kept = [rg for rg in everything if keep[rg]]
-    report = _costs(
-        replace(
-            report,
-            files_skipped=int(not kept),
-            row_groups_skipped=len(everything) - len(kept),
-            compressed_bytes_skipped=sum(sizes) - sum(sizes[rg] for rg in kept),
-            filter_reads=reader.requests - requests_before,
-            filters_unreadable=len(pruning.unreadable),
-            unreadable_files=(path,) if pruning.unreadable else (),
-        ),
+    report = _file_report(
         path,
         reader,
+        row_groups=len(everything),
+        compressed_bytes=compressed,
+        unreadable=path if pruning.unreadable else None,
+        files_skipped=int(not kept),
+        row_groups_skipped=len(everything) - len(kept),
+        compressed_bytes_skipped=compressed - sum(sizes[rg] for rg in kept),
+        filter_reads=reader.requests - footer_requests,
+        filters_unreadable=len(pruning.unreadable),
     )
     problem = None
     if pruning.unreadable:

@@ -33,7 +33,7 @@ from parquet_bloom._index import store
 from parquet_bloom._index.files import IndexedFile, same_file
 from parquet_bloom._index.lookup import BloomIndex
 from parquet_bloom._io.limits import delta_storage_options
-from parquet_bloom._prune.dataset import DEFAULT_MAX_WORKERS, Reading, prune_with
+from parquet_bloom._prune.dataset import Reading, prune_with
 from parquet_bloom._prune.expression import Node, Unknown, translate
 from parquet_bloom._prune.indexed import decide, scan_probe
 from parquet_bloom._prune.report import PruneReport
@@ -76,7 +76,7 @@ def prune(
     *,
     version: int | None = None,
     storage_options: Mapping[str, str] | None = None,
-    max_workers: int = DEFAULT_MAX_WORKERS,
+    max_workers: int | None = None,
     tail_size: int | None = None,
     index: bool | None = None,
 ) -> DeltaPruneResult:
@@ -87,7 +87,8 @@ def prune(
     ``storage_options``. The table's own pruning comes first: the files whose partition values
     and min/max statistics rule ``expr`` out are dropped, as deltalake's
     ``to_pyarrow_dataset()`` fragments do; then :func:`parquet_bloom.prune` (``max_workers``
-    files at once, ``tail_size`` the first read of each) drops the row groups whose Bloom
+    files at once, by default 16 in a store and local files one after another;
+    ``tail_size`` the first read of each) drops the row groups whose Bloom
     filters rule it out. ``result.dataset.to_table(filter=expr)`` holds the rows of
     ``DeltaTable(uri).to_pyarrow_dataset().to_table(filter=expr)``, with its schema, partition
     columns included.
