@@ -39,7 +39,8 @@ from parquet_bloom import _sizing as sizing
 from parquet_bloom._arrow_chunks import ChunkReader, Unmapped
 from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._io.source import ByteSource
-from parquet_bloom._reader import BloomFilterReader, locate_filter
+from parquet_bloom._locate import locate_filter
+from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sbbf import SplitBlockBloomFilter, expected_fpp
 from parquet_bloom.errors import (
     BloomFilterError,

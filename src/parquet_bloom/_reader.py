@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from parquet_bloom import _format as fmt
@@ -29,10 +28,16 @@ from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._format.footer import ENCRYPTED_MAGIC
 from parquet_bloom._io.ranges import ByteRange, ReadBuffer, coalesce
 from parquet_bloom._io.source import ByteSource, read_footer
+from parquet_bloom._locate import (
+    MAX_ENCRYPTED_HEADER_MODULE_SIZE,
+    MODULE_PREFIX,
+    FilterLocation,
+    check_header,
+    locate_encrypted_filter,
+    locate_filter,
+)
 from parquet_bloom._sbbf import (
     BYTES_PER_BLOCK,
-    MAX_NUM_BYTES,
-    MIN_NUM_BYTES,
     FilterBlocks,
     SplitBlockBloomFilter,
     block_index,
@@ -43,165 +48,11 @@ from parquet_bloom.errors import (
     CorruptFileError,
     DecryptionError,
     FileReadError,
-    UnsupportedFileError,
 )
-
-# A filter without bloom_filter_length: read this much and hope it holds header and bitset. The
-# header is 15 to 19 bytes, so this covers whole filters up to about 256 KiB (a 1 % filter for
-# about 200,000 values); a bigger one costs one more read for the rest.
-GUESS_READ_SIZE = 256 * 1024
 
 # Blocks of a local file's filter this close are read as one (a page: a smaller gap saves
 # nothing); further apart, each is its own pread rather than copying the bytes between them.
 BLOCK_READ_GAP = 4096
-
-# Magic at both ends of a Parquet file (parquet-format README, "File format").
-_HEAD = len(fmt.MAGIC)
-
-# The filter of an encrypted column is two GCM modules, each with its 4-byte length prefix
-# (BloomFilter.md, "Encryption"): the header and the bitset. The header's module is its
-# plaintext (bounded as any header) plus nonce and tag; a longer claim is corrupt, and bounds
-# what a hostile length prefix can make us read before anything is authenticated.
-MAX_ENCRYPTED_HEADER_MODULE_SIZE = fmt.MAX_BLOOM_FILTER_HEADER_SIZE + cipher.GCM_OVERHEAD
-_MODULE_PREFIX = cipher.LENGTH_SIZE
-# The smallest encrypted filter: two length prefixes, two nonces and tags, a header byte and
-# the smallest bitset.
-_MIN_ENCRYPTED_FILTER = 2 * (_MODULE_PREFIX + cipher.GCM_OVERHEAD) + 1 + MIN_NUM_BYTES
-
-
-@dataclass(frozen=True)
-class FilterLocation:
-    """Where one column chunk's filter lies, as far as the footer tells."""
-
-    chunk: fmt.ColumnChunkInfo
-    offset: int
-    length: int | None  # header + bitset, when the footer says (format >= 2.10)
-
-    def first_read(self, footer_start: int) -> ByteRange:
-        """The range to read first: the whole filter, or a guess when its length is unknown."""
-        if self.length is not None:
-            return ByteRange(self.offset, self.length)
-        return ByteRange(self.offset, min(GUESS_READ_SIZE, footer_start - self.offset))
-
-
-def locate_filter(
-    chunk: fmt.ColumnChunkInfo, *, footer_start: int, source: str | None = None
-) -> FilterLocation | None:
-    """Check a column chunk's filter offset and length against the file layout.
-
-    Returns None when the chunk has no filter. Raises :class:`CorruptFileError` when the footer
-    points outside the data region (after the leading magic, before the footer).
-    """
-    offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length
-    if offset is None:
-        return None
-
-    def corrupt(reason: str) -> CorruptFileError:
-        return CorruptFileError(
-            reason, source=source, row_group=chunk.row_group, column=chunk.path, offset=offset
-        )
-
-    if chunk.encrypted:
-        raise UnsupportedFileError(
-            "the Bloom filter of an encrypted column: read the file with decryption= and "
-            "the column's key (docs/encryption.md)",
-            source=source,
-            row_group=chunk.row_group,
-            column=chunk.path,
-            offset=offset,
-        )
-    if not _HEAD <= offset < footer_start:
-        raise corrupt(
-            f"bloom_filter_offset {offset} is outside the data region [{_HEAD}, {footer_start})"
-        )
-    if length is not None:
-        if length <= MIN_NUM_BYTES:
-            raise corrupt(f"bloom_filter_length {length} cannot hold a header and a bitset")
-        if offset + length > footer_start:
-            raise corrupt(
-                f"Bloom filter of {length} bytes at offset {offset} runs past the footer, "
-                f"which starts at {footer_start}"
-            )
-    return FilterLocation(chunk, offset, length)
-
-
-def locate_encrypted_filter(
-    chunk: fmt.ColumnChunkInfo, *, footer_start: int, source: str | None = None
-) -> FilterLocation | None:
-    """:func:`locate_filter` for an encrypted column chunk (decrypted metadata): the filter is
-    two encrypted modules, each with its length prefix, in the data region."""
-    offset, length = chunk.bloom_filter_offset, chunk.bloom_filter_length
-    if offset is None:
-        return None
-
-    def corrupt(reason: str) -> CorruptFileError:
-        return CorruptFileError(
-            reason, source=source, row_group=chunk.row_group, column=chunk.path, offset=offset
-        )
-
-    if not _HEAD <= offset < footer_start:
-        raise corrupt(
-            f"bloom_filter_offset {offset} is outside the data region [{_HEAD}, {footer_start})"
-        )
-    if length is not None:
-        if length < _MIN_ENCRYPTED_FILTER:
-            raise corrupt(
-                f"bloom_filter_length {length} cannot hold an encrypted header and bitset"
-            )
-        if offset + length > footer_start:
-            raise corrupt(
-                f"Bloom filter of {length} bytes at offset {offset} runs past the footer, "
-                f"which starts at {footer_start}"
-            )
-    return FilterLocation(chunk, offset, length)
-
-
-def check_header(
-    header: fmt.BloomFilterHeader,
-    header_len: int,
-    location: FilterLocation,
-    *,
-    footer_start: int,
-    source: str | None = None,
-) -> None:
-    """Check a decoded header against the spec and the footer's claims."""
-    chunk = location.chunk
-
-    def fail(kind: type[BloomFilterError], reason: str) -> BloomFilterError:
-        return kind(
-            reason,
-            source=source,
-            row_group=chunk.row_group,
-            column=chunk.path,
-            offset=location.offset,
-        )
-
-    for what, got, want in (
-        ("algorithm", header.algorithm, "BLOCK"),
-        ("hash", header.hash, "XXHASH"),
-        ("compression", header.compression, "UNCOMPRESSED"),
-    ):
-        if got != want:
-            raise fail(UnsupportedFileError, f"Bloom filter {what} {got} is not supported")
-    n = header.num_bytes
-    if not (MIN_NUM_BYTES <= n <= MAX_NUM_BYTES and n & (n - 1) == 0):
-        raise fail(
-            CorruptFileError,
-            f"Bloom filter numBytes {n} is not a power of two in "
-            f"[{MIN_NUM_BYTES}, {MAX_NUM_BYTES}]",
-        )
-    end = location.offset + header_len + n
-    if location.length is not None and header_len + n != location.length:
-        raise fail(
-            CorruptFileError,
-            f"bloom_filter_length {location.length} does not match header ({header_len} bytes) "
-            f"+ bitset ({n} bytes)",
-        )
-    if end > footer_start:
-        raise fail(
-            CorruptFileError,
-            f"Bloom filter bitset ends at {end}, past the footer, which starts at {footer_start}",
-        )
 
 
 class BloomFilterWarning(UserWarning):
@@ -892,10 +743,10 @@ class BloomFilterReader:
                 if unreadable := _overlapping(firsts[id(loc)], unread):
                     raise unreadable
                 first = firsts[id(loc)]
-                head = buffer.get(ByteRange(loc.offset, min(first.length, _MODULE_PREFIX)))
-                room = footer_start - loc.offset - _MODULE_PREFIX
+                head = buffer.get(ByteRange(loc.offset, min(first.length, MODULE_PREFIX)))
+                room = footer_start - loc.offset - MODULE_PREFIX
                 if loc.length is not None:
-                    room = min(room, loc.length - _MODULE_PREFIX)
+                    room = min(room, loc.length - MODULE_PREFIX)
                 header_len = cipher.module_length(
                     head, available=room, module_type=cipher.BLOOM_FILTER_HEADER
                 )
@@ -904,7 +755,7 @@ class BloomFilterReader:
                         f"encrypted Bloom filter header of {header_len} bytes exceeds "
                         f"{MAX_ENCRYPTED_HEADER_MODULE_SIZE} bytes"
                     )
-                body_range = ByteRange(loc.offset + _MODULE_PREFIX, header_len)
+                body_range = ByteRange(loc.offset + MODULE_PREFIX, header_len)
                 missing = buffer.missing(body_range)
                 if missing and (unread_header := self._read_into(buffer, missing)):
                     raise next(iter(unread_header.values()))
@@ -925,14 +776,14 @@ class BloomFilterReader:
                 )  # fmt: skip
                 bitset_at = body_range.end
                 bitset_len = header.num_bytes + cipher.GCM_OVERHEAD
-                total = _MODULE_PREFIX + header_len + _MODULE_PREFIX + bitset_len
+                total = MODULE_PREFIX + header_len + MODULE_PREFIX + bitset_len
                 if loc.length is not None and total != loc.length:
                     raise CorruptFileError(
                         f"bloom_filter_length {loc.length} does not match the encrypted header "
-                        f"({_MODULE_PREFIX + header_len} bytes) and bitset "
-                        f"({_MODULE_PREFIX + bitset_len} bytes)"
+                        f"({MODULE_PREFIX + header_len} bytes) and bitset "
+                        f"({MODULE_PREFIX + bitset_len} bytes)"
                     )
-                if bitset_at + _MODULE_PREFIX + bitset_len > footer_start:
+                if bitset_at + MODULE_PREFIX + bitset_len > footer_start:
                     raise CorruptFileError(
                         f"encrypted Bloom filter bitset of {bitset_len} bytes at {bitset_at} "
                         f"runs past the footer, which starts at {footer_start}"
@@ -940,9 +791,7 @@ class BloomFilterReader:
             except BloomFilterError as err:
                 fail(loc, err)
                 continue
-            parsed.append(
-                (loc, header.num_bytes, ByteRange(bitset_at, _MODULE_PREFIX + bitset_len))
-            )
+            parsed.append((loc, header.num_bytes, ByteRange(bitset_at, MODULE_PREFIX + bitset_len)))
         unread = self._read_into(buffer, [g for _, _, b in parsed for g in buffer.missing(b)])
 
         bitset_module = cipher.MODULE_NAMES[cipher.BLOOM_FILTER_BITSET]
@@ -954,8 +803,8 @@ class BloomFilterReader:
                     raise unreadable
                 module = memoryview(buffer.get(bitset))
                 claimed = cipher.module_length(
-                    module[:_MODULE_PREFIX],
-                    available=len(module) - _MODULE_PREFIX,
+                    module[:MODULE_PREFIX],
+                    available=len(module) - MODULE_PREFIX,
                     module_type=cipher.BLOOM_FILTER_BITSET,
                 )
                 if claimed != num_bytes + cipher.GCM_OVERHEAD:
@@ -965,7 +814,7 @@ class BloomFilterReader:
                     )
                 try:
                     plain = decryptor.decrypt_module(
-                        module[_MODULE_PREFIX:],
+                        module[MODULE_PREFIX:],
                         key,
                         cipher.BLOOM_FILTER_BITSET,
                         ordinal,

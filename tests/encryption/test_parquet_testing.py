@@ -328,6 +328,8 @@ def test_without_keys_an_encrypted_column_says_how_to_read_it() -> None:
         assert filters == {} and failed == {}
     with pb.BloomFilterReader(BLOOM, decryption=keys()) as reader:
         chunk = reader.column_chunk(0, "double_field")
-    loc_error = pb._reader.locate_filter  # the unkeyed path refuses it, saying what to do
+    from parquet_bloom._locate import locate_filter
+
+    loc_error = locate_filter  # the unkeyed path refuses it, saying what to do
     with pytest.raises(UnsupportedFileError, match="decryption="):
         loc_error(chunk, footer_start=10**9)

@@ -6,7 +6,7 @@ ranges (:func:`header_ranges`, :func:`offset_index_ranges`) that the caller read
 back (a :class:`~parquet_bloom._io.ranges.ReadBuffer`):
 
 1. :func:`filter_locations` checks every old filter's place with the reader's rules
-   (:func:`parquet_bloom._reader.locate_filter`), :func:`old_filters` learns the length of
+   (:func:`parquet_bloom._locate.locate_filter`), :func:`old_filters` learns the length of
    those whose footer entry has none from their headers, and :func:`filter_splices` cuts them
    out, refusing a cut into pages or page indexes (:func:`layout_ranges`).
 2. Removing bytes moves what came after them: :func:`relocation` re-encodes every OffsetIndex
@@ -27,7 +27,7 @@ import numpy as np
 
 from parquet_bloom import _format as fmt
 from parquet_bloom._io.ranges import ByteRange, ReadBuffer
-from parquet_bloom._reader import FilterLocation, check_header, locate_filter
+from parquet_bloom._locate import FilterLocation, check_header, locate_filter
 from parquet_bloom._sbbf import SplitBlockBloomFilter
 from parquet_bloom.errors import BloomFilterError, CorruptFileError, UnsupportedFileError
 
