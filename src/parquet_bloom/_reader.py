@@ -516,14 +516,9 @@ class BloomFilterReader:
             return out, failed
 
         def fail(loc: FilterLocation, err: BloomFilterError) -> None:
-            chunk = loc.chunk
-            failed[(chunk.row_group, chunk.path)] = err.located(
-                source=name, row_group=chunk.row_group, column=chunk.path, offset=loc.offset
-            )
+            _fail(failed, name, loc, err)
 
-        buffer = ReadBuffer()
-        for offset, data in self._held.pieces():
-            buffer.add(offset, data)
+        buffer = self._held_copy()
         # The first reads: where the length is known, the header (the length less the
         # guessed bitset) and the guessed blocks; elsewhere the guess read.
         firsts: list[ByteRange] = []
@@ -608,6 +603,14 @@ class BloomFilterReader:
             out[key] = FilterBlocks(num_bytes, {b: buffer.get(r) for b, r in ranges.items()})
         return out, failed
 
+    def _held_copy(self) -> ReadBuffer:
+        """A buffer holding what the reader holds already (the tail before the footer, guess
+        reads), for one load to add its reads to."""
+        buffer = ReadBuffer()
+        for offset, data in self._held.pieces():
+            buffer.add(offset, data)
+        return buffer
+
     def _check_column(self, column: str) -> fmt.SchemaLeaf:
         if not isinstance(column, str):
             raise TypeError(f"column must be a dotted path string, not {type(column).__name__}")
@@ -664,14 +667,9 @@ class BloomFilterReader:
             return out, failed
 
         def fail(loc: FilterLocation, err: BloomFilterError) -> None:
-            chunk = loc.chunk
-            failed[(chunk.row_group, chunk.path)] = err.located(
-                source=name, row_group=chunk.row_group, column=chunk.path, offset=loc.offset
-            )
+            _fail(failed, name, loc, err)
 
-        buffer = ReadBuffer()
-        for offset, data in self._held.pieces():
-            buffer.add(offset, data)
+        buffer = self._held_copy()
         firsts = {id(loc): loc.first_read(self.footer_start) for loc in todo}
         guessing = any(loc.length is None for loc in todo)
         unread = self._read_into(
@@ -722,14 +720,9 @@ class BloomFilterReader:
         footer_start = self.footer_start
 
         def fail(loc: FilterLocation, err: BloomFilterError) -> None:
-            chunk = loc.chunk
-            failed[(chunk.row_group, chunk.path)] = err.located(
-                source=name, row_group=chunk.row_group, column=chunk.path, offset=loc.offset
-            )
+            _fail(failed, name, loc, err)
 
-        buffer = ReadBuffer()
-        for offset, data in self._held.pieces():
-            buffer.add(offset, data)
+        buffer = self._held_copy()
         firsts = {id(loc): loc.first_read(footer_start) for loc in todo}
         unread = self._read_into(buffer, [g for r in firsts.values() for g in buffer.missing(r)])
 
@@ -864,6 +857,19 @@ class BloomFilterReader:
             if keep is not None:
                 keep.add(r.offset, data)
         return unread
+
+
+def _fail(
+    failed: dict[tuple[int, str], BloomFilterError],
+    name: str,
+    loc: FilterLocation,
+    err: BloomFilterError,
+) -> None:
+    """Record ``err`` as the error of the filter at ``loc``, located."""
+    chunk = loc.chunk
+    failed[(chunk.row_group, chunk.path)] = err.located(
+        source=name, row_group=chunk.row_group, column=chunk.path, offset=loc.offset
+    )
 
 
 def _overlapping(

@@ -8,6 +8,8 @@ wrong argument type, an unknown column name) stays a plain ``TypeError``/``Value
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BloomFilterError",
     "CorruptFileError",
@@ -65,7 +67,12 @@ class BloomFilterError(ValueError):
             row_group=self.row_group if self.row_group is not None else row_group,
             column=self.column if self.column is not None else column,
             offset=self.offset if self.offset is not None else offset,
+            **self._details(),
         )
+
+    def _details(self) -> dict[str, Any]:
+        """What a subclass carries besides the location, for :meth:`located`'s copy."""
+        return {}
 
 
 class CorruptFileError(BloomFilterError):
@@ -101,22 +108,8 @@ class DecryptionError(BloomFilterError):
         text = super()._render()
         return text if self.module is None else f"{text} [module: {self.module}]"
 
-    def located(
-        self,
-        *,
-        source: str | None = None,
-        row_group: int | None = None,
-        column: str | None = None,
-        offset: int | None = None,
-    ) -> BloomFilterError:
-        return type(self)(
-            self.reason,
-            source=self.source if self.source is not None else source,
-            row_group=self.row_group if self.row_group is not None else row_group,
-            column=self.column if self.column is not None else column,
-            offset=self.offset if self.offset is not None else offset,
-            module=self.module,
-        )
+    def _details(self) -> dict[str, Any]:
+        return {"module": self.module}
 
 
 class MissingKeyError(DecryptionError):
