@@ -30,13 +30,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from parquet_bloom import _audit as audit
-from parquet_bloom import cli
-from parquet_bloom._cli_options import add_limit_options, count, fpp
 from parquet_bloom._io import limits, location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sizing import FLAVORS
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_from_properties
 from parquet_bloom._tables.jobs import JobOutcome, TableRewriteReport, run_jobs
+from parquet_bloom.cli import _output as output
+from parquet_bloom.cli._options import add_limit_options, count, fpp
 from parquet_bloom.errors import BloomFilterError
 
 __all__ = ["extend"]
@@ -130,7 +130,9 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
         _prune,
     )
     at_version(p)
-    p.usage = f"{cli.PROG} table prune [options] TABLE --column C VALUE [VALUE ...] [--column ...]"
+    p.usage = (
+        f"{output.PROG} table prune [options] TABLE --column C VALUE [VALUE ...] [--column ...]"
+    )
     p.add_argument(
         "--column",
         nargs="+",
@@ -185,7 +187,7 @@ def _guarded(run: Run, parser: argparse.ArgumentParser) -> Run:
                     message = " ".join(str(w.message).split())
                     if message not in seen:
                         seen.add(message)
-                        err.write(f"{cli.PROG}: warning: {message}\n")
+                        err.write(f"{output.PROG}: warning: {message}\n")
 
     return guarded
 
@@ -452,7 +454,7 @@ def _dump(document: dict[str, Any], out: IO[str]) -> None:
 
 
 def _error(err: IO[str], message: str) -> None:
-    err.write(f"{cli.PROG}: error: {' '.join(message.split())}\n")
+    err.write(f"{output.PROG}: error: {' '.join(message.split())}\n")
     err.flush()
 
 
@@ -461,7 +463,7 @@ def _stats(out: IO[str], table: _Table, costs: Sequence[tuple[str, int, int]]) -
     rows = [[table.display(name), f"{requests:,}", f"{n:,}"] for name, requests, n in costs]
     totals = [sum(c[1] for c in costs), sum(c[2] for c in costs)]
     rows.append([f"total ({len(costs)} files)", *(f"{n:,}" for n in totals)])
-    out.write("\n" + cli.table(["file", "requests", "bytes read"], rows, right=(1, 2)) + "\n")
+    out.write("\n" + output.table(["file", "requests", "bytes read"], rows, right=(1, 2)) + "\n")
 
 
 # -- inspect ---------------------------------------------------------------------------------
@@ -509,7 +511,7 @@ def _footer(file: _DataFile, options: dict[str, Any]) -> dict[str, Any]:
 def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     table = _open(args)
     files = _data_files(table)
-    progress = cli.progress_bar(args, len(files), err)
+    progress = output.progress_bar(args, len(files), err)
     entries: list[dict[str, Any]] = []
     with ThreadPoolExecutor(_MAX_WORKERS, thread_name_prefix="table-inspect") as pool:
         progress.show(0, os.path.basename(files[0].key) if files else "")
@@ -557,7 +559,7 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             )
         if rows:
             headers = ["file", "rows", "bytes", "row groups", "filters", "filter bytes"]
-            out.write(cli.table(headers, rows, right=(1, 2, 3, 5)) + "\n")
+            out.write(output.table(headers, rows, right=(1, 2, 3, 5)) + "\n")
         if columns:
             all_groups = sum(e["num_row_groups"] for e in read)
             rows = [
@@ -570,14 +572,14 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                 for c, t in columns.items()
             ]
             headers = ["column", "files", "row groups", "bytes"]
-            out.write("\n" + cli.table(headers, rows, right=(1, 2, 3)) + "\n")
+            out.write("\n" + output.table(headers, rows, right=(1, 2, 3)) + "\n")
         out.write(
             f"{sum(1 for e in read if e['filters'])} of {len(read)} files with Bloom filters, "
             f"{_size(sum(t['num_bytes'] for t in columns.values()))} of filters\n"
         )
         if args.stats:
             _stats(out, table, [(e["path"], e["requests"], e["bytes_read"]) for e in read])
-    return cli.EXIT_BAD_INPUT if len(read) < len(entries) else cli.EXIT_OK
+    return output.EXIT_BAD_INPUT if len(read) < len(entries) else output.EXIT_OK
 
 
 # -- prune -----------------------------------------------------------------------------------
@@ -718,11 +720,11 @@ def _prune(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             for key, groups in kept
         ]
         if rows:
-            out.write(cli.table(["file", "row groups"], rows) + "\n")
+            out.write(output.table(["file", "row groups"], rows) + "\n")
         out.write(f"{len(kept)} of {report.table_files} files might hold a match; {report}\n")
         if args.stats:
             _stats(out, table, [(f["path"], f["requests"], f["bytes_read"]) for f in per_file])
-    return cli.EXIT_OK if kept else cli.EXIT_FOUND_NOTHING
+    return output.EXIT_OK if kept else output.EXIT_FOUND_NOTHING
 
 
 # -- add, resize, remove ---------------------------------------------------------------------
@@ -773,7 +775,7 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
         import parquet_bloom.iceberg as pbi
 
         plan = pbi.plan_rewrite(table.handle, files=files, **kwargs)
-    progress = cli.progress_bar(args, len(plan.jobs), err)
+    progress = output.progress_bar(args, len(plan.jobs), err)
     done = 0
 
     def step(outcome: JobOutcome) -> None:
@@ -816,8 +818,8 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
                 else "nothing was committed"
             ),
         )
-        return cli.EXIT_BAD_INPUT
-    return cli.EXIT_OK
+        return output.EXIT_BAD_INPUT
+    return output.EXIT_OK
 
 
 _TRANSFER = ("bytes_downloaded", "bytes_uploaded", "bytes_copied")
@@ -867,7 +869,7 @@ def _report_text(report: TableRewriteReport, document: dict[str, Any], table: _T
         rows.append([*cells, f"{e['bytes_before']:,}", f"{e['bytes_after']:,}"])
     if rows:
         headers = ["file", "filters", "bytes", "removed", "size before", "after"]
-        lines.append(cli.table(headers, rows, right=(1, 2, 3, 4, 5)))
+        lines.append(output.table(headers, rows, right=(1, 2, 3, 4, 5)))
     lines += [f"refused: {table.display(key)}: {reason}" for key, reason in report.refused]
     lines += [f"failed: {table.display(key)}: {error}" for key, error in report.failed]
     lines += [f"to retry: {table.display(key)}" for key in report.to_retry]
@@ -880,5 +882,5 @@ def _report_text(report: TableRewriteReport, document: dict[str, Any], table: _T
         total = document["stats"]
         rows.append([f"total ({total['files']} files)", *(f"{total[k]:,}" for k in _TRANSFER)])
         headers = ["file", "downloaded", "uploaded", "copied"]
-        lines.append("\n" + cli.table(headers, rows, right=(1, 2, 3)))
+        lines.append("\n" + output.table(headers, rows, right=(1, 2, 3)))
     return "\n".join(lines)

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import IO, Any
 
-from parquet_bloom._cli_options import add_limit_options, fpp
 from parquet_bloom._format import SchemaLeaf
 from parquet_bloom._io import location
+from parquet_bloom.cli._options import add_limit_options, fpp
 
 __all__ = ["extend"]
 
