@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 import pyarrow as pa
@@ -25,6 +25,7 @@ __all__ = [
     "INPUT_ERRORS",
     "PROG",
     "Progress",
+    "Run",
     "Stats",
     "UsageError",
     "bad_file",
@@ -55,6 +56,10 @@ _PROGRESS_WIDTH = 24  # characters of bar
 _PROGRESS_LINE = 79  # the whole line, so that it fits an 80-column terminal
 
 
+# A command: the parsed arguments, stdout and stderr in; the exit status out.
+Run = Callable[[argparse.Namespace, IO[str], IO[str]], int]
+
+
 class UsageError(Exception):
     """Bad command-line usage, reported like argparse's own errors but on one line."""
 
@@ -73,7 +78,14 @@ def rate_text(x: float | None) -> str:
     return f"{x:.2%}"
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
+def table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    right: Sequence[int] = (),
+    rule: bool = True,
+) -> str:
+    """Columns padded to their widest cell (those in ``right`` aligned right) under the
+    headers; ``rule``: a line of dashes under the headers."""
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
 
     def line(cells: Sequence[str]) -> str:
@@ -83,7 +95,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence
         ]
         return "  ".join(out).rstrip()
 
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+    dashes = [line(["-" * w for w in widths])] if rule else []
+    return "\n".join([line(headers), *dashes, *map(line, rows)])
 
 
 def one_line(err: BaseException) -> str:

@@ -21,7 +21,7 @@ import re
 import uuid
 import warnings
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
@@ -29,7 +29,6 @@ from typing import IO, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from parquet_bloom import _audit as audit
 from parquet_bloom._io import limits, location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sizing import FLAVORS
@@ -37,11 +36,9 @@ from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_from_
 from parquet_bloom._tables.jobs import JobOutcome, TableRewriteReport, run_jobs
 from parquet_bloom.cli import _output as output
 from parquet_bloom.cli._options import add_limit_options, count, fpp
-from parquet_bloom.errors import BloomFilterError
 
 __all__ = ["extend"]
 
-Run = Callable[[argparse.Namespace, IO[str], IO[str]], int]
 
 # Footers read at once by inspect: a few requests in flight hide a store's latency.
 _MAX_WORKERS = 4
@@ -49,7 +46,6 @@ _ICEBERG_SUFFIX = ".metadata.json"
 # A metadata file's version: "00012-<uuid>.metadata.json" (catalogs), "v12.metadata.json".
 _METADATA_VERSION = re.compile(r"^v?(\d+)[-.]")
 # What reading one file may raise: that file is reported and the others go on.
-_FILE_ERRORS = (BloomFilterError, OSError, ValueError, TypeError, pa.ArrowException)
 # The libraries whose own exceptions mean "this table, its store or the configuration is bad":
 # the table libraries, pyiceberg's catalogs, and the object stores' clients under fsspec.
 _TABLE_LIBRARIES = frozenset(
@@ -74,7 +70,7 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
     commands = "{inspect,prune,add,resize,remove}"
     sub = table.add_subparsers(dest="table_command", required=True, metavar=commands)
 
-    def command(name: str, help: str, run: Run) -> argparse.ArgumentParser:
+    def command(name: str, help: str, run: output.Run) -> argparse.ArgumentParser:
         p: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help)
         p.add_argument(
             "table",
@@ -166,7 +162,7 @@ def _storage_option(text: str) -> tuple[str, str]:
     return key, value
 
 
-def _guarded(run: Run, parser: argparse.ArgumentParser) -> Run:
+def _guarded(run: output.Run, parser: argparse.ArgumentParser) -> output.Run:
     """``run`` with the table libraries' own exceptions reported as bad input (one line, exit
     2) and the warnings raised meanwhile printed one line each, after the output."""
 
@@ -435,10 +431,6 @@ def _data_files(table: _Table) -> list[_DataFile]:
 # -- output helpers --------------------------------------------------------------------------
 
 
-def _size(n: int | None) -> str:
-    return "-" if n is None else audit.format_bytes(n)
-
-
 def _heading(table: _Table) -> str:
     version = table.version
     if table.format == "delta":
@@ -454,16 +446,13 @@ def _dump(document: dict[str, Any], out: IO[str]) -> None:
 
 
 def _error(err: IO[str], message: str) -> None:
-    err.write(f"{output.PROG}: error: {' '.join(message.split())}\n")
-    err.flush()
+    output.print_error(err, " ".join(message.split()))
 
 
 def _stats(out: IO[str], table: _Table, costs: Sequence[tuple[str, int, int]]) -> None:
     """The --stats table: each file's requests and bytes read, and the total."""
-    rows = [[table.display(name), f"{requests:,}", f"{n:,}"] for name, requests, n in costs]
-    totals = [sum(c[1] for c in costs), sum(c[2] for c in costs)]
-    rows.append([f"total ({len(costs)} files)", *(f"{n:,}" for n in totals)])
-    out.write("\n" + output.table(["file", "requests", "bytes read"], rows, right=(1, 2)) + "\n")
+    shown = [(table.display(name), requests, n) for name, requests, n in costs]
+    out.write("\n" + output.stats_text(shown) + "\n")
 
 
 # -- inspect ---------------------------------------------------------------------------------
@@ -503,7 +492,7 @@ def _footer(file: _DataFile, options: dict[str, Any]) -> dict[str, Any]:
                 "requests": reader.requests,
                 "bytes_read": reader.bytes_read,
             }
-    except _FILE_ERRORS as e:
+    except output.INPUT_ERRORS as e:
         message = " ".join(str(e).split()) or type(e).__name__
         return entry | {"error": message if file.key in message else f"{file.key}: {message}"}
 
@@ -554,9 +543,8 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             ]
             filter_bytes = sum(f["num_bytes"] for f in e["filters"].values())
             cells = [table.display(e["path"]), f"{e['num_rows']:,}", f"{e['num_bytes']:,}"]
-            rows.append(
-                [*cells, str(groups), ", ".join(filtered) or "-", _size(filter_bytes or None)]
-            )
+            shown = output.bytes_text(filter_bytes or None)
+            rows.append([*cells, str(groups), ", ".join(filtered) or "-", shown])
         if rows:
             headers = ["file", "rows", "bytes", "row groups", "filters", "filter bytes"]
             out.write(output.table(headers, rows, right=(1, 2, 3, 5)) + "\n")
@@ -567,7 +555,7 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                     c,
                     f"{t['files']}/{len(read)}",
                     f"{t['row_groups']}/{all_groups}",
-                    _size(t["num_bytes"]),
+                    output.bytes_text(t["num_bytes"]),
                 ]
                 for c, t in columns.items()
             ]
@@ -575,7 +563,7 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             out.write("\n" + output.table(headers, rows, right=(1, 2, 3)) + "\n")
         out.write(
             f"{sum(1 for e in read if e['filters'])} of {len(read)} files with Bloom filters, "
-            f"{_size(sum(t['num_bytes'] for t in columns.values()))} of filters\n"
+            f"{output.bytes_text(sum(t['num_bytes'] for t in columns.values()))} of filters\n"
         )
         if args.stats:
             _stats(out, table, [(e["path"], e["requests"], e["bytes_read"]) for e in read])
@@ -865,7 +853,8 @@ def _report_text(report: TableRewriteReport, document: dict[str, Any], table: _T
     for e in document["rewritten"]:
         written = e["filters_written"]
         cells = [table.display(e["path"]), str(len(written))]
-        cells += [_size(sum(f["num_bytes"] for f in written)), str(e["filters_removed"])]
+        written_bytes = output.bytes_text(sum(f["num_bytes"] for f in written))
+        cells += [written_bytes, str(e["filters_removed"])]
         rows.append([*cells, f"{e['bytes_before']:,}", f"{e['bytes_after']:,}"])
     if rows:
         headers = ["file", "filters", "bytes", "removed", "size before", "after"]
