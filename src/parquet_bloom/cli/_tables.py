@@ -6,10 +6,10 @@ is a Delta table's path or URL (it has ``_delta_log/``), an Iceberg table named 
 (``--catalog NAME``, TABLE its identifier; pyiceberg's ``load_catalog`` configuration, read when
 the command runs), or an Iceberg table's location or ``metadata.json``, opened read-only as a
 pyiceberg ``StaticTable``. The work is :mod:`parquet_bloom.delta`'s and
-:mod:`parquet_bloom.iceberg`'s; this module opens the table, types the values, runs the
-rewrite's stages with a progress bar over files, and prints as the file commands print: a table
-for people, ``--json``, ``--stats``, one-line errors, exit 0, 1 (prune: nothing might match)
-or 2 (bad input, or files a rewrite did not commit).
+:mod:`parquet_bloom.iceberg`'s; :mod:`._table_open` opens the table; this module types the
+values, runs the rewrite's stages with a progress bar over files, and prints as the file
+commands print: a table for people, ``--json``, ``--stats``, one-line errors, exit 0, 1 (prune:
+nothing might match) or 2 (bad input, or files a rewrite did not commit).
 """
 
 from __future__ import annotations
@@ -17,34 +17,30 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import uuid
 import warnings
 from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from parquet_bloom._io import limits, location
+from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sizing import FLAVORS
-from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_from_properties
 from parquet_bloom._tables.jobs import JobOutcome, TableRewriteReport, run_jobs
 from parquet_bloom.cli import _output as output
 from parquet_bloom.cli._options import add_limit_options, count, fpp
+from parquet_bloom.cli._table_open import DataFile, Table, TableError, data_files, open_table
 
 __all__ = ["extend"]
 
 
 # Footers read at once by inspect: a few requests in flight hide a store's latency.
 _MAX_WORKERS = 4
-_ICEBERG_SUFFIX = ".metadata.json"
-# A metadata file's version: "00012-<uuid>.metadata.json" (catalogs), "v12.metadata.json".
-_METADATA_VERSION = re.compile(r"^v?(\d+)[-.]")
 # What reading one file may raise: that file is reported and the others go on.
 # The libraries whose own exceptions mean "this table, its store or the configuration is bad":
 # the table libraries, pyiceberg's catalogs, and the object stores' clients under fsspec.
@@ -52,10 +48,6 @@ _TABLE_LIBRARIES = frozenset(
     {"deltalake", "pyiceberg", "sqlalchemy", "pydantic", "botocore", "aiobotocore", "aiohttp"}
     | {"google", "gcsfs", "azure", "adlfs", "fsspec", "s3fs"}
 )
-
-
-class _TableError(ValueError):
-    """A table that cannot be opened or used as asked: one line, exit status 2."""
 
 
 def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -175,7 +167,7 @@ def _guarded(run: output.Run, parser: argparse.ArgumentParser) -> output.Run:
             except Exception as e:
                 root = type(e).__module__.split(".")[0]
                 if root in _TABLE_LIBRARIES and not isinstance(e, ValueError | OSError):
-                    raise _TableError(f"{args.table}: {type(e).__name__}: {e}") from e
+                    raise TableError(f"{args.table}: {type(e).__name__}: {e}") from e
                 raise
             finally:
                 seen = set()
@@ -188,250 +180,10 @@ def _guarded(run: output.Run, parser: argparse.ArgumentParser) -> output.Run:
     return guarded
 
 
-# -- the table -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _DataFile:
-    """A data file of the snapshot: ``key`` as the table names it (Delta: its path under the
-    root, as the log writes it; Iceberg: its URI), ``source`` as the reader opens it."""
-
-    key: str
-    source: str
-    size: int
-    file_format: str = "PARQUET"
-
-
-@dataclass
-class _Table:
-    """An opened table: its ``format``, its ``name`` as printed, the library's ``handle``
-    (``deltalake.DeltaTable`` or pyiceberg ``Table``), its ``root`` (Delta: its path or URL;
-    Iceberg: its location), the ``options`` given (deltalake's storage options or Iceberg
-    FileIO properties), ``file_options`` (fsspec's, for the data files) and ``static``: an
-    Iceberg table opened from its metadata, which cannot be committed to."""
-
-    format: str
-    name: str
-    handle: Any
-    root: str
-    options: dict[str, str]
-    file_options: dict[str, Any] = field(default_factory=dict)
-    static: bool = False
-    snapshot_id: int | None = None
-
-    @property
-    def version(self) -> int | None:
-        """The Delta version or the Iceberg snapshot id read (None: a table without one)."""
-        if self.format == "delta":
-            return int(self.handle.version())
-        snapshot = self.snapshot()
-        return None if snapshot is None else int(snapshot.snapshot_id)
-
-    def snapshot(self) -> Any:
-        """The Iceberg snapshot read (None: a table without one)."""
-        if self.snapshot_id is not None:
-            return self.handle.snapshot_by_id(self.snapshot_id)
-        return self.handle.current_snapshot()
-
-    def display(self, key: str) -> str:
-        """A data file as the text output names it: under the table's root when it is."""
-        for root in (self.root, local_or_url(self.root)):
-            prefix = root.rstrip("/") + "/"
-            if key.startswith(prefix):
-                return key[len(prefix) :]
-        return key
-
-
-def _open(args: argparse.Namespace, *, writing: bool = False) -> _Table:
-    """The table TABLE names, at ``--version`` / ``--snapshot-id`` when given."""
-    options = dict(args.storage_option)
-    version = getattr(args, "version", None)
-    snapshot_id = getattr(args, "snapshot_id", None)
-    if args.catalog is not None:
-        if args.format == "delta":
-            args.parser.error("--catalog names an Iceberg catalog; not with --format delta")
-        table = _open_catalog(args.catalog, args.table, options)
-    else:
-        kind = args.format or _detect(args.table, options)
-        if kind == "delta":
-            if snapshot_id is not None:
-                args.parser.error("--snapshot-id is for Iceberg tables; use --version N")
-            return _open_delta(args.table, version, options)
-        table = _open_static(args.table, options)
-        if writing:
-            raise _TableError(
-                f"{args.table} is opened from its metadata, read-only: committing to an "
-                "Iceberg table needs its catalog (--catalog NAME and the table's identifier)"
-            )
-    if version is not None:
-        args.parser.error("--version is for Delta tables; use --snapshot-id N")
-    if snapshot_id is not None:
-        if table.handle.snapshot_by_id(snapshot_id) is None:
-            raise _TableError(f"{args.table} has no snapshot {snapshot_id}")
-        table.snapshot_id = snapshot_id
-    return table
-
-
-def _open_delta(uri: str, version: int | None, options: dict[str, str]) -> _Table:
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
-
-    import parquet_bloom.delta as pbd
-
-    try:
-        handle = DeltaTable(
-            uri, version=version, storage_options=limits.delta_storage_options(uri, options or None)
-        )
-    except TableNotFoundError:
-        raise _TableError(f"no Delta table at {uri} (no _delta_log/ there)") from None
-    return _Table("delta", uri, handle, uri, options, pbd.file_storage_options(uri, options))
-
-
-def _open_catalog(name: str, identifier: str, options: dict[str, str]) -> _Table:
-    from pyiceberg.catalog import load_catalog
-    from pyiceberg.utils.config import Config
-
-    import parquet_bloom.iceberg as pbi
-
-    # Read now, not when pyiceberg was imported: its own copy of the environment is older.
-    config = Config().get_catalog_config(name)
-    if not config:
-        raise _TableError(
-            f"no Iceberg catalog {name!r}: configure it in ~/.pyiceberg.yaml or with "
-            f"PYICEBERG_CATALOG__{name.upper()}__* environment variables"
-        )
-    try:
-        properties: dict[str, Any] = {**config, **options}
-        catalog = load_catalog(name, **properties)
-        handle = catalog.load_table(identifier)
-    except Exception as e:  # the catalog's own errors: no such table, no connection...
-        raise _TableError(
-            f"cannot load {identifier} from the Iceberg catalog {name!r}: {type(e).__name__}: {e}"
-        ) from e
-    table = _Table("iceberg", identifier, handle, handle.location(), options)
-    table.file_options = pbi.storage_options_for(handle)
-    return table
-
-
-def _open_static(path: str, options: dict[str, str]) -> _Table:
-    from pyiceberg.table import StaticTable
-
-    import parquet_bloom.iceberg as pbi
-
-    metadata = _metadata_file(path, options)
-    handle = StaticTable.from_metadata(metadata, properties=options)
-    table = _Table("iceberg", path, handle, handle.location(), options, static=True)
-    table.file_options = pbi.storage_options_for(handle)
-    return table
-
-
-def _filesystem(uri: str, options: dict[str, str]) -> tuple[Any | None, str]:
-    """``(fsspec filesystem or None for local, path)`` for a table's URI, configured from the
-    options given the way each table library's options map to fsspec's."""
-    if not location.is_url(uri):
-        return None, uri
-    fs_options: dict[str, Any] = {}
-    if options:
-        fs_options = storage_options_from_properties(options, uri)
-        try:
-            import parquet_bloom.delta as pbd
-        except ImportError:
-            pass
-        else:
-            fs_options = {**pbd.file_storage_options(uri, options), **fs_options}
-    scheme = uri.split("://", 1)[0].lower()
-    return location.resolve(uri, storage_options=fs_options if scheme != "file" else None)
-
-
-def _children(filesystem: Any | None, path: str) -> list[str]:
-    """The names in a directory (FileNotFoundError when there is none)."""
-    if filesystem is None:
-        return sorted(os.listdir(path))
-    filesystem.invalidate_cache(path)  # a listing cached earlier would miss a new metadata file
-    return sorted(str(e).rstrip("/").rsplit("/", 1)[-1] for e in filesystem.ls(path, detail=False))
-
-
-def _detect(uri: str, options: dict[str, str]) -> str:
-    """``"delta"`` or ``"iceberg"``, told by what the directory holds."""
-    if uri.endswith(_ICEBERG_SUFFIX):
-        return "iceberg"
-    filesystem, path = _filesystem(uri, options)
-    try:
-        names = _children(filesystem, path)
-    except FileNotFoundError:
-        raise _TableError(f"no table at {uri}: no such directory") from None
-    except NotADirectoryError:
-        raise _TableError(f"no table at {uri}: not a directory") from None
-    if "_delta_log" in names:
-        return "delta"
-    if "metadata" in names:
-        inner = _children(filesystem, f"{path.rstrip('/')}/metadata")
-        if any(name.endswith(_ICEBERG_SUFFIX) for name in inner):
-            return "iceberg"
-    raise _TableError(
-        f"{uri} is neither a Delta table (no _delta_log/) nor an Iceberg table (no "
-        "metadata/*.metadata.json); name a table in a catalog with --catalog NAME"
-    )
-
-
-def _metadata_file(uri: str, options: dict[str, str]) -> str:
-    """The metadata file of the Iceberg table at ``uri``: itself when it is one, else the
-    latest in its ``metadata/`` directory (by version number)."""
-    if uri.endswith(_ICEBERG_SUFFIX):
-        return uri
-    filesystem, path = _filesystem(uri, options)
-    directory = f"{path.rstrip('/')}/metadata"
-    try:
-        names = [n for n in _children(filesystem, directory) if n.endswith(_ICEBERG_SUFFIX)]
-    except (FileNotFoundError, NotADirectoryError):
-        names = []
-    if not names:
-        raise _TableError(f"no Iceberg table at {uri}: no metadata/*.metadata.json there")
-
-    def number(name: str) -> int:
-        match = _METADATA_VERSION.match(name)
-        return int(match[1]) if match else -1
-
-    return f"{uri.rstrip('/')}/metadata/{max(names, key=lambda n: (number(n), n))}"
-
-
-def _data_files(table: _Table) -> list[_DataFile]:
-    """The snapshot's data files, in the table's order."""
-    if table.format == "delta":
-        from parquet_bloom._tables.delta_snapshot import (
-            file_location,
-            snapshot_files,
-            table_root,
-        )
-
-        root = table_root(table.handle)
-        return [
-            _DataFile(f.key, file_location(root, f.path), f.size)
-            for f in snapshot_files(table.handle)
-        ]
-    from pyiceberg.manifest import ManifestContent
-
-    snapshot = table.snapshot()
-    if snapshot is None:
-        return []
-    io = table.handle.io
-    return [
-        _DataFile(
-            entry.data_file.file_path,
-            local_or_url(entry.data_file.file_path),
-            entry.data_file.file_size_in_bytes,
-            str(entry.data_file.file_format.name),
-        )
-        for manifest in snapshot.manifests(io)
-        if manifest.content == ManifestContent.DATA
-        for entry in manifest.fetch_manifest_entry(io, discard_deleted=True)
-    ]
-
-
 # -- output helpers --------------------------------------------------------------------------
 
 
-def _heading(table: _Table) -> str:
+def _heading(table: Table) -> str:
     version = table.version
     if table.format == "delta":
         return f"{table.name} (Delta, version {version})"
@@ -449,7 +201,7 @@ def _error(err: IO[str], message: str) -> None:
     output.print_error(err, " ".join(message.split()))
 
 
-def _stats(out: IO[str], table: _Table, costs: Sequence[tuple[str, int, int]]) -> None:
+def _stats(out: IO[str], table: Table, costs: Sequence[tuple[str, int, int]]) -> None:
     """The --stats table: each file's requests and bytes read, and the total."""
     shown = [(table.display(name), requests, n) for name, requests, n in costs]
     out.write("\n" + output.stats_text(shown) + "\n")
@@ -458,7 +210,7 @@ def _stats(out: IO[str], table: _Table, costs: Sequence[tuple[str, int, int]]) -
 # -- inspect ---------------------------------------------------------------------------------
 
 
-def _footer(file: _DataFile, options: dict[str, Any]) -> dict[str, Any]:
+def _footer(file: DataFile, options: dict[str, Any]) -> dict[str, Any]:
     """One data file's entry: rows, bytes, row groups, and per column the row groups with a
     filter and their bytes (``bloom_filter_length``, or for files that do not record it the
     bitsets' sizes, read); the requests and bytes that took; or the ``error``."""
@@ -498,8 +250,8 @@ def _footer(file: _DataFile, options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    table = _open(args)
-    files = _data_files(table)
+    table = open_table(args)
+    files = data_files(table)
     progress = output.progress_bar(args, len(files), err)
     entries: list[dict[str, Any]] = []
     with ThreadPoolExecutor(_MAX_WORKERS, thread_name_prefix="table-inspect") as pool:
@@ -573,7 +325,7 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 # -- prune -----------------------------------------------------------------------------------
 
 
-def _column_types(table: _Table) -> dict[str, pa.DataType]:
+def _column_types(table: Table) -> dict[str, pa.DataType]:
     """The table's columns by name, and the fields of structs by dotted path."""
     if table.format == "iceberg":
         from pyiceberg.io.pyarrow import schema_to_pyarrow
@@ -620,7 +372,7 @@ def _value(text: str, type_: pa.DataType, column: str) -> Any:
         return pa.scalar(text).cast(type_).as_py()
     except (ValueError, pa.ArrowException) as e:
         message = " ".join(str(e).split())
-        raise _TableError(
+        raise TableError(
             f"cannot read {text!r} as {type_} for column {column!r}: {message}"
         ) from None
 
@@ -650,7 +402,7 @@ def _delta_kept(result: Any) -> list[tuple[str, list[int] | None]]:
 
 
 def _prune(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    table = _open(args)
+    table = open_table(args)
     types = _column_types(table)
     conditions = []
     for column, *texts in args.column:
@@ -658,7 +410,7 @@ def _prune(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             args.parser.error(f"--column {column} needs values after it")
         if column not in types:
             names = ", ".join(n for n in types if "." not in n)
-            raise _TableError(f"no column {column!r} in {table.name}: its columns are {names}")
+            raise TableError(f"no column {column!r} in {table.name}: its columns are {names}")
         conditions.append((column, texts, [_value(t, types[column], column) for t in texts]))
     if table.format == "delta":
         import parquet_bloom.delta as pbd
@@ -741,7 +493,7 @@ def _sizing(args: argparse.Namespace) -> dict[str, Any]:
     return kwargs
 
 
-def _chosen_files(table: _Table, names: Sequence[str] | None) -> list[str] | None:
+def _chosen_files(table: Table, names: Sequence[str] | None) -> list[str] | None:
     """``--files`` as the table's metadata names them: an Iceberg file given by its path under
     the table's location becomes its URI."""
     if names is None or table.format == "delta":
@@ -752,7 +504,7 @@ def _chosen_files(table: _Table, names: Sequence[str] | None) -> list[str] | Non
 
 def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any) -> int:
     """Plan, rewrite each file (a progress bar over files), commit once; print the report."""
-    table = _open(args, writing=True)
+    table = open_table(args, writing=True)
     files = _chosen_files(table, args.files)
     if table.format == "delta":
         import parquet_bloom.delta as pbd
@@ -847,7 +599,7 @@ def _report_dict(report: TableRewriteReport, stats: bool) -> dict[str, Any]:
     return document
 
 
-def _report_text(report: TableRewriteReport, document: dict[str, Any], table: _Table) -> str:
+def _report_text(report: TableRewriteReport, document: dict[str, Any], table: Table) -> str:
     lines = [str(report)]
     rows = []
     for e in document["rewritten"]:
