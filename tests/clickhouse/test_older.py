@@ -93,33 +93,150 @@ def test_active_parts(older: Older) -> None:
         assert [p.name for p in older.parts[name]] == t["parts"], name
 
 
-def _ours(parts: list[pbch.Part], index: str, function: str, column: str, value: Any) -> dict:
-    out: dict[str, list[list[int]]] = {}
+def _ours(
+    parts: list[pbch.Part], index: str, function: str, column: str, value: Any
+) -> tuple[dict[str, list[list[int]]], list[int]]:
+    """The rows our decisions keep ([start, end) runs per part) and the data granules kept
+    and in all, as EXPLAIN counts them."""
+    rows: dict[str, list[list[int]]] = {}
+    kept = total = 0
     for part in parts:
         idx = part.index(index)
+        g = idx.definition.granularity
+        n = len(part.data_granule_rows)
+        total += n
         args = (column, value) if len(idx.definition.columns or ()) > 1 else (value,)
         keep = part.might_match(index, function, *args)
         runs: list[list[int]] = []
-        for k, (start, end) in zip(keep, idx.granule_rows, strict=True):
+        for i, (k, (start, end)) in enumerate(zip(keep, idx.granule_rows, strict=True)):
             if not k or start == end:
                 continue
+            kept += min((i + 1) * g, n) - i * g
             if runs and runs[-1][1] == start:
                 runs[-1][1] = end
             else:
                 runs.append([start, end])
         if runs:
-            out[part.name] = runs
-    return out
+            rows[part.name] = runs
+    return rows, [kept, total]
+
+
+# Where an older server decides otherwise than 26.9 (which might_match follows): (index type,
+# function) pairs, or (index type, function, constant) cases; each seen with that server.
+DIFFERENCES: dict[str, set[tuple[Any, ...]]] = {
+    # 24.8 does not use a token or n-gram index for hasAll: it reads every granule.
+    "24.8": {("tokenbf_v1", "hasAll"), ("ngrambf_v1", "hasAll")},
+    "23.6": {
+        # Every granule read: text indexes for hasAny/hasAll; bloom_filter for hasAny([]).
+        ("tokenbf_v1", "hasAll"),
+        ("ngrambf_v1", "hasAll"),
+        ("tokenbf_v1", "hasAny"),
+        ("ngrambf_v1", "hasAny"),
+        ("bloom_filter", "hasAny", ()),
+        # A token index used for prefixes, suffixes and multiSearchAny (later servers do not).
+        ("tokenbf_v1", "startsWith"),
+        ("tokenbf_v1", "endsWith"),
+        ("tokenbf_v1", "multiSearchAny"),
+        # `u8 = 300` on a UInt8 column: 23.6 skips granules, later servers read all.
+        ("bloom_filter", "equals", 300),
+    },
+}
+
+
+def _differs(version: str, kind: str, function: str, value: Any) -> bool:
+    known = DIFFERENCES[version]
+    const = tuple(value) if isinstance(value, list) else value
+    return (kind, function) in known or (kind, function, const) in known
 
 
 def test_decisions_match(older: Older) -> None:
+    """The rows ClickHouse reads for indexHint(<predicate>) with one skip index, and the granule
+    count of EXPLAIN indexes = 1, equal ours, but for the listed differences of the version.
+    23.6 does not consult text indexes inside indexHint: there the count is compared, and not
+    for indexes of GRANULARITY > 1, whose EXPLAIN count 23.6 gives otherwise (their rows, for
+    bloom_filter, are compared)."""
+    short = OLDER[older.chdb]
     mismatches = []
+    rows_compared = counts_compared = granules_compared = differing = 0
     for (table, index, function, (column, value)), want in zip(
         CASES, older.result["decisions"], strict=True
     ):
-        if "error" in want:
+        parts = older.parts[table]
+        definition = parts[0].index(index).definition
+        if _differs(short, definition.type, function, value):
+            differing += 1
             continue
-        got = _ours(older.parts[table], index, function, column, value)
-        if got != want:
-            mismatches.append((table, index, function, value))
-    assert not mismatches, (len(mismatches), len(CASES), mismatches[:50])
+        rows, granules = _ours(parts, index, function, column, value)
+        hint_used = short != "23.6" or definition.type == pbch.BLOOM_FILTER
+        if "rows" in want and hint_used:
+            rows_compared += 1
+            granules_compared += granules[1]
+            if rows != want["rows"]:
+                mismatches.append(("rows", table, index, function, value))
+        if "granules" in want and (short != "23.6" or definition.granularity == 1):
+            counts_compared += 1
+            # An index EXPLAIN does not list was not used: every granule read.
+            expect = want["granules"] or [granules[1], granules[1]]
+            if granules != expect:
+                mismatches.append(("count", table, index, function, value, granules, expect))
+    assert not mismatches, (len(mismatches), mismatches[:20])
+    print(
+        f"ClickHouse {older.version}: {rows_compared} row sets ({granules_compared} granule "
+        f"decisions) and {counts_compared} EXPLAIN counts equal; {differing} cases differ by version"
+    )
+    assert rows_compared > len(CASES) // 4 and counts_compared > len(CASES) // 3
+
+
+def test_granules_rebuilt_and_values_found(older: Older) -> None:
+    """Every granule of every index rebuilt from its rows byte for byte with the writer's N
+    (distinct hashes from 23.9, rows before), and every value found in its filter."""
+    before_23_9 = tuple(int(x) for x in older.version.split(".")[:2]) < (23, 9)
+    filters = values = granules = 0
+    for table, t in older.result["tables"].items():
+        for part in older.parts[table]:
+            data = t["rows"][part.name]
+            for idx in part.indexes.values():
+                d = idx.definition
+                assert d.columns is not None
+                for g, (start, end) in enumerate(idx.granule_rows):
+                    granule = idx.filters[g]
+                    cols = [data[c][start:end] for c in d.columns]
+                    if d.type == pbch.BLOOM_FILTER:
+                        n = granule[0].num_rows
+                        if before_23_9:
+                            assert n == end - start, (table, part.name, d.name, g)
+                        else:
+                            assert n == max(
+                                len(np.unique(pbch.element_hashes(v, ty)))
+                                for v, ty in zip(cols, idx.column_types, strict=True)
+                            ), (table, part.name, d.name, g)
+                    for v, ty, f in zip(cols, idx.column_types, granule, strict=True):
+                        if d.type == pbch.BLOOM_FILTER:
+                            built = pbch.ClickHouseBloomFilter.build(
+                                v, kind=d.type, column_type=ty, fpp=idx.fpp_asked or 0.025,
+                                num_rows=n,
+                            )  # fmt: skip
+                        else:
+                            built = pbch.build_filter(v, ty, d.type, *d.arguments)
+                        assert built.to_bytes() == f.to_bytes(), (table, part.name, d.name, g)
+                        filters += 1
+                        flat = [x for a in v for x in a] if ty.is_array else v
+                        flat = [x for x in flat if x is not None]
+                        assert f.might_contain_many(flat).all(), (table, part.name, d.name, g)
+                        values += len(flat)
+                    granules += 1
+    print(f"ClickHouse {older.version}: {granules} granules, {filters} filters, {values} values")
+    assert granules > 0 and values > 0
+
+
+def test_marks_formats(older: Older) -> None:
+    """The older servers' marks: .mrk (fixed granularity), .mrk2/.cmrk2 (wide), .mrk3/.cmrk3
+    (compact), each read above."""
+    seen = {
+        name.rsplit(".", 1)[1]
+        for parts in older.parts.values()
+        for part in parts
+        for name in part.checksums
+        if name.startswith("skp_idx_") and not name.endswith(".idx")
+    }
+    assert seen == {"mrk", "mrk2", "cmrk2", "mrk3", "cmrk3"}
