@@ -5,6 +5,7 @@ with the writer's rule for a ``bloom_filter`` granule's N (rows before 23.9)."""
 
 from __future__ import annotations
 
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,9 @@ import numpy as np
 import pytest
 
 from parquet_bloom import clickhouse as pbch
+from parquet_bloom.errors import BloomFilterError, CorruptFileError
 from tests.clickhouse.older_env import OLDER, OLDER_TABLES, Unavailable, environment, write_tables
+from tests.clickhouse.test_damage import flip, located, reseal
 from tests.clickhouse.test_decisions import index_cases, predicate
 
 # Decisions on the tables of every index type and column type (.cmrk2, .mrk3) and on a merged
@@ -182,7 +185,8 @@ def test_decisions_match(older: Older) -> None:
     assert not mismatches, (len(mismatches), mismatches[:20])
     print(
         f"ClickHouse {older.version}: {rows_compared} row sets ({granules_compared} granule "
-        f"decisions) and {counts_compared} EXPLAIN counts equal; {differing} cases differ by version"
+        f"decisions) and {counts_compared} EXPLAIN counts equal; "
+        f"{differing} cases differ by version"
     )
     assert rows_compared > len(CASES) // 4 and counts_compared > len(CASES) // 3
 
@@ -240,3 +244,55 @@ def test_marks_formats(older: Older) -> None:
         if name.startswith("skp_idx_") and not name.endswith((".idx", ".idx2"))
     }
     assert seen == {"mrk", "mrk2", "cmrk2", "mrk3", "cmrk3"}
+
+
+@pytest.mark.parametrize(
+    ("table", "name"),
+    [
+        ("typed_compact", "skp_idx_bf_s.mrk3"),
+        ("typed_compact", "data.mrk3"),
+        ("compact_merged", "skp_idx_tk_s.cmrk3"),
+        ("fixed_granularity", "skp_idx_ng_s.mrk"),
+        ("typed_wide", "skp_idx_bf_arr.cmrk2"),
+        ("typed_wide", "skp_idx_bf_arr.idx"),
+    ],
+)
+def test_damaged_older_files_are_located(
+    older: Older, tmp_path: Path, table: str, name: str
+) -> None:
+    """Flipped bytes and truncations of the older servers' marks and index files: a located
+    CorruptFileError through checksums.txt; behind a checksums.txt made to agree, a located
+    typed error from the marks, blocks and granule layout (or, for a flip in a mark's third
+    field, no change to any decision)."""
+    source = Path(older.result["tables"][table]["data_path"]) / older.parts[table][0].name
+    sql = older.result["tables"][table]["sql"]
+    part = tmp_path / source.name
+    shutil.copytree(source, part)
+    original = (part / name).read_bytes()
+    size = len(original)
+    part_columns = older.parts[table][0].column_types
+    for offset in sorted({0, 1, 16, 17, 20, size // 2, size - 1}):
+        for resealed in (False, True):
+            shutil.copyfile(source / "checksums.txt", part / "checksums.txt")
+            (part / name).write_bytes(original)
+            flip(part / name, offset)
+            if resealed:
+                reseal(part, name)
+            try:
+                pbch.open_part(part, sql)
+            except BloomFilterError as err:
+                assert located(err, name)
+                assert isinstance(err, CorruptFileError) or resealed
+            else:
+                # Unread fields: a skip index mark's third, a data mark's column offsets.
+                assert resealed and name.endswith(".mrk3")
+                width = 24 if name != "data.mrk3" else 8 * (2 * len(part_columns) + 1)
+                assert (
+                    (offset % width >= 16) if name != "data.mrk3" else (offset % width < width - 8)
+                )
+    for cut in sorted({0, 1, 24, size // 2, size - 1}):
+        shutil.copyfile(source / "checksums.txt", part / "checksums.txt")
+        (part / name).write_bytes(original[:cut])
+        with pytest.raises(CorruptFileError) as info:
+            pbch.open_part(part, sql)
+        assert located(info.value, name)
