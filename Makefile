@@ -5,8 +5,10 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# One stamp an extra: `make demo` then `make test` installs the test extra on top of the demo's;
-# `make test` then `make demo` installs nothing (the test stamp refreshes the demo's too).
+# One stamp a stage: the package alone (the demo's first result needs no more), the demo extra,
+# the test extra. `make demo` then `make test` installs the test extra on top; `make test` then
+# `make demo` installs nothing (the test stamp refreshes the others).
+CORE_STAMP := $(VENV)/.installed-core
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
 SOURCES := pyproject.toml setup.py src/parquet_bloom/_kernels.c
@@ -18,13 +20,17 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 # Reinstalled when the C kernels change too: the editable install builds them in place.
-$(DEMO_STAMP): $(SOURCES) | $(BIN)/python
+$(CORE_STAMP): $(SOURCES) | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(DEMO_STAMP): $(CORE_STAMP)
 	$(BIN)/pip install --quiet -e '.[demo]'
 	touch $@
 
 $(TEST_STAMP): $(SOURCES) | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[demo,test]'
-	touch $@ $(DEMO_STAMP)
+	touch $(CORE_STAMP) $(DEMO_STAMP) $@
 
 # Spark needs a Java runtime (17 or newer). Install one with the OS package manager when we are
 # root and it is missing; otherwise say what to install.
@@ -38,8 +44,11 @@ java:
 		exit 1; \
 	fi
 
-demo: $(DEMO_STAMP)
-	$(BIN)/python examples/demo.py demo
+# The first result as soon as the package is in; then the demo extra and the README's data.
+demo: $(CORE_STAMP)
+	$(BIN)/python examples/demo.py
+	@$(MAKE) --no-print-directory $(DEMO_STAMP)
+	$(BIN)/python examples/readme_data.py demo
 
 test: $(TEST_STAMP) java
 	$(BIN)/ruff check src tests benchmarks examples

@@ -1,13 +1,11 @@
 """The main job, on an embedded example: write a Parquet file with Bloom filters using pyarrow,
-then read the filters back with parquet-bloom and probe them. Given a directory, then write the
-README's example data there (examples/readme_data.py).
+then read the filters back with parquet-bloom and probe them.
 
-Run with ``make demo`` (which leaves the example data in demo/).
+Run with ``make demo``.
 """
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from pathlib import Path
 
@@ -85,9 +83,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-    if len(sys.argv) > 1:
-        from readme_data import write_example_data  # beside this file
-
-        written = write_example_data(Path(sys.argv[1]))
-        print(f"\nthe README's example data, in {sys.argv[1]}/: {', '.join(written)}")
-        print(f"(its examples run there: cd {sys.argv[1]} && . ../.venv/bin/activate)")

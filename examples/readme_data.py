@@ -70,4 +70,6 @@ def write_example_data(directory: Path) -> list[str]:
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python examples/readme_data.py DIRECTORY")
-    print(", ".join(write_example_data(Path(sys.argv[1]))))
+    written = write_example_data(Path(sys.argv[1]))
+    print(f"\nthe README's example data, in {sys.argv[1]}/: {', '.join(written)}")
+    print(f"(its examples run there: cd {sys.argv[1]} && . ../.venv/bin/activate)")
