@@ -25,6 +25,7 @@ $(CORE_STAMP): $(SOURCES) | $(BIN)/python
 	touch $@
 
 $(DEMO_STAMP): $(CORE_STAMP)
+	@echo "installing the demo extra (deltalake, DuckDB: they write the README's data)"
 	$(BIN)/pip install --quiet -e '.[demo]'
 	touch $@
 
@@ -47,7 +48,7 @@ java:
 # The first result as soon as the package is in; then the demo extra and the README's data.
 demo: $(CORE_STAMP)
 	$(BIN)/python examples/demo.py
-	@$(MAKE) --no-print-directory $(DEMO_STAMP)
+	@$(MAKE) --no-print-directory --silent $(DEMO_STAMP)
 	$(BIN)/python examples/readme_data.py demo
 
 test: $(TEST_STAMP) java

@@ -32,7 +32,7 @@ from pathlib import Path
 
 RUN_SECTION = "<!-- run: the blocks below, up to the next heading -->"
 _NOT_RUN = re.compile(r"<!-- not run: (.+?) -->")
-_FENCE = re.compile(r"^```(\S*)\s*$")
+_FENCE = re.compile(r"^```(.*)$")
 
 
 class MarkupError(ValueError):
@@ -86,7 +86,9 @@ def _blocks(lines: list[str], document: str, start: int, stop: int) -> list[_Blo
         marker = _NOT_RUN.search(lines[i - 1]) if i else None
         body = "".join(line + "\n" for line in lines[i + 1 : j])
         blocks.append(
-            _Block(i + 1, j + 1, opening.group(1), body, marker.group(1) if marker else None)
+            _Block(
+                i + 1, j + 1, opening.group(1).strip(), body, marker.group(1) if marker else None
+            )
         )
         i = j + 1
     return blocks
@@ -153,11 +155,17 @@ def read_sections(text: str, document: str) -> list[tuple[list[Step], list[NotRu
     """The steps of each section of a document that opts in with :data:`RUN_SECTION`, one
     list a section (each runs in a session of its own)."""
     lines = text.splitlines()
+    headings, fenced = [], False
+    for i, line in enumerate(lines):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif line.startswith("#") and not fenced:
+            headings.append(i)
     sections = []
     for i, line in enumerate(lines):
         if line.strip() == RUN_SECTION:
-            stop = next((j for j in range(i + 1, len(lines)) if lines[j].startswith("#")), None)
-            sections.append(_steps(_blocks(lines, document, i + 1, stop or len(lines)), document))
+            stop = next((h for h in headings if h > i), len(lines))
+            sections.append(_steps(_blocks(lines, document, i + 1, stop), document))
     return sections
 
 

@@ -230,6 +230,7 @@ def test_a_failing_step_is_reported_and_ends_the_session(
     [
         ("```\nmake\n```\n", "t.md:1: an unlabelled ``` block that is neither run"),
         ("```sh\nls\n```\n", "t.md:1: a ```sh block that is neither run"),
+        ("```python title\nx=1\n```\n", "t.md:1: a ```python title block that is neither"),
         ("```text\n1\n```\n", "t.md:1: a ```text block that is neither run"),
         ("```python\nx=1\n```\n```console\n$ ls\n```\n", "t.md:4: the block right after"),
         ("```console\nls\n```\n", "t.md:2: output before any $ command"),
@@ -251,9 +252,9 @@ def test_a_block_marked_not_run_is_listed() -> None:
 def test_a_section_runs_up_to_the_next_heading() -> None:
     text = (
         "```sh\nnot checked\n```\n## A\n"
-        f"{doc_blocks.RUN_SECTION}\n```python\nprint(1)\n```\n```text\n1\n```\n"
+        f"{doc_blocks.RUN_SECTION}\n```python\n# a comment\nprint(1)\n```\n```text\n1\n```\n"
         "## B\n```sh\nnot checked\n```\n"
     )
     ((steps, not_run),) = doc_blocks.read_sections(text, "d.md")
-    assert [(s.line, s.code, s.expected) for s in steps] == [(6, "print(1)\n", "1\n")]
+    assert [(s.line, s.code, s.expected) for s in steps] == [(6, "# a comment\nprint(1)\n", "1\n")]
     assert not_run == []
