@@ -203,12 +203,12 @@ class IndexSegment:
             if meta.type == layout.TEXT_SLICES_BLOB:
                 slices_by[(_prop(meta, layout.COLUMN, name), _prop(meta, layout.TEXT, name))] = meta
             elif meta.type == layout.TEXT_ROW_GROUPS_BLOB:
-                key = (
+                where = (
                     _prop(meta, layout.COLUMN, name),
                     _prop(meta, layout.TEXT, name),
                     _prop(meta, layout.CLASS, name),
                 )
-                entries_by[key] = meta
+                entries_by[where] = meta
         for (column, key, number), entries in entries_by.items():
             n = _int(entries, layout.ROW_GROUPS, name)
             width = _int(entries, layout.PATH_WIDTH, name)

@@ -34,7 +34,6 @@ class TextRead:
     (its row groups then have no filter)."""
 
     pairs: dict[int, list[npt.NDArray[np.uint64] | None]] = field(default_factory=dict)
-    distinct: int = 0  # the most distinct tokens of one row group, over the filters
     error: str | None = None
     reads: int = 0
     bytes_read: int = 0
@@ -71,11 +70,10 @@ def read_text(
                 if not text.is_text_type(schema.field(f.column).type):
                     got.pairs[number] = [None] * parquet.num_row_groups
                     continue
-                row = []
+                row: list[npt.NDArray[np.uint64] | None] = []
                 for rg in range(parquet.num_row_groups):
                     values = parquet.read_row_group(rg, columns=[f.column]).column(0)
                     tokens = sorted(text.row_group_tokens(values, f.ngram))
-                    got.distinct = max(got.distinct, len(tokens))
                     row.append(cache.pairs(tokens))
                 got.pairs[number] = row
             got.reads, got.bytes_read = source.reads, source.bytes_read
