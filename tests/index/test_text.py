@@ -288,3 +288,59 @@ def test_bad_text_filters() -> None:
         index.build_index("x", [], "y.puffin", text=[index.TextFilter("m")] * 2)
     with pytest.raises(ValueError, match="non-empty"):
         index.build_index("x", [], "y.puffin")
+
+
+def test_with_equality_columns_and_without_index(
+    lake: tuple[Path, Path, list[str]], tmp_path: Path
+) -> None:
+    """Text filters beside an equality column: each answers its own members, AND and OR
+    combine them; a prune without an index leaves string matches alone, reading nothing."""
+    root, _, lines = lake
+    target = tmp_path / "both.puffin"
+    index.build_index(root, ["n"], target, from_data="all", text=[index.TextFilter("msg")])
+    full = ds.dataset(root)
+    with index.BloomIndex(target) as opened:
+        assert opened.columns == ["n"] and opened.text_columns == ["msg"]
+        assert opened.lookup("n", 4321).files() == {str(root / "f21.parquet"): [2]}
+        token = next(t for t in (f"id{i}" for i in range(5000)) if any(t in x for x in lines))
+        for expr in [
+            index.has_token("msg", token) & (pc.field("n") == 4321),
+            index.has_token("msg", token) | (pc.field("n") == 4321),
+            index.has_token("msg", token)
+            | pc.match_substring(pc.field("msg"), "x", ignore_case=True),
+        ]:
+            result = pb.prune(root, expr, index=opened)
+            want = full.to_table(filter=expr).sort_by("n")
+            assert result.dataset.to_table(filter=expr).sort_by("n").equals(want)
+    plain = pb.prune(root, pc.match_substring(pc.field("msg"), " timeout "))
+    assert plain.report.files == 24 and plain.report.reads == 0
+    assert len(plain.dataset.files) == 24
+
+
+@pytest.mark.parametrize(
+    ("drop", "message"), [(True, "has entries but no slices"), (False, "does not match its parts")]
+)
+def test_a_damaged_text_filter_is_refused(
+    lake: tuple[Path, Path, list[str]], tmp_path: Path, drop: bool, message: str
+) -> None:
+    """A text filter's entries without its slices, or slices whose properties disagree with
+    the filter's name, are a CorruptFileError when the index is opened."""
+    from parquet_bloom._index import build, layout, puffin
+    from parquet_bloom.errors import CorruptFileError
+
+    _, target, _ = lake
+    with index.BloomIndex(target) as opened:
+        segment = opened.segments[0]
+        blobs = [(b, [segment.read_blob(b)]) for b in segment.footer.blobs]
+    damaged = []
+    for b, data in blobs:
+        props = dict(b.properties)
+        if b.type == layout.TEXT_SLICES_BLOB and props[layout.KIND] == "tokenbf_v1":
+            if drop:
+                continue
+            props[layout.HASHES] = str(int(props[layout.HASHES]) + 1)
+        damaged.append((puffin.BlobMetadata(b.type, 0, b.length, properties=props), data))
+    bad = tmp_path / "bad.puffin"
+    build.write_blobs(str(bad), damaged, [], None)
+    with pytest.raises(CorruptFileError, match=message):
+        index.BloomIndex(bad)
