@@ -64,19 +64,28 @@ def read_text(
         with ByteSource(file.path, filesystem=file.filesystem, size=file.size) as source:
             parquet = pq.ParquetFile(source.arrow_file())
             schema = parquet.schema_arrow
+            done: list[int] = []  # the column chunks read
             for number, (f, cache) in enumerate(zip(filters, caches, strict=True)):
                 if schema.get_field_index(f.column) < 0:
                     continue  # no such column: its rows hold no value of it
                 if not text.is_text_type(schema.field(f.column).type):
                     got.pairs[number] = [None] * parquet.num_row_groups
                     continue
+                paths = [parquet.schema.column(j).path for j in range(len(parquet.schema))]
+                leaf = paths.index(f.column)
                 row: list[npt.NDArray[np.uint64] | None] = []
                 for rg in range(parquet.num_row_groups):
                     values = parquet.read_row_group(rg, columns=[f.column]).column(0)
+                    chunk = parquet.metadata.row_group(rg).column(leaf)
+                    done.append(chunk.total_compressed_size)
                     tokens = sorted(text.row_group_tokens(values, f.ngram))
                     row.append(cache.pairs(tokens))
                 got.pairs[number] = row
             got.reads, got.bytes_read = source.reads, source.bytes_read
+            if source.local_path is not None:
+                # pyarrow read the local file itself: count the column chunks it read.
+                got.reads += len(done)
+                got.bytes_read += sum(done)
     except (CorruptFileError, UnsupportedFileError, pa.ArrowInvalid) as err:
         # Values that cannot be read: the file's row groups have no text filter (every
         # lookup returns them), and the report says why. A failure to fetch is raised.
