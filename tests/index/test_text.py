@@ -344,3 +344,36 @@ def test_a_damaged_text_filter_is_refused(
     build.write_blobs(str(bad), damaged, [], None)
     with pytest.raises(CorruptFileError, match=message):
         index.BloomIndex(bad)
+
+
+PATTERN_ALPHABET = "ab1 .%_\\é€"
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    values=st.lists(st.text(alphabet=PATTERN_ALPHABET, max_size=12), min_size=1, max_size=8),
+    pattern=st.text(alphabet=PATTERN_ALPHABET, max_size=8),
+    n=st.sampled_from([None, 1, 2, 3]),
+)
+def test_every_match_holds_the_tokens_asked(values: list[str], pattern: str, n: int | None) -> None:
+    """The soundness of every decision: each value pyarrow's scan matches holds every token
+    (n-gram) the match asks the filter for, escapes, wildcards and non-ASCII included."""
+    column = pa.array(values, pa.string())
+    for function in ["match_substring", "starts_with", "ends_with", "match_like", "has_token"]:
+        if function == "has_token":
+            try:
+                expr = index.has_token("v", pattern)
+            except ValueError:
+                continue
+            matched = pa.table({"v": column}).filter(expr)["v"].to_pylist()
+        else:
+            matched = [
+                v
+                for v, m in zip(
+                    values, getattr(pc, function)(column, pattern).to_pylist(), strict=True
+                )
+                if m
+            ]
+        asked = set(match_tokens(function, pattern, n))
+        for v in matched:
+            assert asked <= text.row_group_tokens(pa.array([v]), n), (function, pattern, v)
