@@ -269,6 +269,12 @@ class IndexSegment:
     def text_columns(self) -> list[str]:
         return list(dict.fromkeys(c for c, _ in self._text))
 
+    def text_classes(self, column: str, spec: text.TextSpec) -> list[IndexClass]:
+        """The classes of ``column``'s ``spec`` filter (none: the segment has no such filter):
+        the filtered class (``slices`` set) and the one without filters."""
+        found = self._text.get((column, spec.key))
+        return [] if found is None else list(found[1])
+
     @property
     def columns(self) -> list[str]:
         return list(self._classes)

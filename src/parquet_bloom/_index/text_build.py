@@ -23,7 +23,14 @@ from parquet_bloom._io.source import ByteSource
 from parquet_bloom._threads import read_pool
 from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
 
-__all__ = ["TextRead", "check_text_filters", "read_text", "text_blobs"]
+__all__ = [
+    "TextRead",
+    "TextSummary",
+    "check_text_filters",
+    "class_blobs",
+    "read_text",
+    "text_blobs",
+]
 
 
 @dataclass
@@ -154,32 +161,49 @@ def text_blobs(
                 none.append(entry)
             else:
                 filtered.append((entry, pairs))
-        common = {layout.COLUMN: f.column, layout.TEXT: spec.key}
-        summary = TextSummary(f.column, spec.key)
-        if filtered:
-            n = len(filtered)
-            length = slices.slice_bytes(n) * spec.num_bits
-            props = {
-                **common,
-                layout.CLASS: "0",
-                layout.ROW_GROUPS: str(n),
-                layout.KIND: spec.kind,
-                layout.NUM_BYTES: str(spec.size),
-                layout.HASHES: str(spec.hashes),
-                layout.SEED: str(spec.seed),
-            }
-            if spec.n is not None:
-                props[layout.NGRAM] = str(spec.n)
-            bitsets = [text.bitset(p, spec) for _, p in filtered]
-            meta = puffin.BlobMetadata(layout.TEXT_SLICES_BLOB, 0, length, properties=props)
-            out.append((meta, text.text_slices(bitsets, spec.size)))
-            out.append(_entries([e for e, _ in filtered], {**common, layout.CLASS: "0"}, spec))
-            summary.filtered, summary.slice_bytes = n, length
-        if none:
-            out.append(_entries(none, {**common, layout.CLASS: "none"}, None))
-            summary.unfiltered = len(none)
+        bitsets = [text.bitset(p, spec) for _, p in filtered]
+        summary, blobs = class_blobs(
+            f.column, spec, [e for e, _ in filtered], text.text_slices(bitsets, spec.size), none
+        )
+        out += blobs
         summaries.append(summary)
     return summaries, out
+
+
+def class_blobs(
+    column: str,
+    spec: text.TextSpec,
+    filtered: list[ent.Entry],
+    slice_parts: Iterable[bytes],
+    none: list[ent.Entry],
+) -> tuple[TextSummary, list[tuple[puffin.BlobMetadata, Iterable[bytes]]]]:
+    """The blobs of one text filter of ``column``: the slices (``slice_parts``, in order) and
+    entries of the row groups ``filtered``, and the entries of those without a filter."""
+    common = {layout.COLUMN: column, layout.TEXT: spec.key}
+    summary = TextSummary(column, spec.key)
+    out: list[tuple[puffin.BlobMetadata, Iterable[bytes]]] = []
+    if filtered:
+        n = len(filtered)
+        length = slices.slice_bytes(n) * spec.num_bits
+        props = {
+            **common,
+            layout.CLASS: "0",
+            layout.ROW_GROUPS: str(n),
+            layout.KIND: spec.kind,
+            layout.NUM_BYTES: str(spec.size),
+            layout.HASHES: str(spec.hashes),
+            layout.SEED: str(spec.seed),
+        }
+        if spec.n is not None:
+            props[layout.NGRAM] = str(spec.n)
+        meta = puffin.BlobMetadata(layout.TEXT_SLICES_BLOB, 0, length, properties=props)
+        out.append((meta, slice_parts))
+        out.append(_entries(filtered, {**common, layout.CLASS: "0"}, spec))
+        summary.filtered, summary.slice_bytes = n, length
+    if none:
+        out.append(_entries(none, {**common, layout.CLASS: "none"}, None))
+        summary.unfiltered = len(none)
+    return summary, out
 
 
 def _entries(
