@@ -275,3 +275,14 @@ def test_text_filters_prune_substring_searches(table: Path) -> None:
         assert got.equals(scan.to_table(filter=expr).sort_by("id").select(got.column_names))
     one = delta.prune(str(table), index.has_token("key", "k1234"), index=True)
     assert len(one.dataset.files) == 1
+    # An append, then a refresh: the new files get text filters of the index's shape.
+    delta_tables.write(str(table), delta_tables.rows(3000, 1000))
+    refreshed = delta.refresh_index(str(table))
+    assert refreshed.text[0].spec == report.text[0].spec and refreshed.text[0].filtered > 0
+    expr = index.has_token("key", "k3500")
+    result = delta.prune(str(table), expr, index=True)
+    assert result.dataset.to_table(filter=expr)["id"].to_pylist() == [3500]
+    assert len(result.dataset.files) <= 2  # its file, and at most one false positive (1 %)
+    assert (
+        delta.compact_index(str(table)).text[0].filtered == refreshed.row_groups + report.row_groups
+    )
