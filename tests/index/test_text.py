@@ -39,6 +39,9 @@ def test_row_group_tokens_are_the_tokenizers(values: list[str | None], n: int | 
     assert text.row_group_tokens(pa.array(values, pa.string()), n) == expected
     large = pa.array(values, pa.large_string()).dictionary_encode()
     assert text.row_group_tokens(large, n) == expected
+    pairs = text.row_group_pairs(pa.array(values, pa.string()), n, text.HashCache(5))
+    want = text.hash_pairs(sorted(expected), 5)
+    assert sorted(map(tuple, pairs.tolist())) == sorted(map(tuple, want.tolist()))
 
 
 @settings(max_examples=100, deadline=None)
@@ -415,3 +418,19 @@ def test_like_escapes_pyarrow_reads_two_ways_decide_nothing() -> None:
     assert match_tokens("match_like", "11\\1%", 3) == []
     assert match_tokens("match_like", "a\\b c", None) == []
     assert match_tokens("match_like", "a\\%b c", None) == [b"a", b"b", b"c"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    tokens=st.lists(st.binary(max_size=16), max_size=60),
+    seed=st.sampled_from([0, 3, 2**63, 2**64 - 1]),
+)
+def test_short_cityhash_is_cityhash(tokens: list[bytes], seed: int) -> None:
+    from parquet_bloom._clickhouse.cityhash import (
+        city_hash64_with_seed,
+        city_hash64_with_seed_short,
+    )
+
+    padded = np.frombuffer(b"".join(t.ljust(16, b"\0") for t in tokens), np.uint8).reshape(-1, 16)
+    got = city_hash64_with_seed_short(padded, np.array([len(t) for t in tokens], np.int64), seed)
+    assert got.tolist() == [city_hash64_with_seed(t, seed) for t in tokens]

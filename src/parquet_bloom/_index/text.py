@@ -22,7 +22,12 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from parquet_bloom._clickhouse.cityhash import MASK64, city_hash64_with_seed
+from parquet_bloom._clickhouse.cityhash import (
+    MASK64,
+    SHORT_MAX,
+    city_hash64_with_seed,
+    city_hash64_with_seed_short,
+)
 from parquet_bloom._clickhouse.filters import MAX_FILTER_BYTES, NGRAMBF, SEED_GEN_A, SEED_GEN_B
 from parquet_bloom._clickhouse.filters import TOKENBF as TOKENBF
 from parquet_bloom._clickhouse.tokens import Tokenizer
@@ -38,6 +43,7 @@ __all__ = [
     "hash_pairs",
     "is_text_type",
     "positions",
+    "row_group_pairs",
     "row_group_tokens",
     "size_for",
     "text_slices",
@@ -133,9 +139,8 @@ def is_text_type(t: pa.DataType) -> bool:
     )
 
 
-def row_group_tokens(values: pa.Array | pa.ChunkedArray, n: int | None) -> set[bytes]:
-    """The distinct tokens (``n`` None) or n-grams of a row group's values (NULLs have none),
-    as ClickHouse's tokenizers split each value (:class:`Tokenizer`; this is its fast path)."""
+def _strings(values: pa.Array | pa.ChunkedArray) -> list[bytes]:
+    """A row group's values as bytes, NULLs left out."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks() if values.num_chunks else pa.array([], pa.binary())
     if pa.types.is_dictionary(values.type):
@@ -145,7 +150,13 @@ def row_group_tokens(values: pa.Array | pa.ChunkedArray, n: int | None) -> set[b
         values = values.cast(pa.large_binary())
     elif pa.types.is_string(t):
         values = values.cast(pa.binary())
-    data = [v for v in values.to_pylist() if v is not None]
+    return [v for v in values.to_pylist() if v is not None]
+
+
+def row_group_tokens(values: pa.Array | pa.ChunkedArray, n: int | None) -> set[bytes]:
+    """The distinct tokens (``n`` None) or n-grams of a row group's values (NULLs have none),
+    as ClickHouse's tokenizers split each value (:class:`Tokenizer`; this is its fast path)."""
+    data = _strings(values)
     if n is None:
         # Tokens never hold a separator, so joining the values with one splits the same.
         return set(_TOKEN.findall(b"\x00".join(data)))
@@ -159,9 +170,42 @@ def row_group_tokens(values: pa.Array | pa.ChunkedArray, n: int | None) -> set[b
     return out
 
 
+def row_group_pairs(
+    values: pa.Array | pa.ChunkedArray, n: int | None, cache: HashCache
+) -> npt.NDArray[np.uint64]:
+    """The ``(h1, h2)`` of each distinct token or n-gram of a row group's values (the pairs
+    of :func:`row_group_tokens`, in no particular order): the n-grams of ASCII values are cut
+    and hashed in numpy, the rest token by token."""
+    if n is None:
+        return cache.pairs(sorted(row_group_tokens(values, None)))
+    data = _strings(values)
+    ascii_values = [v for v in data if v.isascii()]
+    slow = Tokenizer(n)
+    others: set[bytes] = set()
+    for v in data:
+        if not v.isascii():
+            others.update(slow.tokens(v))
+    parts = [cache.pairs(sorted(others))]
+    if ascii_values:
+        buf = np.frombuffer(b"".join(ascii_values), dtype=np.uint8)
+        lengths = np.fromiter((len(v) for v in ascii_values), np.int64, len(ascii_values))
+        ends = np.repeat(np.cumsum(lengths), lengths)  # each byte's value's end
+        if len(buf) >= n:
+            starts = np.flatnonzero(np.arange(len(buf) - n + 1) + n <= ends[: len(buf) - n + 1])
+            windows = np.lib.stride_tricks.sliding_window_view(buf, n)[starts]
+            codes = np.zeros(len(windows), dtype=np.uint64)
+            for j in range(n):
+                codes |= windows[:, j].astype(np.uint64) << np.uint64(8 * j)
+            codes = np.unique(codes)
+            padded = np.zeros((len(codes), SHORT_MAX), dtype=np.uint8)
+            padded[:, :8] = codes.astype("<u8").view(np.uint8).reshape(-1, 8)
+            parts.append(cache.padded_pairs(padded, np.full(len(codes), n, np.int64)))
+    return np.unique(np.concatenate(parts), axis=0)
+
+
 class HashCache:
-    """Each token's two hashes for a seed, computed once a build (tokens repeat across row
-    groups)."""
+    """Each token's two hashes for a seed: tokens of at most 16 bytes hashed together (numpy),
+    longer ones one by one, each once a build (tokens repeat across row groups)."""
 
     def __init__(self, seed: int) -> None:
         self.seed = seed
@@ -170,15 +214,32 @@ class HashCache:
 
     def pairs(self, tokens: Iterable[bytes]) -> npt.NDArray[np.uint64]:
         """A ``(len(tokens), 2)`` array of ``(h1, h2)``."""
+        tokens = list(tokens)
+        out = np.empty((len(tokens), 2), dtype=np.uint64)
+        lengths = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=len(tokens))
+        short = np.flatnonzero(lengths <= SHORT_MAX)
+        if short.size:
+            joined = b"".join([t.ljust(SHORT_MAX, b"\0") for t in tokens if len(t) <= SHORT_MAX])
+            padded = np.frombuffer(joined, dtype=np.uint8).reshape(-1, SHORT_MAX)
+            out[short] = self.padded_pairs(padded, lengths[short])
         known = self._known
-        out = []
-        for t in tokens:
+        for i in np.flatnonzero(lengths > SHORT_MAX):
+            t = tokens[i]
             pair = known.get(t)
             if pair is None:
                 pair = (city_hash64_with_seed(t, self.seed), city_hash64_with_seed(t, self.seed2))
                 known[t] = pair
-            out.append(pair)
-        return np.array(out, dtype=np.uint64).reshape(-1, 2)
+            out[i] = pair
+        return out
+
+    def padded_pairs(
+        self, padded: npt.NDArray[np.uint8], lengths: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.uint64]:
+        """The pairs of tokens of at most 16 bytes, given zero-padded (numpy)."""
+        out = np.empty((len(lengths), 2), dtype=np.uint64)
+        out[:, 0] = city_hash64_with_seed_short(padded, lengths, self.seed)
+        out[:, 1] = city_hash64_with_seed_short(padded, lengths, self.seed2)
+        return out
 
 
 def hash_pairs(tokens: Sequence[bytes], seed: int) -> npt.NDArray[np.uint64]:

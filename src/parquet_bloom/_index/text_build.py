@@ -85,8 +85,7 @@ def read_text(
                     values = parquet.read_row_group(rg, columns=[f.column]).column(0)
                     chunk = parquet.metadata.row_group(rg).column(leaf)
                     done.append(chunk.total_compressed_size)
-                    tokens = sorted(text.row_group_tokens(values, f.ngram))
-                    row.append(cache.pairs(tokens))
+                    row.append(text.row_group_pairs(values, f.ngram, cache))
                 got.pairs[number] = row
             got.reads, got.bytes_read = source.reads, source.bytes_read
             if source.local_path is not None:
