@@ -303,6 +303,9 @@ def write_segment(
     report, blobs = segment_blobs(reads, columns, target, built_from_data=built)
     if text:
         texts = text_build.read_all(text, files)
+        missing = [f.column for i, f in enumerate(text) if not any(i in t.pairs for t in texts)]
+        if require_columns and missing and any(t.error is None for t in texts):
+            raise ValueError(f"no file of {what} has the column(s) {', '.join(map(repr, missing))}")
         members = [
             (r.entry(rg, rows), i, rg) if r.error is None else (r.entry(-1, -1), i, -1)
             for i, r in enumerate(reads)
