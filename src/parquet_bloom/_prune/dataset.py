@@ -53,7 +53,7 @@ from parquet_bloom._prune.expression import (
     members,
     translate,
 )
-from parquet_bloom._prune.indexed import Decision, decide, scan_probe
+from parquet_bloom._prune.indexed import Decision, decide, scan_probe, text_probe
 from parquet_bloom._prune.report import FileCost, PruneReport, PruneResult
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom._sbbf import FilterBlocks, SplitBlockBloomFilter
@@ -308,7 +308,7 @@ def _prune_files(
     dataset: ds.FileSystemDataset, tree: Node, max_workers: int | None, reading: _Reading
 ) -> tuple[ds.Dataset, PruneReport, list[str]]:
     fragments = _fragments(dataset)
-    if isinstance(tree, Unknown):
+    if isinstance(tree, Unknown) or (reading.index is None and not any(members(tree))):
         # Nothing to decide: read nothing, return the dataset as it is.
         return dataset, PruneReport(files=len(fragments)), []
     reader_filesystem = _reader_filesystem(dataset.filesystem)
@@ -360,7 +360,7 @@ def _by_index(
 
     reads, read_bytes = idx.reads, idx.bytes_read
     known = idx.file_rows()
-    decision, complete = decide(tree, probe, idx)
+    decision, complete = decide(tree, probe, idx, text_probe(idx, dataset.schema, keys))
     index_reads, index_bytes = idx.reads - reads, idx.bytes_read - read_bytes
     cost = PruneReport(
         reads=index_reads,

@@ -35,7 +35,7 @@ from parquet_bloom._index.lookup import BloomIndex
 from parquet_bloom._io.limits import delta_storage_options
 from parquet_bloom._prune.dataset import Reading, prune_with
 from parquet_bloom._prune.expression import Node, Unknown, translate
-from parquet_bloom._prune.indexed import decide, scan_probe
+from parquet_bloom._prune.indexed import decide, scan_probe, text_probe
 from parquet_bloom._prune.report import PruneReport
 from parquet_bloom._tables.delta_index import index_location
 from parquet_bloom._tables.delta_snapshot import (
@@ -221,7 +221,7 @@ def _ruled_out_by_index(
     schema = pa.schema(table.schema().to_arrow())
     partitions = set(table.metadata().partition_columns or [])
     probe = scan_probe(idx, schema, partitions)
-    decision, _ = decide(tree, probe, idx)
+    decision, _ = decide(tree, probe, idx, text_probe(idx, schema, partitions))
     if decision is None:
         return set()
     known = idx.file_rows()
