@@ -61,6 +61,7 @@ from parquet_bloom._index.lookup import BloomIndex, IndexSegment
 from parquet_bloom._index.maintain import CompactReport, index_text_filters, merge_segments
 from parquet_bloom._index.text import TextFilter
 from parquet_bloom._index.text_build import check_text_filters
+from parquet_bloom._index.text_lookup import TextLookup, lookup_text_files
 from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterWarning
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_for
@@ -74,6 +75,7 @@ __all__ = [
     "has_index",
     "index_statistics",
     "lookup",
+    "lookup_text",
     "open_table_index",
     "refresh_index",
 ]
@@ -326,6 +328,36 @@ def lookup(
             )
         files = snapshot_files(table, snapshot, {name: field_id}, options)
         found = lookup_files(files, name, values, idx, opened_here=True)
+    found.column = column
+    return found
+
+
+def lookup_text(
+    table: Table,
+    column: str,
+    patterns: str | Sequence[str],
+    *,
+    function: str = "has_token",
+    snapshot_id: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> TextLookup:
+    """The row groups of the snapshot's data files (default the current snapshot) whose
+    ``column`` (its name in the table's current schema) may hold a value matching
+    ``function(value, pattern)`` for one of ``patterns``, through the index's token and n-gram
+    filters of that column's field id (:func:`parquet_bloom.index.lookup_text` says the
+    functions); live files the index does not know are candidates whole."""
+    snapshot = _snapshot(table, snapshot_id)
+    field_id = _field_ids(table.schema(), [column])[column]
+    options = _options(table, storage_options)
+    with _open(table, _nearest(table, snapshot), options) as idx:
+        name = _index_fields(idx).get(field_id)
+        if name is None or name not in idx.text_columns:
+            raise ValueError(
+                f"the Bloom index has no token or n-gram filter of column {column!r} (field id "
+                f"{field_id}): build one with build_index(..., text=[TextFilter({column!r})])"
+            )
+        files = snapshot_files(table, snapshot, {name: field_id}, options)
+        found = lookup_text_files(files, name, patterns, idx, function=function, opened_here=True)
     found.column = column
     return found
 
