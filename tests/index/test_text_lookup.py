@@ -10,7 +10,6 @@ import random
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -133,7 +132,7 @@ def _run(capsys: Capture, *argv: object) -> tuple[int, str, str]:
 
 
 def test_the_command(lake: tuple[Path, Path, list[str]], capsys: Capture) -> None:
-    root, target, lines = lake
+    root, target, _ = lake
     for flag, function in [
         ("--token", "token"),
         ("--substring", "match_substring"),

@@ -32,9 +32,7 @@ def _message(i: int) -> str:
 
 
 def _data(ids: range | list[int], column: str = "message") -> pa.Table:
-    return pa.table(
-        {"id": pa.array(list(ids), pa.int64()), column: [_message(i) for i in ids]}
-    )
+    return pa.table({"id": pa.array(list(ids), pa.int64()), column: [_message(i) for i in ids]})
 
 
 @pytest.fixture
@@ -166,6 +164,34 @@ def test_mistakes(table: Table) -> None:
     with pytest.raises(TypeError, match="arrow_filter must be"):
         pbi.prune(table, arrow_filter="message like 'x%'")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="selected_fields"):
-        pbi.prune(
-            table, selected_fields=("id",), arrow_filter=has_token("message", "user1")
+        pbi.prune(table, selected_fields=("id",), arrow_filter=has_token("message", "user1"))
+
+
+def test_token_lookups_of_the_table(table: Table) -> None:
+    pbi.build_index(table, [], text=FILTERS)
+    f1 = f"{table.location()}/data/f1.parquet"
+    found = pbi.lookup_text(table, "message", "user42")
+    assert found.files == {f1: [2]} and found.from_index == 3
+    table.append(_data(range(90, 100)))  # unknown to the index: a candidate whole
+    with table.update_schema() as update:
+        update.rename_column("message", "text")
+    found = pbi.lookup_text(table, "text", ["user42 ", " code84"], function="match_substring")
+    truth = (
+        table.scan()
+        .to_arrow()
+        .filter(
+            pc.match_substring(pc.field("text"), "user42 ")
+            | pc.ends_with(pc.field("text"), " code84")
         )
+    )
+    assert found.column == "text" and len(found.unindexed) == 1
+    assert found.files[found.unindexed[0]] == [-1]
+    for i in truth["id"].to_pylist():  # every matching row's file and row group
+        if i < 90:
+            assert (i % 30) // 5 in found.files[f"{table.location()}/data/f{i // 30}.parquet"]
+    with table.update_schema() as update:
+        update.delete_column("text")
+    with table.update_schema() as update:
+        update.add_column("text", StringType())
+    with pytest.raises(ValueError, match="no token or n-gram filter of column 'text'"):
+        pbi.lookup_text(table, "text", "user42")
