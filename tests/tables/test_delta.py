@@ -178,6 +178,8 @@ def test_the_pruned_scan_equals_deltalakes(history: Path, name: str, version: in
     assert got.schema == truth.schema
     assert got.equals(truth)
     assert expected is None or got.equals(expected)
+    # Read late, the same rows in the same order and schema as the pruned dataset's scan.
+    assert result.to_table().equals(result.dataset.to_table(filter=expr), check_metadata=True)
     assert result.version == table.version()
     # The files listed are those the dataset reads, as the log names them.
     assert set(result.files) <= set(_add_actions(history, version=version))
@@ -268,6 +270,9 @@ def test_prune_applies_deletion_vectors(with_deletion_vector: tuple[Path, str, l
         got = _sorted(result.dataset.to_table(filter=expr))
         assert got.schema == every.schema
         assert got.equals(_sorted(every.filter(expr))), expr
+        late = result.to_table()
+        assert late.equals(result.dataset.to_table(filter=expr), check_metadata=True), expr
+        assert result.to_table(["key", "id"]).equals(late.select(["key", "id"])), expr
     result = pbd.prune(str(root), pc.field("id").isin(deleted))
     assert result.dataset.to_table().num_rows == 0
     # The file with the vector was read (its row groups that might hold the ids), its deleted

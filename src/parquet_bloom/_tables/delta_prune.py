@@ -37,6 +37,7 @@ from parquet_bloom._prune.dataset import Reading, prune_with
 from parquet_bloom._prune.expression import Node, Unknown, translate
 from parquet_bloom._prune.indexed import decide, scan_probe
 from parquet_bloom._prune.report import PruneReport
+from parquet_bloom._prune.rows import matching_rows
 from parquet_bloom._tables.delta_index import index_location
 from parquet_bloom._tables.delta_snapshot import (
     deletion_vectors,
@@ -68,6 +69,15 @@ class DeltaPruneResult:
     files: tuple[str, ...]
     report: TablePruneReport
     version: int
+    filter: pc.Expression | None = None  # the filter pruned for
+
+    def to_table(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """The rows the filter keeps, as ``dataset.to_table(filter=filter, columns=columns)``
+        gives them (rows, order, schema), read late: see
+        :meth:`parquet_bloom.PruneResult.to_table`."""
+        if self.filter is None:
+            return self.dataset.to_table(columns=columns)
+        return matching_rows(self.dataset, self.filter, columns)
 
 
 def prune(
@@ -91,7 +101,8 @@ def prune(
     ``tail_size`` the first read of each) drops the row groups whose Bloom
     filters rule it out. ``result.dataset.to_table(filter=expr)`` holds the rows of
     ``DeltaTable(uri).to_pyarrow_dataset().to_table(filter=expr)``, with its schema, partition
-    columns included.
+    columns included; ``result.to_table()`` gives them too, read late (the filter's columns
+    first: faster for a lookup).
 
     A table with the ``deletionVectors`` reader feature, which deltalake's pyarrow dataset
     refuses, is read from its log (partition values prune it; its statistics do not), and each
@@ -202,7 +213,7 @@ def prune(
         files_with_deletes=len(with_deletes),
     )
     return DeltaPruneResult(
-        result, tuple(keys[paths[f.path]] for f in left), report, table.version()
+        result, tuple(keys[paths[f.path]] for f in left), report, table.version(), expr
     )
 
 

@@ -1,0 +1,129 @@
+"""The rows of a pruned dataset that a filter keeps, read late: the filter's columns first,
+then the other columns of the row groups that hold a match, and of those only the rows.
+
+A point lookup's pruning leaves a few row groups, most of them a filter's false positives
+(about 1 % of the files' with 1 % filters): ``dataset.to_table(filter=expr)`` decodes every
+column of each before it evaluates the filter, and the columns a lookup does not filter on
+(text, mostly) hold most of the bytes. Here each file's row groups left are read for the
+columns ``expr`` reads, ``expr`` is evaluated on them, and only the row groups with a
+matching row are read for the rest, their matching rows taken. DuckDB's Parquet reader
+does the same ("late materialization"); pyarrow's scan does not.
+
+The result is the table ``dataset.to_table(filter=expr, columns=columns)`` gives: the same
+rows in the same order (fragments in the dataset's order, row groups in each fragment's, rows
+in each row group's), the same schema. Each read is pyarrow's own scan of a fragment in the
+dataset's schema, so partition columns, missing columns and casts are pyarrow's. What this
+cannot tell apart (an expression on nested fields or by field position, computed columns, a
+dataset other than Parquet files) is read by ``dataset.to_table`` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from parquet_bloom._prune.expression import referenced_columns
+
+__all__ = ["matching_rows"]
+
+# The column of row positions added to a fragment's filter columns to evaluate the filter.
+_POSITION = "__parquet_bloom_position__"
+
+
+def matching_rows(
+    dataset: ds.Dataset, expr: pc.Expression, columns: Sequence[str] | None = None
+) -> pa.Table:
+    """``dataset.to_table(filter=expr, columns=columns)``, read late (see the module)."""
+    if not isinstance(expr, pc.Expression):
+        raise TypeError(f"filter must be a pyarrow.compute.Expression, not {type(expr).__name__}")
+    schema = dataset.schema
+    known = set(schema.names)
+    names = list(schema.names) if columns is None else list(columns)
+    wanted = referenced_columns(expr)
+    if (
+        wanted is None
+        or not names  # a table of no columns but its row count
+        or not wanted <= known
+        or not all(isinstance(n, str) and n in known for n in names)
+        or len(set(names)) != len(names)
+        or len(known) != len(schema.names)
+        or _POSITION in known
+    ):
+        return dataset.to_table(filter=expr, columns=columns)
+    result = pa.schema([schema.field(n) for n in names], metadata=schema.metadata)
+    parts = [part for part in _parts(dataset, expr, names, wanted, result) if part.num_rows]
+    if not parts:
+        return result.empty_table()
+    return pa.concat_tables(parts)
+
+
+def _parts(
+    dataset: ds.Dataset,
+    expr: pc.Expression,
+    names: list[str],
+    wanted: frozenset[str],
+    result: pa.Schema,
+) -> Iterator[pa.Table]:
+    """Each fragment's matching rows, in the dataset's order."""
+    if isinstance(dataset, ds.UnionDataset):
+        for child in dataset.children:
+            yield from _parts(child, expr, names, wanted, result)
+    elif isinstance(dataset, ds.FileSystemDataset) and isinstance(
+        dataset.format, ds.ParquetFileFormat
+    ):
+        for fragment in dataset.get_fragments():
+            yield _fragment_rows(fragment, dataset.schema, expr, names, wanted, result)
+    else:
+        yield dataset.to_table(filter=expr, columns=names).cast(result)
+
+
+def _fragment_rows(
+    fragment: ds.ParquetFileFragment,
+    schema: pa.Schema,
+    expr: pc.Expression,
+    names: list[str],
+    wanted: frozenset[str],
+    result: pa.Schema,
+) -> pa.Table:
+    """The rows of one fragment ``expr`` keeps: its filter columns read whole, the others
+    only in the row groups that hold a match."""
+    first = [n for n in schema.names if n in wanted]
+    head = fragment.to_table(schema=schema, columns=first)
+    positions = pa.array(np.arange(head.num_rows, dtype=np.int64))
+    matched = head.append_column(_POSITION, positions).filter(expr)
+    if not matched.num_rows:
+        return result.empty_table()
+    rest = [n for n in names if n not in wanted]
+    columns: dict[str, pa.ChunkedArray] = {n: matched.column(n) for n in names if n in wanted}
+    if rest:
+        for name, values in zip(rest, _other_columns(fragment, schema, rest, matched), strict=True):
+            columns[name] = values
+    return pa.Table.from_arrays([columns[n] for n in names], schema=result)
+
+
+def _other_columns(
+    fragment: ds.ParquetFileFragment, schema: pa.Schema, rest: list[str], matched: pa.Table
+) -> list[pa.ChunkedArray]:
+    """Columns ``rest`` of the matched rows (their positions in the fragment's rows), read
+    from the row groups that hold them, each row group once."""
+    where = matched.column(_POSITION).to_numpy()
+    groups = fragment.row_groups  # the footer pyarrow read for the first read
+    starts = np.cumsum([0] + [rg.num_rows for rg in groups])
+    if starts[-1] <= where.max():
+        raise ValueError(
+            f"{fragment.path}: read {where.max() + 1} rows or more of row groups holding "
+            f"{starts[-1]}"
+        )
+    owner = np.searchsorted(starts, where, side="right") - 1
+    pieces = []
+    for index in np.unique(owner):
+        group = groups[int(index)]
+        rows = fragment.subset(row_group_ids=[group.id]).to_table(schema=schema, columns=rest)
+        local = where[owner == index] - starts[index]
+        pieces.append(rows.take(pa.array(local)))
+    table = pa.concat_tables(pieces)
+    return [table.column(n) for n in rest]
