@@ -210,3 +210,28 @@ def test_a_result_without_its_filter_reads_every_row(files: Path) -> None:
     result = pb.prune(_dataset(files), pc.field("id") == 5)
     bare = type(result)(result.dataset, result.report)
     assert bare.to_table().equals(result.dataset.to_table())
+
+
+def test_the_other_columns_come_from_the_pages_holding_the_rows(files: Path) -> None:
+    from parquet_bloom._prune.page_rows import page_columns
+
+    dataset = _dataset(files)
+    fragment = next(iter(dataset.get_fragments()))
+    group = fragment.row_groups[2]
+    rows = np.array([0, 1, 333, 699], dtype=np.int64)
+    names = [n for n in dataset.schema.names if n != "id"]
+    found = page_columns(fragment, dataset.schema, group.id, group.num_rows, names, rows)
+    whole = fragment.subset(row_group_ids=[group.id]).to_table(schema=dataset.schema)
+    for name, values in found.items():
+        assert values.equals(whole.column(name).take(pa.array(rows))), name
+        assert values.type == dataset.schema.field(name).type
+    if files.name.startswith("pages"):
+        # The flat columns of the file whose chunks have pages to spare (a boolean or
+        # dictionary index chunk of 700 rows may be one page: read whole); not the nested
+        # ones, nor the partition column (not in the file).
+        assert {"s", "big", "ts", "dec", "i32"} <= set(found)
+        assert set(found) <= set(names) - {"tags", "point", "region"}
+    else:
+        assert not found  # no page index, or one page a chunk: the row group is read
+    # A row group pyarrow counts otherwise than the footer: nothing (the caller reads it).
+    assert not page_columns(fragment, dataset.schema, group.id, group.num_rows + 1, names, rows)

@@ -27,6 +27,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from parquet_bloom._prune.expression import referenced_columns
+from parquet_bloom._prune.page_rows import page_columns
+from parquet_bloom._threads import read_pool
 
 __all__ = ["matching_rows"]
 
@@ -75,8 +77,15 @@ def _parts(
     elif isinstance(dataset, ds.FileSystemDataset) and isinstance(
         dataset.format, ds.ParquetFileFormat
     ):
-        for fragment in dataset.get_fragments():
-            yield _fragment_rows(fragment, dataset.schema, expr, names, wanted, result)
+        fragments = list(dataset.get_fragments())
+
+        def rows(fragment: ds.ParquetFileFragment) -> pa.Table:
+            return _fragment_rows(fragment, dataset.schema, expr, names, wanted, result)
+
+        if len(fragments) <= 1:
+            yield from map(rows, fragments)
+        else:  # files at once: pyarrow decodes without the GIL, and a store's reads wait
+            yield from read_pool().map(rows, fragments)
     else:
         yield dataset.to_table(filter=expr, columns=names).cast(result)
 
@@ -92,7 +101,7 @@ def _fragment_rows(
     """The rows of one fragment ``expr`` keeps: its filter columns read whole, the others
     only in the row groups that hold a match."""
     first = [n for n in schema.names if n in wanted]
-    head = fragment.to_table(schema=schema, columns=first)
+    head = fragment.to_table(schema=schema, columns=first, use_threads=False)
     positions = pa.array(np.arange(head.num_rows, dtype=np.int64))
     matched = head.append_column(_POSITION, positions).filter(expr)
     if not matched.num_rows:
@@ -122,8 +131,13 @@ def _other_columns(
     pieces = []
     for index in np.unique(owner):
         group = groups[int(index)]
-        rows = fragment.subset(row_group_ids=[group.id]).to_table(schema=schema, columns=rest)
         local = where[owner == index] - starts[index]
-        pieces.append(rows.take(pa.array(local)))
+        found = page_columns(fragment, schema, group.id, group.num_rows, rest, local)
+        left = [n for n in rest if n not in found]
+        if left:  # read from the whole row group
+            whole = fragment.subset(row_group_ids=[group.id])
+            rows = whole.to_table(schema=schema, columns=left, use_threads=False)
+            found.update(zip(left, rows.take(pa.array(local)).columns, strict=True))
+        pieces.append(pa.table([found[n] for n in rest], names=rest))
     table = pa.concat_tables(pieces)
     return [table.column(n) for n in rest]
