@@ -114,15 +114,10 @@ def page_file(
     new_chunk.file_path = None
     new_chunk.file_offset = start
     new_chunk.meta_data = meta
-    for name in (
-        "offset_index_offset",
-        "offset_index_length",
-        "column_index_offset",
-        "column_index_length",
-        "crypto_metadata",
-        "encrypted_column_metadata",
-    ):
-        setattr(new_chunk, name, None)
+    for index in ("offset_index", "column_index"):  # the page index is not carried
+        setattr(new_chunk, f"{index}_offset", None)
+        setattr(new_chunk, f"{index}_length", None)
+    new_chunk.crypto_metadata = new_chunk.encrypted_column_metadata = None
     new_group = copy.copy(group)
     new_group.columns = [new_chunk]
     new_group.num_rows = rows

@@ -53,7 +53,7 @@ def page_columns(
         return {}
     try:
         with fragment.filesystem.open_input_file(fragment.path) as file:
-            return _read(file, fragment, schema, row_group, group_rows, names, rows)
+            return _read(file, fragment, schema, (row_group, group_rows), names, rows)
     except (BloomFilterError, OSError, pa.ArrowException, ValueError, IndexError):
         return {}  # the whole row group's read decides (and says what is wrong)
 
@@ -62,11 +62,11 @@ def _read(
     file: Any,
     fragment: ds.ParquetFileFragment,
     schema: pa.Schema,
-    row_group: int,
-    group_rows: int,
+    where: tuple[int, int],
     names: Sequence[str],
     rows: npt.NDArray[np.int64],
 ) -> dict[str, pa.ChunkedArray]:
+    row_group, group_rows = where
     metadata = _footer(file)
     if row_group >= len(metadata.row_groups or ()):
         return {}
