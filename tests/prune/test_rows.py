@@ -71,6 +71,8 @@ def _write(path: Path, table: pa.Table, *, page_index: bool, pages: int | None) 
         table,
         path,
         row_group_size=ROW_GROUP,
+        # Unique values: as a dictionary, most of a chunk (read whole); PLAIN, in small pages.
+        use_dictionary=["i32", "b", "cat"] if pages else True,
         bloom_filter_options={"id": {"ndv": ROWS, "fpp": 0.05}, "s": {"ndv": ROWS, "fpp": 0.05}},
         write_page_index=page_index,
         data_page_size=pages,
@@ -226,12 +228,41 @@ def test_the_other_columns_come_from_the_pages_holding_the_rows(files: Path) -> 
         assert values.equals(whole.column(name).take(pa.array(rows))), name
         assert values.type == dataset.schema.field(name).type
     if files.name.startswith("pages"):
-        # The flat columns of the file whose chunks have pages to spare (a boolean or
-        # dictionary index chunk of 700 rows may be one page: read whole); not the nested
+        # The flat columns of the file whose chunks have pages to spare (a dictionary is
+        # most of a chunk of 700 rows: read whole); not the nested
         # ones, nor the partition column (not in the file).
-        assert {"s", "big", "ts", "dec", "i32"} <= set(found)
+        assert {"s", "big", "ts", "dec", "f", "bin"} <= set(found)
         assert set(found) <= set(names) - {"tags", "point", "region"}
     else:
         assert not found  # no page index, or one page a chunk: the row group is read
     # A row group pyarrow counts otherwise than the footer: nothing (the caller reads it).
     assert not page_columns(fragment, dataset.schema, group.id, group.num_rows + 1, names, rows)
+
+
+def test_pages_of_a_dictionary_encoded_chunk(tmp_path: Path) -> None:
+    # 20,000 rows in one row group: a dictionary of 16 strings, its indices in ~1 KiB pages;
+    # and a PLAIN float column. The pages the rows need, and the dictionary page, are read.
+    from parquet_bloom._prune.page_rows import page_columns
+
+    n = 20_000
+    grades = pa.array([f"grade-{i % 16}" if i % 11 else None for i in range(n)])
+    table = pa.table({"id": pa.array(range(n)), "grade": grades, "x": pa.array(np.arange(n) / 3)})
+    pq.write_table(
+        table,
+        tmp_path / "g.parquet",
+        use_dictionary=["grade"],
+        data_page_size=1024,
+        write_batch_size=256,
+        write_page_index=True,
+    )
+    dataset = ds.dataset(tmp_path / "g.parquet")
+    fragment = next(iter(dataset.get_fragments()))
+    group = fragment.row_groups[0]
+    rows = np.array([0, 11, 5000, 5001, 19_999], dtype=np.int64)
+    found = page_columns(fragment, dataset.schema, 0, group.num_rows, ["grade", "x"], rows)
+    assert set(found) == {"grade", "x"}
+    for name, values in found.items():
+        assert values.equals(table.column(name).take(pa.array(rows))), name
+    expr = pc.field("id").isin([0, 11, 5000, 5001, 19_999])
+    got = pb.prune(dataset, expr).to_table()
+    assert got.equals(dataset.to_table(filter=expr), check_metadata=True)

@@ -9,7 +9,10 @@ through the dataset's own Parquet format and schema: the same read options, the 
 the dataset's type. The rest of the chunk is never read nor decoded.
 
 A column is read so when it is a flat top-level field of the file whose chunk has an
-OffsetIndex that fits the row group, is not encrypted, and has pages the rows do not need;
+OffsetIndex that fits the row group, is not encrypted, and whose pages the rows need (and its
+dictionary page) are less than half its bytes: a dictionary of unique values is most of its
+chunk, and a file of it and a page decodes no faster than the chunk (measured: 1.9 against
+2.7 ms for a string column of 50,000 rows, less than the page file's own costs);
 any other column (nested, missing from the file, a partition column, a chunk of one page), or
 anything that does not add up, is left to the caller, who reads it from the whole row group.
 """
@@ -175,6 +178,13 @@ def _plan(
     if start is None or start > first_page or meta.data_page_offset > first_page:
         return None
     dictionary = ByteRange(start, first_page - start) if first_page > start else None
+    needed = sum(locations[int(p)].compressed_page_size for p in chosen)
+    if dictionary is not None:
+        needed += dictionary.length
+    if needed * 2 > meta.total_compressed_size:
+        # Most of the chunk (a large dictionary, as unique values make): reading it whole
+        # costs less than a file of its pages.
+        return None
     pages, before, taken = [], 0, {}
     for page in chosen:
         location = locations[int(page)]

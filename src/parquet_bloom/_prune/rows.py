@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -77,49 +78,60 @@ def _parts(
     elif isinstance(dataset, ds.FileSystemDataset) and isinstance(
         dataset.format, ds.ParquetFileFormat
     ):
-        fragments = list(dataset.get_fragments())
-
-        def rows(fragment: ds.ParquetFileFragment) -> pa.Table:
-            return _fragment_rows(fragment, dataset.schema, expr, names, wanted, result)
-
-        if len(fragments) <= 1:
-            yield from map(rows, fragments)
-        else:  # files at once: pyarrow decodes without the GIL, and a store's reads wait
-            yield from read_pool().map(rows, fragments)
+        yield from _files_rows(dataset, expr, names, wanted, result)
     else:
         yield dataset.to_table(filter=expr, columns=names).cast(result)
 
 
-def _fragment_rows(
-    fragment: ds.ParquetFileFragment,
-    schema: pa.Schema,
+def _files_rows(
+    dataset: ds.FileSystemDataset,
     expr: pc.Expression,
     names: list[str],
     wanted: frozenset[str],
     result: pa.Schema,
-) -> pa.Table:
-    """The rows of one fragment ``expr`` keeps: its filter columns read whole, the others
-    only in the row groups that hold a match."""
+) -> Iterator[pa.Table]:
+    """The matching rows of each file of a Parquet dataset: the filter's columns of every
+    fragment read (files at once: pyarrow decodes without the GIL, and a store's reads wait),
+    the filter evaluated once over them all, then each fragment holding a match read for the
+    other columns."""
+    schema = dataset.schema
+    fragments = list(dataset.get_fragments())
     first = [n for n in schema.names if n in wanted]
-    head = fragment.to_table(schema=schema, columns=first, use_threads=False)
-    positions = pa.array(np.arange(head.num_rows, dtype=np.int64))
-    matched = head.append_column(_POSITION, positions).filter(expr)
+
+    def head(fragment: ds.ParquetFileFragment) -> pa.Table:
+        return fragment.to_table(schema=schema, columns=first, use_threads=False)
+
+    heads = list(map(head, fragments) if len(fragments) <= 1 else read_pool().map(head, fragments))
+    if not heads:
+        return
+    starts = np.cumsum([0] + [h.num_rows for h in heads])
+    every = pa.concat_tables(heads)
+    positions = pa.array(np.arange(every.num_rows, dtype=np.int64))
+    matched = every.append_column(_POSITION, positions).filter(expr)
     if not matched.num_rows:
-        return result.empty_table()
+        return
+    where = matched.column(_POSITION).to_numpy()
+    owner = np.searchsorted(starts, where, side="right") - 1
     rest = [n for n in names if n not in wanted]
-    columns: dict[str, pa.ChunkedArray] = {n: matched.column(n) for n in names if n in wanted}
-    if rest:
-        for name, values in zip(rest, _other_columns(fragment, schema, rest, matched), strict=True):
-            columns[name] = values
-    return pa.Table.from_arrays([columns[n] for n in names], schema=result)
+    for index in np.unique(owner):
+        mine = owner == index
+        rows = matched.filter(pa.array(mine))
+        columns = {n: rows.column(n) for n in names if n in wanted}
+        if rest:
+            local = where[mine] - starts[index]
+            fragment = fragments[int(index)]
+            columns.update(zip(rest, _other_columns(fragment, schema, rest, local), strict=True))
+        yield pa.Table.from_arrays([columns[n] for n in names], schema=result)
 
 
 def _other_columns(
-    fragment: ds.ParquetFileFragment, schema: pa.Schema, rest: list[str], matched: pa.Table
+    fragment: ds.ParquetFileFragment,
+    schema: pa.Schema,
+    rest: list[str],
+    where: npt.NDArray[np.int64],
 ) -> list[pa.ChunkedArray]:
-    """Columns ``rest`` of the matched rows (their positions in the fragment's rows), read
+    """Columns ``rest`` of the rows at ``where`` (positions in the fragment's rows), read
     from the row groups that hold them, each row group once."""
-    where = matched.column(_POSITION).to_numpy()
     groups = fragment.row_groups  # the footer pyarrow read for the first read
     starts = np.cumsum([0] + [rg.num_rows for rg in groups])
     if starts[-1] <= where.max():
@@ -136,7 +148,7 @@ def _other_columns(
         left = [n for n in rest if n not in found]
         if left:  # read from the whole row group
             whole = fragment.subset(row_group_ids=[group.id])
-            rows = whole.to_table(schema=schema, columns=left, use_threads=False)
+            rows = whole.to_table(schema=schema, columns=left)
             found.update(zip(left, rows.take(pa.array(local)).columns, strict=True))
         pieces.append(pa.table([found[n] for n in rest], names=rest))
     table = pa.concat_tables(pieces)
