@@ -696,6 +696,7 @@ def test_prune_and_rewrite_on_s3(s3: Any, s3_table: tuple[str, dict[str, str]]) 
     result = pbd.prune(uri, expr, storage_options=options)
     expected = DeltaTable(uri, storage_options=options).to_pyarrow_dataset().to_table(filter=expr)
     assert _sorted(result.dataset.to_table(filter=expr)).equals(_sorted(expected))
+    assert result.to_table().equals(result.dataset.to_table(filter=expr), check_metadata=True)
     # Append 1's two files by statistics (the overwrite left it alone); the odd one skipped.
     assert result.report.files_after_table == 2
     assert (result.report.bloom.files_skipped, result.report.bloom.row_groups_skipped) == (1, 9)
@@ -831,4 +832,5 @@ def test_prune_applies_deletion_vectors_on_s3(
     got = _sorted(result.dataset.to_table(filter=expr))
     assert got.equals(_sorted(_engine_rows(root).filter(expr)))
     assert got["id"].to_pylist() == [2, 4, 1001]
+    assert _sorted(result.to_table()).equals(got)
     assert result.report.files_with_deletes == 1 and key in result.files

@@ -8,7 +8,9 @@ are read and decoded by pyarrow as a file of their own (:mod:`parquet_bloom._for
 through the dataset's own Parquet format and schema: the same read options, the same cast to
 the dataset's type. The rest of the chunk is never read nor decoded.
 
-A column is read so when it is a flat top-level field of the file whose chunk has an
+Only local files are read so (on object storage the footer, the OffsetIndex and the pages
+would be three round trips where the whole row group is one). A column is read so when it is
+a flat top-level field of the file whose chunk has an
 OffsetIndex that fits the row group, is not encrypted, and whose pages the rows need (and its
 dictionary page) are less than half its bytes: a dictionary of unique values is most of its
 chunk, and a file of it and a page decodes no faster than the chunk (measured: 1.9 against
@@ -27,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 
 from parquet_bloom import _format as fmt
 from parquet_bloom._format.page_file import arrow_schema_value, flat_columns, page_file
@@ -52,7 +55,7 @@ def page_columns(
     """Columns ``names`` of the fragment's file at ``rows`` (increasing positions in row
     group ``row_group`` of ``group_rows`` rows), in the dataset's ``schema``, for those that
     can be read from their pages (see the module); the others are left out."""
-    if fragment.buffer is not None or not names:
+    if fragment.buffer is not None or not names or not _local(fragment.filesystem):
         return {}
     try:
         with fragment.filesystem.open_input_file(fragment.path) as file:
@@ -198,6 +201,14 @@ def _plan(
         dtype=np.int64,
     )
     return _Plan(dictionary, pages, before, positions)
+
+
+def _local(filesystem: pafs.FileSystem) -> bool:
+    """Whether a filesystem's reads are local ones. On object storage the footer, the
+    OffsetIndex and the pages would be three round trips, the whole row group one."""
+    while isinstance(filesystem, pafs.SubTreeFileSystem):
+        filesystem = filesystem.base_fs
+    return isinstance(filesystem, pafs.LocalFileSystem)
 
 
 def _footer(file: Any) -> Any:
