@@ -266,3 +266,14 @@ def test_pages_of_a_dictionary_encoded_chunk(tmp_path: Path) -> None:
     expr = pc.field("id").isin([0, 11, 5000, 5001, 19_999])
     got = pb.prune(dataset, expr).to_table()
     assert got.equals(dataset.to_table(filter=expr), check_metadata=True)
+
+
+def test_files_are_read_in_windows(files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from parquet_bloom._prune import rows
+
+    dataset = _dataset(files)
+    expr = pc.field("id").isin([1, 3001, 6001, 6002]) | (pc.field("region") == "us")
+    expected = dataset.to_table(filter=expr)
+    for window in (1, 2):
+        monkeypatch.setattr(rows, "FILES_AT_ONCE", window)
+        assert matching_rows(dataset, expr).equals(expected, check_metadata=True)

@@ -33,6 +33,9 @@ from parquet_bloom._threads import read_pool
 
 __all__ = ["matching_rows"]
 
+# Files whose filter columns are read, and the filter evaluated on, at a time (a lookup's
+# pruning leaves a few; a filter that keeps more is read in windows of this many).
+FILES_AT_ONCE = 32
 # The column of row positions added to a fragment's filter columns to evaluate the filter.
 _POSITION = "__parquet_bloom_position__"
 
@@ -90,38 +93,39 @@ def _files_rows(
     wanted: frozenset[str],
     result: pa.Schema,
 ) -> Iterator[pa.Table]:
-    """The matching rows of each file of a Parquet dataset: the filter's columns of every
-    fragment read (files at once: pyarrow decodes without the GIL, and a store's reads wait),
-    the filter evaluated once over them all, then each fragment holding a match read for the
-    other columns."""
+    """The matching rows of each file of a Parquet dataset, :data:`FILES_AT_ONCE` files at a
+    time: their filter columns read (at once: pyarrow decodes without the GIL, and a store's
+    reads wait), the filter evaluated once over them, then each file holding a match read for
+    the other columns. A window of files bounds what is held: a filter that keeps few rows
+    of many files never holds every file's filter columns."""
     schema = dataset.schema
     fragments = list(dataset.get_fragments())
     first = [n for n in schema.names if n in wanted]
+    rest = [n for n in names if n not in wanted]
 
     def head(fragment: ds.ParquetFileFragment) -> pa.Table:
         return fragment.to_table(schema=schema, columns=first, use_threads=False)
 
-    heads = list(map(head, fragments) if len(fragments) <= 1 else read_pool().map(head, fragments))
-    if not heads:
-        return
-    starts = np.cumsum([0] + [h.num_rows for h in heads])
-    every = pa.concat_tables(heads)
-    positions = pa.array(np.arange(every.num_rows, dtype=np.int64))
-    matched = every.append_column(_POSITION, positions).filter(expr)
-    if not matched.num_rows:
-        return
-    where = matched.column(_POSITION).to_numpy()
-    owner = np.searchsorted(starts, where, side="right") - 1
-    rest = [n for n in names if n not in wanted]
-    for index in np.unique(owner):
-        mine = owner == index
-        rows = matched.filter(pa.array(mine))
-        columns = {n: rows.column(n) for n in names if n in wanted}
-        if rest:
-            local = where[mine] - starts[index]
-            fragment = fragments[int(index)]
-            columns.update(zip(rest, _other_columns(fragment, schema, rest, local), strict=True))
-        yield pa.Table.from_arrays([columns[n] for n in names], schema=result)
+    for at in range(0, len(fragments), FILES_AT_ONCE):
+        window = fragments[at : at + FILES_AT_ONCE]
+        heads = list(map(head, window) if len(window) <= 1 else read_pool().map(head, window))
+        starts = np.cumsum([0] + [h.num_rows for h in heads])
+        every = pa.concat_tables(heads)
+        positions = pa.array(np.arange(every.num_rows, dtype=np.int64))
+        matched = every.append_column(_POSITION, positions).filter(expr)
+        if not matched.num_rows:
+            continue
+        where = matched.column(_POSITION).to_numpy()
+        owner = np.searchsorted(starts, where, side="right") - 1
+        for index in np.unique(owner):
+            mine = owner == index
+            rows = matched.filter(pa.array(mine))
+            columns = {n: rows.column(n) for n in names if n in wanted}
+            if rest:
+                local = where[mine] - starts[index]
+                others = _other_columns(window[int(index)], schema, rest, local)
+                columns.update(zip(rest, others, strict=True))
+            yield pa.Table.from_arrays([columns[n] for n in names], schema=result)
 
 
 def _other_columns(
