@@ -255,6 +255,17 @@ def test_a_deletion_vector_added_after_the_build(tmp_path: Path) -> None:
     assert found.from_index == 3 and found.probed == [key]
 
 
+def test_a_table_written_without_filters_indexed_from_its_values(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    for append in range(2):
+        delta_tables.write(str(root), delta_tables.rows(append * 1000, 1000), filters=False)
+    report = delta.build_index(str(root), ["id"], from_data="missing", fpp=0.001)
+    live = deltalake.DeltaTable(str(root)).file_uris()
+    assert report.built_from_data == sum(pq.ParquetFile(f).num_row_groups for f in live)
+    found = _check(root, [6, 1333, 5000])
+    assert found.from_index == len(deltalake.DeltaTable(str(root)).file_uris())
+
+
 def test_text_filters_prune_substring_searches(table: Path) -> None:
     """A token filter of ``key`` (k<id>) decides substring and token searches: the pruned
     scan's rows equal deltalake's, and a token held by one file reads only that file."""

@@ -103,6 +103,7 @@ def prune(
     dropped unless every matching row is provably absent, so
     ``prune(d, f).dataset.to_table(filter=f)`` equals ``d.to_table(filter=f)``; a filter that
     cannot be read keeps its row group and warns with :class:`BloomFilterWarning`.
+    ``prune(d, f).to_table()`` gives the same rows, read late (the filter's columns first).
 
     The pruned dataset holds ``ParquetFileFragment`` row-group subsets (files with nothing
     left are dropped) with their partition expressions. Two pyarrow behaviours to know: a
@@ -157,12 +158,13 @@ def prune(
         elif index is not None:
             options = storage_options if index_storage_options is None else index_storage_options
             opened = stack.enter_context(BloomIndex(index, storage_options=options))
-        return prune_with(
+        result = prune_with(
             dataset,
             tree,
             _Reading(sizes, tail_size, identities, opened, decryption=decryption),
             max_workers,
         )
+    return replace(result, filter=filter)  # for result.to_table()
 
 
 def prune_with(

@@ -371,3 +371,20 @@ def members(node: Node) -> Iterator[Equal | IsIn]:
     elif isinstance(node, And | Or):
         for child in node.children:
             yield from members(child)
+
+
+def referenced_columns(expression: pc.Expression) -> frozenset[str] | None:
+    """The top-level fields ``expression`` reads, by name; None when that cannot be told: a
+    nested field reference, a field referenced by position (which Arrow cannot serialize), or
+    a serialization this module does not know."""
+    try:
+        pairs, _ = _serialized(expression)
+    except pa.ArrowNotImplementedError:
+        return None
+    names = set()
+    for key, value in pairs:
+        if key == _FIELD_REF:
+            names.add(value)
+        elif key not in (_CALL, _END, _OPTIONS, _LITERAL):
+            return None
+    return frozenset(names)

@@ -120,6 +120,8 @@ def build_index(
         wanted,
         options,
         what=f"the Delta table at {table_root(table)}",
+        from_data=from_data,
+        fpp=fpp,
         text=texts,
     )
 
