@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from pyiceberg.expressions import EqualTo, StartsWith
+from pyiceberg.expressions import EqualTo, GreaterThan, NotStartsWith, Or, StartsWith
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
 from pyiceberg.types import LongType, NestedField, StringType
@@ -110,6 +110,15 @@ def test_the_row_filters_starts_with_is_decided(table: Table) -> None:
     assert both.row_groups == {f"{table.location()}/data/f1.parquet": [2]}
     nothing = pbi.prune(table, EqualTo("id", 47), arrow_filter=has_token("message", "user42"))
     assert nothing.tasks == []  # id 47: row group 3 of f1; the token: row group 2
+    # A negated match, and an OR with a member the index cannot decide, keep every row group.
+    for row_filter in (
+        NotStartsWith("message", "user42 "),
+        Or(StartsWith("message", "user42 "), GreaterThan("id", 80)),
+    ):
+        result = pbi.prune(table, row_filter)
+        got, expected = result.to_arrow(), table.scan(row_filter=row_filter).to_arrow()
+        assert it.sorted_rows(got) == it.sorted_rows(expected)
+        assert result.report.bloom.row_groups_skipped == 0, row_filter
     assert nothing.to_arrow().num_rows == 0
 
 
