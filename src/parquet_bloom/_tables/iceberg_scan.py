@@ -86,9 +86,9 @@ _CAN_MOVE_DELETES = callable(getattr(ArrowScan, _DELETES_HOOK, None))
 
 # What pyiceberg raises when it cannot project or translate a file's schema; its own scan of
 # that file raises the same, so the file is kept whole here and the scan reports the problem.
+_PROJECTION_ERRORS = (ValueError, TypeError, KeyError, NotImplementedError, pa.ArrowException)
 # The default row filter: every row (an arrow_filter alone).
 _EVERY_ROW = AlwaysTrue()
-_PROJECTION_ERRORS = (ValueError, TypeError, KeyError, NotImplementedError, pa.ArrowException)
 
 
 @dataclass(frozen=True)
@@ -145,16 +145,16 @@ def prune(
     """Plan ``table.scan(row_filter=row_filter, ...)`` and drop the files and row groups whose
     Bloom filters rule out every row the filter keeps.
 
-    ``row_filter``: a pyiceberg ``BooleanExpression`` or a string pyiceberg parses (``"id = 5 and
-    region in ('eu', 'us')"``; default every row). pyiceberg plans first (manifests, partitions,
-    column metrics); then each planned file's ``=`` and ``IN`` predicates (and AND/OR of them) are
-    probed in its Bloom filters: the predicate is mapped to the file's column by Iceberg field id (a
-    renamed column is found under its old name in old files), and each literal is encoded as the
-    column stores it (days, microseconds, unscaled decimals, UUID bytes, a float literal as the
-    float32 the scan compares). Anything else keeps its row group: ranges, ``!=``, ``NOT IN``,
-    nulls, NaN, a file without filters or with filters that cannot be read (with a
-    :class:`~parquet_bloom.BloomFilterWarning`). A file whose partition alone satisfies the filter
-    (residual ``AlwaysTrue``) is kept without reading its footer.
+    ``row_filter``: a pyiceberg ``BooleanExpression`` or a string pyiceberg parses
+    (``"id = 5 and region in ('eu', 'us')"``). pyiceberg plans first (manifests, partitions,
+    column metrics); then each planned file's ``=`` and ``IN`` predicates (and AND/OR of them)
+    are probed in its Bloom filters: the predicate is mapped to the file's column by Iceberg
+    field id (a renamed column is found under its old name in old files), and each literal
+    is encoded as the column stores it (days, microseconds, unscaled decimals, UUID bytes,
+    a float literal as the float32 the scan compares). Anything else keeps its row group:
+    ranges, ``!=``, ``NOT IN``, nulls, NaN, a file without filters or with filters that cannot
+    be read (with a :class:`~parquet_bloom.BloomFilterWarning`). A file whose partition alone
+    satisfies the filter (residual ``AlwaysTrue``) is kept without reading its footer.
 
     ``snapshot_id``, ``case_sensitive``, ``selected_fields`` as for ``table.scan``. Files are
     probed ``max_workers`` at once, each one request when its filters lie in the tail read of
@@ -185,6 +185,7 @@ def prune(
     :meth:`~IcebergPruneResult.to_arrow` then keeps the rows ``arrow_filter`` keeps (its
     rows equal ``table.scan(row_filter=...).to_arrow().filter(arrow_filter)``), and the index's
     text filters drop the row groups whose values cannot match it (docs/tables.md#iceberg).
+    ``row_filter`` defaults to every row (an ``arrow_filter`` alone).
     """
     if not isinstance(max_workers, int) or max_workers < 1:
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
