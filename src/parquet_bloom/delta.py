@@ -3,9 +3,9 @@ or remove the filters of its files in one commit (extra ``parquet-bloom[delta]``
 
 - :func:`prune`: the table's own pruning (partition values, min/max statistics) first, then
   the files' Bloom filters; a pyarrow dataset of the row groups left, the files and a report.
-- :func:`build_index`, :func:`refresh_index`, :func:`compact_index`, :func:`lookup`: the
-  table's Bloom index under ``<table>/_bloom_index/`` (docs/index.md), looked up against the
-  table's snapshot.
+- :func:`build_index`, :func:`refresh_index`, :func:`compact_index`, :func:`lookup`,
+  :func:`lookup_text`: the table's Bloom index under ``<table>/_bloom_index/``
+  (docs/index.md), looked up against the table's snapshot.
 - :func:`rewrite_bloom_filters`: every chosen data file rewritten to a new file beside it (the
   same pages, new filters), then one commit that swaps old for new (``dataChange=false``).
   Its three stages are public so that they can run apart (the jobs on Spark executors):
@@ -33,6 +33,7 @@ from parquet_bloom._tables.delta_index import (
     has_index,
     index_location,
     lookup,
+    lookup_text,
     refresh_index,
 )
 from parquet_bloom._tables.delta_prune import DeltaPruneResult, prune
@@ -73,6 +74,7 @@ __all__ = [
     "has_index",
     "index_location",
     "lookup",
+    "lookup_text",
     "plan_rewrite",
     "prune",
     "refresh_index",

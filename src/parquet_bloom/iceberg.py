@@ -4,11 +4,13 @@ filters added, resized or removed across a table in one snapshot.
 - :func:`prune`: the FileScanTasks of ``table.scan(row_filter).plan_files()`` (after
   pyiceberg's own manifest, partition and metrics pruning) whose Parquet Bloom filters might
   hold a matching row, the row groups to read in each, and ``to_arrow()``, equal to the
-  scan's ``to_arrow()`` while reading only those row groups.
+  scan's ``to_arrow()`` while reading only those row groups; ``arrow_filter=`` adds string
+  matches pyiceberg's filters cannot say (``pc.match_substring``, ...).
 - :func:`build_index`, :func:`refresh_index`, :func:`compact_index`, :func:`lookup`,
-  :func:`has_index`: the table's Bloom index (docs/index.md#iceberg), one Puffin file a
-  snapshot registered as its statistics file, looked up against a snapshot, never wrong;
-  :func:`prune` uses it (``index=``).
+  :func:`lookup_text`, :func:`has_index`: the table's Bloom index (docs/index.md#iceberg),
+  one Puffin file a snapshot registered as its statistics file, looked up against a
+  snapshot, never wrong; :func:`prune` uses it (``index=``), its token and n-gram filters
+  (``build_index(..., text=...)``) for string matches.
 - :func:`rewrite_bloom_filters`: every live data file rewritten to a new file beside it (the
   same pages, new filters), then one OVERWRITE snapshot swapping old files for new. In three
   stages, so that the middle one can run anywhere (Spark executors): :func:`plan_rewrite`,
@@ -34,6 +36,7 @@ from parquet_bloom._tables.iceberg_index import (
     compact_index,
     has_index,
     lookup,
+    lookup_text,
     refresh_index,
 )
 from parquet_bloom._tables.iceberg_io import storage_options_for
@@ -70,6 +73,7 @@ __all__ = [
     "compact_index",
     "has_index",
     "lookup",
+    "lookup_text",
     "plan_rewrite",
     "prune",
     "refresh_index",

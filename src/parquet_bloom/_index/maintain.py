@@ -40,6 +40,7 @@ __all__ = [
     "CompactReport",
     "compact_files",
     "compact_index",
+    "index_text_filters",
     "merge_segments",
     "refresh_files",
     "refresh_index",
@@ -71,6 +72,16 @@ def refresh_index(
     return refresh_files(directory, files, options, from_data=from_data, fpp=fpp)
 
 
+def index_text_filters(idx: BloomIndex) -> list[TextFilter]:
+    """The index's token and n-gram filters, at the very shape it has them (what a refresh
+    builds for new files: a lookup ANDs the same positions in every segment)."""
+    return [
+        TextFilter(column, spec.kind, spec.n, spec.size, spec.hashes, spec.seed)
+        for column in idx.text_columns
+        for spec in idx.text_filters(column)
+    ]
+
+
 def refresh_files(
     directory: str,
     files: Sequence[IndexedFile],
@@ -86,13 +97,7 @@ def refresh_files(
     with BloomIndex(directory, storage_options=storage_options) as idx:
         known = idx.file_rows()
         indexed = max((idx.row_groups(c) for c in idx.columns), default=0)
-        # The text filters, at the very shape the index has them: a lookup ANDs the same
-        # positions in every segment.
-        text = [
-            TextFilter(column, spec.kind, spec.n, spec.size, spec.hashes, spec.seed)
-            for column in idx.text_columns
-            for spec in idx.text_filters(column)
-        ]
+        text = index_text_filters(idx)
     new = [f for f in files if f.key not in known or not same_file(known[f.key], f)]
     if not new:
         return IndexBuildReport(location=directory)

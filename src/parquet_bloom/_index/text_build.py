@@ -73,16 +73,17 @@ def read_text(
             schema = parquet.schema_arrow
             done: list[int] = []  # the column chunks read
             for number, (f, cache) in enumerate(zip(filters, caches, strict=True)):
-                if schema.get_field_index(f.column) < 0:
+                name = _file_column(file, schema, f.column)
+                if name is None:
                     continue  # no such column: its rows hold no value of it
-                if not text.is_text_type(schema.field(f.column).type):
+                if name is _UNKNOWN or not text.is_text_type(schema.field(name).type):
                     got.pairs[number] = [None] * parquet.num_row_groups
                     continue
                 paths = [parquet.schema.column(j).path for j in range(len(parquet.schema))]
-                leaf = paths.index(f.column)
+                leaf = paths.index(name)
                 row: list[npt.NDArray[np.uint64] | None] = []
                 for rg in range(parquet.num_row_groups):
-                    values = parquet.read_row_group(rg, columns=[f.column]).column(0)
+                    values = parquet.read_row_group(rg, columns=[name]).column(0)
                     chunk = parquet.metadata.row_group(rg).column(leaf)
                     done.append(chunk.total_compressed_size)
                     row.append(text.row_group_pairs(values, f.ngram, cache))
@@ -97,6 +98,28 @@ def read_text(
         # lookup returns them), and the report says why. A failure to fetch is raised.
         got.pairs, got.error = {}, str(err)
     return got
+
+
+# A file whose columns cannot be told by field id (its schema has none): no filter of it.
+_UNKNOWN = "\x00unknown"
+_FIELD_ID = b"PARQUET:field_id"
+
+
+def _file_column(file: IndexedFile, schema: pa.Schema, column: str) -> str | None:
+    """The top-level column of ``file`` that is the index's ``column``: by name, or by field id
+    where ``file.field_ids`` says (a column renamed since the file was written; a column
+    dropped and added again is another id). None: the file lacks it; ``_UNKNOWN``: its schema
+    has no field ids to tell."""
+    if file.field_ids is None:
+        return column if schema.get_field_index(column) >= 0 else None
+    by_id: dict[int, str] = {}
+    for fld in schema:
+        if fld.metadata and _FIELD_ID in fld.metadata:
+            by_id.setdefault(int(fld.metadata[_FIELD_ID]), fld.name)
+    if len(schema) and not by_id:
+        return _UNKNOWN
+    wanted = dict(file.field_ids).get(column)
+    return None if wanted is None else by_id.get(wanted)
 
 
 def read_all(filters: Sequence[text.TextFilter], files: Sequence[IndexedFile]) -> list[TextRead]:

@@ -356,6 +356,15 @@ def _text_match(call: _OpenCall) -> Node:
     return TextMatch(call.arguments[0].path, function, pattern)
 
 
+def text_matches(node: Node) -> Iterator[TextMatch]:
+    """The string matches of the tree (what only a token or n-gram filter decides)."""
+    if isinstance(node, TextMatch):
+        yield node
+    elif isinstance(node, And | Or):
+        for child in node.children:
+            yield from text_matches(child)
+
+
 def members(node: Node) -> Iterator[Equal | IsIn]:
     if isinstance(node, Equal | IsIn):
         yield node

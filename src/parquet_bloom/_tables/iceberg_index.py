@@ -58,7 +58,10 @@ from parquet_bloom._index.build import (
 from parquet_bloom._index.files import IndexedFile, same_file
 from parquet_bloom._index.live import DatasetLookup, lookup_files
 from parquet_bloom._index.lookup import BloomIndex, IndexSegment
-from parquet_bloom._index.maintain import CompactReport, merge_segments
+from parquet_bloom._index.maintain import CompactReport, index_text_filters, merge_segments
+from parquet_bloom._index.text import TextFilter
+from parquet_bloom._index.text_build import check_text_filters
+from parquet_bloom._index.text_lookup import TextLookup, lookup_text_files
 from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterWarning
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_for
@@ -72,6 +75,7 @@ __all__ = [
     "has_index",
     "index_statistics",
     "lookup",
+    "lookup_text",
     "open_table_index",
     "refresh_index",
 ]
@@ -244,6 +248,7 @@ def build_index(
     storage_options: Mapping[str, Any] | None = None,
     from_data: FromData = None,
     fpp: float | None = None,
+    text: Sequence[TextFilter] = (),
 ) -> IndexBuildReport:
     """Build the table's Bloom index of ``columns`` (names in the table's current schema;
     indexed by field id) from the filters in the data files of the snapshot (default the
@@ -252,13 +257,17 @@ def build_index(
     files (default :func:`parquet_bloom.iceberg.storage_options_for` the table).
     ``from_data`` and ``fpp``: as for :func:`parquet_bloom.index.build_index` (pyiceberg
     writes no filters: ``from_data="missing"`` builds them from the values for the index).
+    ``text``: token and n-gram filters (:class:`~parquet_bloom.index.TextFilter`) of string
+    columns, built from the values and found by field id as ``columns`` are
+    (docs/index.md#token-and-n-gram-filters); ``columns`` may then be empty.
 
     Raises ValueError for a column the schema lacks or no file has, and when the snapshot
     already has a statistics file that is not an index (it would be replaced)."""
-    wanted = check_columns(columns)
+    texts = check_text_filters(text)
+    wanted = check_columns(columns, allow_empty=bool(texts))
     check_from_data(from_data, fpp)
     snapshot = _snapshot(table, snapshot_id)
-    fields = _field_ids(table.schema(), wanted)
+    fields = _field_ids(table.schema(), [*wanted, *(f.column for f in texts)])
     _check_slot(table.metadata, snapshot.snapshot_id)
     options = _options(table, storage_options)
     files = snapshot_files(table, snapshot, fields, options)
@@ -273,6 +282,7 @@ def build_index(
         fpp=fpp,
         fields=fields,
         snapshot=(snapshot.snapshot_id, snapshot.sequence_number or 0),
+        text=texts,
     )
     _register(table, snapshot.snapshot_id, uri, segment)
     report.location = uri
@@ -318,6 +328,36 @@ def lookup(
             )
         files = snapshot_files(table, snapshot, {name: field_id}, options)
         found = lookup_files(files, name, values, idx, opened_here=True)
+    found.column = column
+    return found
+
+
+def lookup_text(
+    table: Table,
+    column: str,
+    patterns: str | Sequence[str],
+    *,
+    function: str = "has_token",
+    snapshot_id: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> TextLookup:
+    """The row groups of the snapshot's data files (default the current snapshot) whose
+    ``column`` (its name in the table's current schema) may hold a value matching
+    ``function(value, pattern)`` for one of ``patterns``, through the index's token and n-gram
+    filters of that column's field id (:func:`parquet_bloom.index.lookup_text` says the
+    functions); live files the index does not know are candidates whole."""
+    snapshot = _snapshot(table, snapshot_id)
+    field_id = _field_ids(table.schema(), [column])[column]
+    options = _options(table, storage_options)
+    with _open(table, _nearest(table, snapshot), options) as idx:
+        name = _index_fields(idx).get(field_id)
+        if name is None or name not in idx.text_columns:
+            raise ValueError(
+                f"the Bloom index has no token or n-gram filter of column {column!r} (field id "
+                f"{field_id}): build one with build_index(..., text=[TextFilter({column!r})])"
+            )
+        files = snapshot_files(table, snapshot, {name: field_id}, options)
+        found = lookup_text_files(files, name, patterns, idx, function=function, opened_here=True)
     found.column = column
     return found
 
@@ -369,6 +409,7 @@ def refresh_index(
                 from_data=from_data,
                 fpp=fpp,
                 fields=fields,
+                text=index_text_filters(idx),
             )
             with IndexSegment(os.path.join(scratch, "new.puffin")) as added:
                 rows = {**known, **{p: (s, m, q) for p, s, m, q in added.file_rows()}}

@@ -122,14 +122,37 @@ def extend(
         "The files and row groups that may hold any of the values (exit 1 if none may).",
         _lookup,
     )
-    p.usage = "parquet-bloom index lookup [options] TARGET --column C VALUE [VALUE ...]"
+    p.usage = (
+        "parquet-bloom index lookup [options] TARGET --column C VALUE [VALUE ...]\n"
+        "       parquet-bloom index lookup [options] TARGET --column C --token T [T ...]"
+    )
     p.add_argument(
         "--column",
         nargs="+",
         required=True,
         metavar=("C", "VALUE"),
-        help="the column, then the values, read as the column's type",
+        help="the column, then the values, read as the column's type (none with a text match)",
     )
+    matches = p.add_mutually_exclusive_group()
+    for flag, function, what in _TEXT_MATCHES:
+        matches.add_argument(
+            flag,
+            nargs="+",
+            metavar="S",
+            dest=function,
+            help=f"through the column's token and n-gram filters: row groups that may hold a "
+            f"value {what} any of these",
+        )
+
+
+# index lookup's text matches: option, the function (parquet_bloom.index.lookup_text), help.
+_TEXT_MATCHES = (
+    ("--token", "has_token", "holding as a whole token"),
+    ("--substring", "match_substring", "holding"),
+    ("--starts-with", "starts_with", "starting with"),
+    ("--ends-with", "ends_with", "ending with"),
+    ("--like", "match_like", "matching the LIKE pattern of"),
+)
 
 
 def _guarded(run: Run) -> Run:
@@ -353,6 +376,12 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 def _lookup(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     column, *texts = args.column
+    asked = [(f, getattr(args, f)) for _, f, _ in _TEXT_MATCHES if getattr(args, f) is not None]
+    if asked:
+        if texts:
+            raise _IndexError("a text match takes the column alone: --column C --token T ...")
+        function, patterns = asked[0]
+        return _lookup_text(args, column, function, patterns, out)
     if not texts:
         raise _IndexError("--column needs the column, then at least one value")
     delta, options = _where(args)
@@ -387,6 +416,13 @@ def _lookup(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         "probe_reads": found.probe_reads,
         "probe_bytes_read": found.probe_bytes_read,
     }
+    _print_found(args, document, found, out)
+    return EXIT_OK if found.files else 1
+
+
+def _print_found(
+    args: argparse.Namespace, document: dict[str, Any], found: Any, out: IO[str]
+) -> None:
     if args.json:
         _dump(document, out)
     else:
@@ -396,4 +432,38 @@ def _lookup(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             )
             out.write(f"{path}: {where}\n")
         out.write(str(found) + "\n")
+
+
+def _lookup_text(
+    args: argparse.Namespace, column: str, function: str, patterns: list[str], out: IO[str]
+) -> int:
+    """``index lookup --token/--substring/...``: the candidates of a text match."""
+    from parquet_bloom._index.text_lookup import lookup_text_files
+
+    delta, options = _where(args)
+    with _open(args, delta, options) as idx:
+        if delta:
+            from parquet_bloom._tables.delta_index import latest_files
+
+            files = latest_files(args.target, options or None)
+        else:
+            from parquet_bloom.index import dataset_files
+
+            files = dataset_files(args.target, options or None)
+        try:
+            found = lookup_text_files(files, column, patterns, idx, function=function)
+        except ValueError as e:
+            raise _IndexError(str(e)) from None
+    document = {
+        "column": column,
+        "function": function,
+        "patterns": patterns,
+        "files": found.files,
+        "from_index": found.from_index,
+        "unindexed": found.unindexed,
+        "gone": found.gone,
+        "index_reads": found.index_reads,
+        "index_bytes_read": found.index_bytes_read,
+    }
+    _print_found(args, document, found, out)
     return EXIT_OK if found.files else 1
