@@ -272,7 +272,12 @@ def rewrite_bloom_filters(
     with opened as file:
         report.bytes_before = file.size
         try:
-            footer = read_footer(file, encrypted=decryption is not None)
+            footer = read_footer(file, encrypted=True)
+            if decryption is None and footer.tail[-len(fmt.MAGIC) :] != fmt.MAGIC:
+                raise UnsupportedFileError(
+                    "the file's footer is encrypted: pass its keys, "
+                    "decryption=DecryptionKeys(...), to rewrite it encrypted (docs/encryption.md)"
+                )
             head = file.read_exact(0, len(fmt.MAGIC))
             # An encrypted footer's file starts as it ends, with PARE (Encryption.md 5.4).
             magic = footer.tail[-len(fmt.MAGIC) :]
