@@ -44,8 +44,18 @@ TESTING = [
     "uniform_encryption",
 ]
 # The columns of parquet-testing's files whose values pyarrow gives as one value a row.
-FLAT = {"int32_field": "INT32", "float_field": "FLOAT", "double_field": "DOUBLE", "ba_field": "BYTE_ARRAY"}  # fmt: skip
-STORAGE = {"INT32": pa.int32(), "FLOAT": pa.float32(), "DOUBLE": pa.float64(), "BYTE_ARRAY": pa.binary()}  # fmt: skip
+FLAT = {
+    "int32_field": "INT32",
+    "float_field": "FLOAT",
+    "double_field": "DOUBLE",
+    "ba_field": "BYTE_ARRAY",
+}
+STORAGE = {
+    "INT32": pa.int32(),
+    "FLOAT": pa.float32(),
+    "DOUBLE": pa.float64(),
+    "BYTE_ARRAY": pa.binary(),
+}
 ALL = [*FLAT, "int64_field", "int96_field", "flba_field"]
 
 
@@ -231,7 +241,9 @@ def test_refused_without_keys_or_with_some_missing(tmp_path: Path) -> None:
             pb.rewrite_bloom_filters(file_of(name), dst, columns=["int32_field"])
         only_one = DecryptionKeys(FOOTER_KEY, {"double_field": COLUMN_KEYS["double_field"]})
         with pytest.raises(MissingKeyError, match="key of every encrypted column") as err:
-            pb.rewrite_bloom_filters(file_of(name), dst, columns=["int32_field"], decryption=only_one)  # fmt: skip
+            pb.rewrite_bloom_filters(
+                file_of(name), dst, columns=["int32_field"], decryption=only_one
+            )
         assert err.value.column == "float_field"
         with pytest.raises(MissingKeyError, match="footer"):
             pb.rewrite_bloom_filters(
@@ -258,7 +270,9 @@ def test_wrong_keys_fail_before_anything_is_written(tmp_path: Path) -> None:
         pb.rewrite_bloom_filters(src, dst, columns=["int32_field"], decryption=wrong_column)
     assert err.value.column == "float_field" and err.value.source == str(src)
     with pytest.raises(DecryptionError, match="footer"):
-        pb.rewrite_bloom_filters(src, dst, columns=["int32_field"], decryption=DecryptionKeys(b"y" * 16, COLUMN_KEYS))  # fmt: skip
+        pb.rewrite_bloom_filters(
+            src, dst, columns=["int32_field"], decryption=DecryptionKeys(b"y" * 16, COLUMN_KEYS)
+        )
     with pytest.raises(DecryptionError, match="footer"):
         pb.rewrite_bloom_filters(
             file_of("encrypt_columns_and_footer_aad"), dst, columns=["int32_field"],
@@ -276,7 +290,10 @@ def test_tampered_pages_of_a_column_to_filter(tmp_path: Path) -> None:
         chunk = next(c for c in reader.row_group(0) if c.path == "double_field")
     data = bytearray(src.read_bytes())
     # A byte of the first page header's ciphertext; the high byte of its length prefix.
-    for at, error in ((chunk.data_page_offset + 20, DecryptionError), (chunk.data_page_offset + 3, CorruptFileError)):  # fmt: skip
+    for at, error in (
+        (chunk.data_page_offset + 20, DecryptionError),
+        (chunk.data_page_offset + 3, CorruptFileError),
+    ):
         bad = tmp_path / "bad.parquet"
         tampered = bytearray(data)
         tampered[at] ^= 0x40
@@ -296,13 +313,18 @@ def test_tampered_output_is_detected(tmp_path: Path) -> None:
     with pb.BloomFilterReader(dst, decryption=keys) as reader:
         chunk = next(c for c in reader.row_group(0) if c.path == "double_field")
     data = dst.read_bytes()
-    for at in (chunk.bloom_filter_offset + 10, chunk.bloom_filter_offset + chunk.bloom_filter_length - 3):  # fmt: skip
+    for at in (
+        chunk.bloom_filter_offset + 10,
+        chunk.bloom_filter_offset + chunk.bloom_filter_length - 3,
+    ):
         tampered = bytearray(data)
         tampered[at] ^= 1
         dst.write_bytes(bytes(tampered))
-        with pb.BloomFilterReader(dst, decryption=keys) as reader:
-            with pytest.raises(DecryptionError, match="Bloom filter") as err:
-                reader.filter(0, "double_field")
+        with (
+            pb.BloomFilterReader(dst, decryption=keys) as reader,
+            pytest.raises(DecryptionError, match="Bloom filter") as err,
+        ):
+            reader.filter(0, "double_field")
         assert err.value.column == "double_field"
     tampered = bytearray(data)
     tampered[-20] ^= 1  # in the encrypted footer
@@ -325,7 +347,10 @@ def test_a_moved_filter_moves_its_encrypted_metadata(tmp_path: Path) -> None:
     before, after = filters(src, keys), filters(dst, keys)
     assert set(after) == {(0, "float_field"), (0, "int32_field")}
     assert after[(0, "float_field")].to_bytes() == before[(0, "float_field")].to_bytes()
-    with pb.BloomFilterReader(src, decryption=keys) as old, pb.BloomFilterReader(dst, decryption=keys) as new:  # fmt: skip
+    with (
+        pb.BloomFilterReader(src, decryption=keys) as old,
+        pb.BloomFilterReader(dst, decryption=keys) as new,
+    ):
         offsets = {c.path: c.bloom_filter_offset for c in old.row_group(0)}
         moved = {c.path: c.bloom_filter_offset for c in new.row_group(0)}
     assert moved["double_field"] is None and moved["float_field"] < offsets["float_field"]

@@ -167,14 +167,14 @@ def encrypt_gcm(plain: bytes | memoryview, key: bytes, aad: bytes) -> bytes:
     """One GCM module as 5.1 serializes it: ``length | nonce | ciphertext | tag``, with a
     fresh random nonce (4.1.3: a nonce is never reused with a key)."""
     nonce = os.urandom(NONCE_SIZE)
-    sealed = _aesgcm(key).encrypt(nonce, bytes(plain), aad)
+    sealed = bytes(_aesgcm(key).encrypt(nonce, bytes(plain), aad))
     return struct.pack("<I", NONCE_SIZE + len(sealed)) + nonce + sealed
 
 
 def sign_footer(footer: bytes, key: bytes, aad: bytes) -> bytes:
     """The 28-byte signature (nonce | tag) of a plaintext footer (5.5)."""
     nonce = os.urandom(NONCE_SIZE)
-    return nonce + _aesgcm(key).encrypt(nonce, footer, aad)[-TAG_SIZE:]
+    return nonce + bytes(_aesgcm(key).encrypt(nonce, footer, aad)[-TAG_SIZE:])
 
 
 def decrypt_ctr(buf: bytes | memoryview, key: bytes, *, module_type: int) -> bytes:

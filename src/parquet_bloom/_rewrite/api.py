@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from parquet_bloom import _format as fmt
+from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._io import limits, location
 from parquet_bloom._io.ranges import ByteRange, ReadBuffer, coalesce
 from parquet_bloom._io.source import ByteSource, fetching, read_footer
-from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._rewrite import encryption, plan
 from parquet_bloom._rewrite.build import FilterBuilds, Ndv, Sizing, check_sizing
 from parquet_bloom._rewrite.output import BodyCopy, is_s3, open_sink, write_filters, write_footer
@@ -345,7 +345,7 @@ def rewrite_bloom_filters(
                 md,
                 sizing,
                 encrypted=crypt,
-                arrow_decryption=None if crypt is None else crypt.arrow_decryption(decryption),
+                arrow_decryption=None if crypt is None else crypt.arrow_decryption(),
             ) as builds,
         ):
             at = moves(footer_start)

@@ -204,7 +204,7 @@ class EncryptedRewrite:
         if not cuts:
             return
         first_cut = min(s.start for s in cuts)
-        for (i, j), found in self.chunks.items():
+        for i, j in self.chunks:
             chunk = md.row_groups[i].columns[j]
             meta = chunk.meta_data
             if chunk.offset_index_offset is None:
@@ -221,7 +221,7 @@ class EncryptedRewrite:
 
     # -- building ---------------------------------------------------------------------------
 
-    def arrow_decryption(self, keys: DecryptionKeys) -> Any | None:
+    def arrow_decryption(self) -> Any | None:
         """pyarrow's decryption properties for a file with an encrypted footer (its footer key,
         enough for its plaintext columns), where pyarrow has them (26 and later)."""
         if not self._crypto_bytes:
@@ -229,7 +229,11 @@ class EncryptedRewrite:
         import pyarrow.parquet.encryption as pe
 
         create = getattr(pe, "create_decryption_properties", None)
-        return None if create is None else create(self._footer_key, aad_prefix=keys.aad_prefix)
+        return (
+            None
+            if create is None
+            else create(self._footer_key, aad_prefix=self._decryptor.keys.aad_prefix)
+        )
 
     def __contains__(self, key: tuple[int, int]) -> bool:
         return key in self.chunks
