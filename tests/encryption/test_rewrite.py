@@ -354,3 +354,15 @@ def test_a_moved_filter_moves_its_encrypted_metadata(tmp_path: Path) -> None:
         offsets = {c.path: c.bloom_filter_offset for c in old.row_group(0)}
         moved = {c.path: c.bloom_filter_offset for c in new.row_group(0)}
     assert moved["double_field"] is None and moved["float_field"] < offsets["float_field"]
+
+
+def test_external_key_material_is_refused(tmp_path: Path) -> None:
+    dst = tmp_path / "out.parquet"
+    with pytest.raises(UnsupportedFileError, match="key material is stored outside"):
+        pb.rewrite_bloom_filters(
+            file_of("external_key_material_java"),
+            dst,
+            columns=["int32_field"],
+            decryption=DecryptionKeys.from_kms(InServerWrapKms()),
+        )
+    assert not dst.exists()

@@ -80,7 +80,7 @@ def open_footer(
     encrypted_footer = footer.tail[-len(ENCRYPTED_MAGIC) :] == ENCRYPTED_MAGIC
     crypto_bytes = b""
     if encrypted_footer:
-        plain, decryptor = open_encrypted_footer(footer.data, keys)
+        plain, decryptor = open_encrypted_footer(footer.data, keys, sidecar=_no_sidecar)
         crypto_bytes = footer.data[: fmt.decode_file_crypto_metadata(footer.data)[1]]
     else:
         if fmt.decode_footer_encryption(footer.data).encryption_algorithm is None:
@@ -94,7 +94,7 @@ def open_footer(
             if not force:
                 check_lossless(footer.data, md, fmt.encode_file_metadata, "the footer")
             return md, None
-        plain, decryptor = open_plaintext_footer(footer.data, keys)
+        plain, decryptor = open_plaintext_footer(footer.data, keys, sidecar=_no_sidecar)
     footer_key = decryptor.footer_key()
     if footer_key is None:
         raise MissingKeyError(
@@ -107,6 +107,15 @@ def open_footer(
         check_lossless(plain, md, fmt.encode_file_metadata, "the footer")
     rewrite = EncryptedRewrite(md, decryptor, footer_key, crypto_bytes, force=force)
     return md, rewrite
+
+
+def _no_sidecar(reference: str) -> bytes | None:
+    """The rewrite's answer to a file whose key material lies outside it."""
+    raise UnsupportedFileError(
+        "the file's key material is stored outside it (a _KEY_MATERIAL_FOR_<name>.json "
+        "next to it, internal_key_material=False): rewriting such files is not supported, "
+        "as the rewritten file would need a key material file of its own"
+    )
 
 
 def _unpadded(plain: bytes, decoded: Any, encode: Callable[[Any], bytes]) -> bytes:
