@@ -366,3 +366,24 @@ def test_external_key_material_is_refused(tmp_path: Path) -> None:
             decryption=DecryptionKeys.from_kms(InServerWrapKms()),
         )
     assert not dst.exists()
+
+
+def test_a_ctr_page_module_that_claims_too_much(tmp_path: Path) -> None:
+    """The length prefix of a CTR page module (not authenticated: CTR has no tag) is checked
+    against the chunk before anything is read or allocated by it."""
+    src = file_of("encrypt_columns_and_footer_ctr")
+    keys = keys_of(src.name)
+    with pb.BloomFilterReader(src, decryption=keys) as reader:
+        chunk = next(c for c in reader.row_group(0) if c.path == "double_field")
+    data = bytearray(src.read_bytes())
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    header_module = int.from_bytes(data[start : start + 4], "little")
+    body = start + 4 + header_module  # the first page's body module, CTR-encrypted
+    data[body + 3] = 0x7F  # a length of about 2 GB
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(bytes(data))
+    dst = tmp_path / "out.parquet"
+    with pytest.raises(CorruptFileError, match="claims") as err:
+        pb.rewrite_bloom_filters(bad, dst, columns=["double_field"], decryption=keys)
+    assert err.value.column == "double_field" and err.value.offset == start
+    assert not dst.exists()
