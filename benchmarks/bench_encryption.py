@@ -2,7 +2,7 @@
 
 Builds one table of 100 int64 columns x 100 row groups of 1,000 rows (10,000 column chunks)
 and writes it three times with pyarrow: in plaintext; encrypted with one key for the footer and
-every column (``uniform``, encrypted footer); and with 10 column keys over 50 columns and a
+every column (``uniform``, encrypted footer); and with 10 column keys over half the columns and a
 plaintext footer (``columns``), both through pyarrow's CryptoFactory and the tests' in-memory
 KMS (double wrapping). pyarrow writes no filters into encrypted files, so each gets its filters
 (every column, fpp 1 %) from ``rewrite_bloom_filters``, the encrypted ones with their keys: the
@@ -63,7 +63,8 @@ def write(table: pa.Table, path: Path, rows_per_group: int, mode: str) -> None:
         config = pe.EncryptionConfiguration(footer_key="kf", uniform_encryption=True)
     else:
         names = table.column_names[: len(table.column_names) // 2]
-        keys = {f"k{i}": names[i::10] for i in range(10)}
+        count = min(10, len(names))
+        keys = {f"k{i}": names[i::count] for i in range(count)}
         config = pe.EncryptionConfiguration(footer_key="kf", column_keys=keys)
         config.plaintext_footer = True
     props = factory.file_encryption_properties(pe.KmsConnectionConfig(), config)
