@@ -143,8 +143,9 @@ def _aesgcm(key: bytes) -> Any:
 
 def decrypt_gcm(buf: bytes | memoryview, key: bytes, aad: bytes, *, module_type: int) -> bytes:
     """Decrypt one GCM module: ``buf`` is ``nonce | ciphertext | tag`` (the bytes after the
-    length prefix). A wrong key, AAD or tampered bytes fail the tag: DecryptionError."""
-    data = bytes(buf)
+    length prefix). A wrong key, AAD or tampered bytes fail the tag: DecryptionError. The
+    ciphertext is read where it lies (a view), not copied."""
+    data = memoryview(buf)
     name = MODULE_NAMES[module_type]
     if len(data) < GCM_OVERHEAD:
         raise CorruptFileError(
@@ -154,7 +155,8 @@ def decrypt_gcm(buf: bytes | memoryview, key: bytes, aad: bytes, *, module_type:
     from cryptography.exceptions import InvalidTag
 
     try:
-        return bytes(_aesgcm(key).decrypt(data[:NONCE_SIZE], data[NONCE_SIZE:], aad))
+        plain = _aesgcm(key).decrypt(bytes(data[:NONCE_SIZE]), data[NONCE_SIZE:], aad)
+        return plain if isinstance(plain, bytes) else bytes(plain)
     except InvalidTag:
         raise DecryptionError(
             f"the {name} does not decrypt (GCM tag mismatch): a wrong key or AAD prefix, or "
@@ -181,7 +183,7 @@ def decrypt_ctr(buf: bytes | memoryview, key: bytes, *, module_type: int) -> byt
     """Decrypt one CTR module (a page under AES_GCM_CTR_V1, 4.2.2): ``buf`` is
     ``nonce | ciphertext`` (after the length prefix), the counter block the nonce then
     ``00 00 00 01``. CTR authenticates nothing: a page's integrity rests on its GCM header."""
-    data = bytes(buf)
+    data = memoryview(buf)
     if len(data) < NONCE_SIZE:
         raise CorruptFileError(
             f"encrypted {MODULE_NAMES[module_type]} of {len(data)} bytes cannot hold a nonce "
@@ -189,7 +191,7 @@ def decrypt_ctr(buf: bytes | memoryview, key: bytes, *, module_type: int) -> byt
         )
     from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
-    counter = data[:NONCE_SIZE] + b"\x00\x00\x00\x01"
+    counter = bytes(data[:NONCE_SIZE]) + b"\x00\x00\x00\x01"
     decryptor = Cipher(algorithms.AES(key), modes.CTR(counter)).decryptor()
     return bytes(decryptor.update(data[NONCE_SIZE:]) + decryptor.finalize())
 

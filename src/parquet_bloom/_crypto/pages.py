@@ -61,15 +61,17 @@ def decrypt_chunk(
     column: int,
     dictionary_first: bool,
     base: int = 0,
+    prefix: bytes = b"",
 ) -> bytes:
     """The plaintext pages (headers re-encoded with the plaintext body sizes) of one encrypted
     column chunk, ``data`` its ``total_compressed_size`` bytes from its first page.
 
     ``dictionary_first``: the footer says the chunk starts with a dictionary page. Errors
-    carry the file offset of the page they are about (``base``: the chunk's).
+    carry the file offset of the page they are about (``base``: the chunk's). ``prefix`` is
+    put before the pages (joined once: a chunk may be tens of megabytes).
     """
     view = memoryview(data)
-    out = bytearray()
+    out = [prefix]
     at = 0
     ordinal = 0
     ctr = algorithm == "AES_GCM_CTR_V1"
@@ -103,11 +105,10 @@ def decrypt_chunk(
         except BloomFilterError as err:
             raise CorruptFileError(err.reason, offset=base + page_at) from None
         header.compressed_page_size = len(page_body)
-        out += fmt.encode_page_header(header)
-        out += page_body
+        out += (fmt.encode_page_header(header), page_body)
         if not dictionary:
             ordinal += 1
-    return bytes(out)
+    return b"".join(out)
 
 
 def chunk_layout(meta: Any) -> tuple[int, int, bool]:

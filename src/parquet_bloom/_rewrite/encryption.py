@@ -263,13 +263,14 @@ class EncryptedRewrite:
             column=found.column,
             dictionary_first=dictionary_first,
             base=start,
+            prefix=fmt.MAGIC,  # the plaintext pages after a magic, as in a file
         )
-        shifted = copy.copy(meta)  # the plaintext pages, after a magic as in a file
+        shifted = copy.copy(meta)
         shifted.data_page_offset = len(fmt.MAGIC)
         shifted.dictionary_page_offset = None
-        shifted.total_compressed_size = len(plain)
+        shifted.total_compressed_size = len(plain) - len(fmt.MAGIC)
         try:
-            return pages.chunk_hashes(io.BytesIO(fmt.MAGIC + plain), shifted, leaf, out)
+            return pages.chunk_hashes(io.BytesIO(plain), shifted, leaf, out)
         except pages.NeedsArrow as err:
             raise UnsupportedFileError(
                 f"the encrypted column's pages hold what this library reads only through "
