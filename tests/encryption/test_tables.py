@@ -66,3 +66,24 @@ def test_a_delta_table_of_encrypted_files_rewritten_with_its_keys(
             assert failed == {} and {c for _, c in filters} == {"a", "b"}
             assert reader.row_groups_might_contain("a", [2500]) == [2]
             assert reader.row_groups_might_contain("b", ["v10"]) == [0]
+
+
+def test_the_table_commands_take_a_decryption_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from parquet_bloom.cli import main
+    from tests.encryption.test_kms_config import KMS, config_file
+
+    root = encrypted_table(tmp_path / "t", plaintext_footer=False)
+    config = config_file(tmp_path, {"kms": KMS})
+    keyed = ["--decryption-config", str(config)]
+    assert main(["table", "add", str(root), "--column", "a", *keyed]) == 0
+    assert "2 files rewritten" in capsys.readouterr().out
+    table = DeltaTable(str(root))
+    assert table.version() == 1
+    for uri in table.file_uris():
+        with pb.BloomFilterReader(uri, decryption=keys()) as reader:
+            assert reader.row_groups_might_contain("a", [10]) == [0]
+    assert main(["table", "add", str(root), "--column", "b"]) == 2
+    out, err = capsys.readouterr()
+    assert "nothing was committed" in err and "pass its keys" in out
