@@ -6,9 +6,10 @@ keys (:class:`~parquet_bloom.DecryptionKeys`: AES-GCM is symmetric, the keys tha
 module are the keys that encrypt it). What changes:
 
 - The footer is opened (an encrypted ``PARE`` footer decrypted, a plaintext one's signature
-  checked) and each column chunk encrypted with its own key has its ColumnMetaData, held
-  encrypted in ``encrypted_column_metadata``, decrypted to plan with: the rewrite plans on the
-  plaintext, as for any file (:class:`EncryptedRewrite`).
+  checked) and each column chunk whose ColumnMetaData is held encrypted in
+  ``encrypted_column_metadata`` (a column with its own key; under a plaintext footer,
+  parquet-java's columns with the footer key too, encrypted with it) has it decrypted to plan
+  with: the rewrite plans on the plaintext, as for any file (:class:`EncryptedRewrite`).
 - A filter built for an encrypted chunk is hashed from its pages decrypted
   (:func:`parquet_bloom._crypto.pages.decrypt_chunk`), and written as its two modules, header
   and bitset, GCM-encrypted with the chunk's key and AADs of its row group and column
@@ -58,13 +59,12 @@ _OFFSET_FIELDS = ("data_page_offset", "dictionary_page_offset", "index_page_offs
 
 @dataclass
 class _Chunk:
-    """An encrypted column chunk: its key and AAD ordinals; for one with its own key, its
-    ColumnMetaData as the file holds it (encrypted, and the plaintext copy of the footer)."""
+    """An encrypted column chunk: its key and AAD ordinals; for one with encrypted metadata,
+    its ColumnMetaData as the file holds it (encrypted, and the plaintext copy of the footer)."""
 
     key: bytes
     ordinal: int  # the row group's, as AADs take it
     column: int
-    own_key: bool
     sealed: bytes | None = None  # encrypted_column_metadata as read
     plain: bytes | None = None  # ... decrypted
     stripped: Any = None  # the footer's plaintext ColumnMetaData (None in an encrypted footer)
@@ -173,9 +173,10 @@ class EncryptedRewrite:
 
     def _open_chunk(self, chunk: Any, path: str, ordinal: int, j: int, force: bool) -> _Chunk:
         key = self._decryptor.chunk_key(path, chunk.crypto_metadata)
-        own_key = chunk.crypto_metadata.ENCRYPTION_WITH_COLUMN_KEY is not None
-        found = _Chunk(key, ordinal, j, own_key)
-        if own_key and chunk.encrypted_column_metadata is not None:
+        found = _Chunk(key, ordinal, j)
+        # Under a plaintext footer parquet-java also encrypts the metadata of a column with the
+        # footer key (with that key), and reads it rather than the plaintext copy beside it.
+        if chunk.encrypted_column_metadata is not None:
             found.sealed = bytes(chunk.encrypted_column_metadata)
             found.plain = self._decryptor.column_metadata_bytes(chunk, key, ordinal, j)
             full = fmt.decode_column_metadata(found.plain)
@@ -296,7 +297,7 @@ class EncryptedRewrite:
         )
 
     def seal_metadata(self, md: Any, moves: Relocation, footer_start: int) -> None:
-        """Put each own-key chunk's ColumnMetaData (moved by the plan) back encrypted: its old
+        """Put each chunk's encrypted ColumnMetaData (moved by the plan) back encrypted: its old
         bytes if nothing changed, else encrypted anew; and its plaintext copy moved alike."""
         for (i, j), found in self.chunks.items():
             if found.plain is None:
