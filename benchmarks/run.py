@@ -17,6 +17,7 @@ BENCHMARKS = [
     "bench_tables",
     "bench_index",
     "bench_text",
+    "bench_encryption",
     "bench_spark",
     "bench_spark_probe",
 ]

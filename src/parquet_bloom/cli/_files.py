@@ -420,6 +420,7 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
         force=args.force,
         storage_options=options,
         ignore_table=args.ignore_table,
+        decryption=args.decryption_config,
         progress=done,
         on_error=failure,
         **kwargs,

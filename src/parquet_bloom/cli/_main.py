@@ -83,6 +83,15 @@ def _parser() -> argparse.ArgumentParser:
         p.set_defaults(run=run)
         return p
 
+    def keys(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument(
+            "--decryption-config",
+            type=decryption_config,
+            metavar="FILE",
+            help=f"keys {what}: a JSON file with footer_key, column_keys, key_ids (keys as "
+            "'hex:...' or 'base64:...') and aad_prefix (docs/cli.md#encrypted-files)",
+        )
+
     def reading(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "files",
@@ -96,13 +105,7 @@ def _parser() -> argparse.ArgumentParser:
         )
         tail = "the first read's size, from each file's end (default 1 MiB from a URL, 64 KiB)"
         p.add_argument("--tail-size", type=positive, metavar="BYTES", help=tail)
-        p.add_argument(
-            "--decryption-config",
-            type=decryption_config,
-            metavar="FILE",
-            help="keys of encrypted files: a JSON file with footer_key, column_keys, key_ids "
-            "(keys as 'hex:...' or 'base64:...') and aad_prefix (docs/cli.md#encrypted-files)",
-        )
+        keys(p, "of encrypted files")
         # inspect and check pass each file's report through this (an extension's: cli._hudi)
         p.set_defaults(report_hook=lambda report, kwargs: report)
 
@@ -152,6 +155,7 @@ def _parser() -> argparse.ArgumentParser:
             "--force", action="store_true", help="rewrite even if the footer does not round-trip"
         )
         p.add_argument("--ignore-table", action="store_true", help="replace a table's data file")
+        keys(p, "of encrypted files, which stay encrypted with them")
         p.add_argument(
             "--progress", action="store_true", help="show progress on stderr even if not a TTY"
         )

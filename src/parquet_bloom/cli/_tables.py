@@ -33,7 +33,7 @@ from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sizing import FLAVORS
 from parquet_bloom._tables.jobs import JobOutcome, TableRewriteReport, run_jobs
 from parquet_bloom.cli import _output as output
-from parquet_bloom.cli._options import add_limit_options, count, fpp
+from parquet_bloom.cli._options import add_limit_options, count, decryption_config, fpp
 from parquet_bloom.cli._table_open import DataFile, Table, TableError, data_files, open_table
 
 __all__ = ["extend"]
@@ -102,6 +102,13 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
             nargs="+",
             metavar="F",
             help="only these data files, named as 'table inspect' names them",
+        )
+        p.add_argument(
+            "--decryption-config",
+            type=decryption_config,
+            metavar="FILE",
+            help="keys of encrypted data files (a Delta table's), which stay encrypted with "
+            "them (docs/cli.md#encrypted-files)",
         )
         if sizing:
             p.add_argument("--fpp", type=fpp, help="false-positive rate (default 0.01)")
@@ -505,6 +512,12 @@ def _chosen_files(table: Table, names: Sequence[str] | None) -> list[str] | None
 def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any) -> int:
     """Plan, rewrite each file (a progress bar over files), commit once; print the report."""
     table = open_table(args, writing=True)
+    if args.decryption_config is not None and table.format != "delta":
+        raise TableError(
+            f"{args.table}: --decryption-config rewrites the encrypted files of Delta tables "
+            "only (an Iceberg commit reads the new files' footers with pyarrow, which cannot "
+            "decrypt them here)"
+        )
     files = _chosen_files(table, args.files)
     if table.format == "delta":
         import parquet_bloom.delta as pbd
@@ -526,7 +539,13 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
     if plan.jobs:
         progress.show(0, os.path.basename(plan.jobs[0].key))
     try:
-        outcomes = run_jobs(plan.jobs, plan.options, table.file_options or None, progress=step)
+        outcomes = run_jobs(
+            plan.jobs,
+            plan.options,
+            table.file_options or None,
+            progress=step,
+            decryption=args.decryption_config,
+        )
     finally:
         progress.close()
     if table.format == "delta":
