@@ -56,7 +56,7 @@ _NANOS_PER_UNIT = {"MILLIS": 10**6, "MICROS": 10**3, "NANOS": 1}
 _ARROW_UNIT = {"MILLIS": "ms", "MICROS": "us", "NANOS": "ns"}
 # LogicalTypes.md, "INT96 timestamps" (deprecated, still written by Spark and Impala): 8 bytes
 # of nanoseconds within the day, then 4 bytes of Julian day number, both little-endian. The
-# constants live with the array version of the layout, in _plain.
+# constants live with the array version of the layout, in _plain_arrow.
 _JULIAN_DAY_OF_UNIX_EPOCH = plain.JULIAN_UNIX_EPOCH
 # LogicalTypes.md, "Signed Integers" / "Unsigned Integers": the legacy ConvertedType names and
 # their (bit width, signed). INT(8/16/32) annotate INT32, INT(64) annotates INT64.
