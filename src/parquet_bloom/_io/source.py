@@ -25,6 +25,7 @@ from typing import IO, Any, NamedTuple
 
 from parquet_bloom import _format as fmt
 from parquet_bloom._io import limits, location
+from parquet_bloom._io.advice import what_to_do
 from parquet_bloom._io.ranges import MAX_GAP, ByteRange
 from parquet_bloom.errors import BloomFilterError, CorruptFileError, FileReadError
 
@@ -371,7 +372,8 @@ def fetching(
     ``name``. Once a request about it succeeded (``found``), a "not found" means the object
     was deleted or replaced while it was being read: a read error like any other, located.
     A refusal (PermissionError) stays one, naming ``name``. A timeout says after how long, and
-    how to allow more (:func:`limits.timeout_error`)."""
+    how to allow more (:func:`limits.timeout_error`); credentials missing or refused and an
+    endpoint where nothing answers say what to do (:func:`advice.what_to_do`)."""
     start = time.monotonic()
     try:
         yield
@@ -396,9 +398,10 @@ def fetching(
         timed_out = limits.timeout_error(err, name, offset, length, time.monotonic() - start)
         if timed_out is not None:
             raise timed_out from err
+        advice = what_to_do(err)
         raise FileReadError(
             f"cannot {action}{describe_range(offset, length)}: {type(err).__name__}: "
-            f"{_detail(err)}",
+            f"{_detail(err)}" + (f"; {advice}" if advice else ""),
             source=name,
             offset=offset,
         ) from err

@@ -62,7 +62,7 @@ from parquet_bloom._index.maintain import CompactReport, merge_segments
 from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterWarning
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_for
-from parquet_bloom.errors import BloomFilterError
+from parquet_bloom.errors import BloomFilterError, TableVersionError
 
 __all__ = [
     "INDEX_PREFIX",
@@ -74,6 +74,7 @@ __all__ = [
     "lookup",
     "open_table_index",
     "refresh_index",
+    "table_snapshot",
 ]
 
 # The names of the index's Puffin files in the table's metadata directory: how a statistics
@@ -92,7 +93,9 @@ def _options(table: Table, storage_options: Mapping[str, Any] | None) -> dict[st
     return dict(storage_options if storage_options is not None else storage_options_for(table))
 
 
-def _snapshot(table: Table, snapshot_id: int | None) -> Snapshot:
+def table_snapshot(table: Table, snapshot_id: int | None) -> Snapshot:
+    """The snapshot ``snapshot_id`` of ``table`` (None: its current one); one it does not have
+    is the caller's mistake (TableVersionError), never an empty scan."""
     if snapshot_id is None:
         found = table.current_snapshot()
         if found is None:
@@ -100,7 +103,14 @@ def _snapshot(table: Table, snapshot_id: int | None) -> Snapshot:
         return found
     found = table.metadata.snapshot_by_id(snapshot_id)
     if found is None:
-        raise ValueError(f"the Iceberg table {table.name()} has no snapshot {snapshot_id}")
+        current = table.metadata.current_snapshot_id
+        raise TableVersionError(
+            f"the Iceberg table {'.'.join(table.name())} has no snapshot {snapshot_id} "
+            f"(its current one is {current})",
+            table=".".join(table.name()),
+            asked=snapshot_id,
+            latest=current,
+        )
     return found
 
 
@@ -257,7 +267,7 @@ def build_index(
     already has a statistics file that is not an index (it would be replaced)."""
     wanted = check_columns(columns)
     check_from_data(from_data, fpp)
-    snapshot = _snapshot(table, snapshot_id)
+    snapshot = table_snapshot(table, snapshot_id)
     fields = _field_ids(table.schema(), wanted)
     _check_slot(table.metadata, snapshot.snapshot_id)
     options = _options(table, storage_options)
@@ -306,7 +316,7 @@ def lookup(
     index's answer for the files it knows as the snapshot has them (path, size, data sequence
     number), each other live file's own filters for the rest, its column found by field id.
     ``files`` are keyed by the data file paths the manifests give."""
-    snapshot = _snapshot(table, snapshot_id)
+    snapshot = table_snapshot(table, snapshot_id)
     field_id = _field_ids(table.schema(), [column])[column]
     options = _options(table, storage_options)
     with _open(table, _nearest(table, snapshot), options) as idx:
@@ -337,7 +347,7 @@ def refresh_index(
     counts the files read now (``files``) and the merged index (``row_groups``,
     ``columns``, ``index_bytes``)."""
     check_from_data(from_data, fpp)
-    snapshot = _snapshot(table, None)
+    snapshot = table_snapshot(table, None)
     _check_slot(table.metadata, snapshot.snapshot_id)
     options = _options(table, storage_options)
     statistics = _nearest(table, snapshot)
@@ -397,7 +407,7 @@ def compact_index(
     """Register for the current snapshot the newest index without the row groups of files no
     longer live as it knows them (files it lacks stay unindexed: :func:`refresh_index` adds
     them)."""
-    snapshot = _snapshot(table, None)
+    snapshot = table_snapshot(table, None)
     _check_slot(table.metadata, snapshot.snapshot_id)
     options = _options(table, storage_options)
     statistics = _nearest(table, snapshot)
