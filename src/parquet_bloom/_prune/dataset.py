@@ -637,6 +637,7 @@ def _file_report(
         bytes_read=bytes_read,
         per_file=(FileCost(path, requests, bytes_read),),
         unreadable_files=() if unreadable is None else (unreadable,),
+        tables=(),
         **outcome,
     )
 

@@ -163,7 +163,8 @@ def _opening_error(
     if version is None:
         return err
     try:
-        latest: int | None = DeltaTable(uri, storage_options=options).version()
+        reopened = DeltaTable(uri, storage_options=None if options is None else dict(options))
+        latest: int | None = reopened.version()
     except DeltaError:
         latest = None
     if latest is not None and version > latest:

@@ -183,6 +183,7 @@ def _with_live_files(
     listed_key = _named(text)
     for root in sorted(roots):
         on_disk = by_root[root]
+        version: int | None
         if roots[root] == "delta":
             version, live, skipped = _delta_files(root, storage_options)
         else:
@@ -247,6 +248,7 @@ def _iceberg_files(
     """The Iceberg table's current snapshot id, its live data files (key -> size), and the
     snapshot's delete files (not counted as replaced)."""
     require("pyiceberg", f"reading the live files of the Iceberg table at {root}")
+    from pyiceberg.manifest import ManifestContent
     from pyiceberg.table import StaticTable
 
     from parquet_bloom._tables.iceberg_io import local_or_url
@@ -259,10 +261,15 @@ def _iceberg_files(
         return None, {}, set()
     live: dict[str, int] = {}
     deletes: set[str] = set()
-    for task in table.scan().plan_files():
-        where = local_or_url(task.file.file_path)
-        live[_named(where)] = int(task.file.file_size_in_bytes)
-        deletes.update(_named(local_or_url(d.file_path)) for d in task.delete_files)
+    # From the manifests, not a scan: pyiceberg 0.12 refuses to plan a scan of a table with
+    # equality deletes.
+    for manifest in snapshot.manifests(table.io):
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+            where = _named(local_or_url(entry.data_file.file_path))
+            if manifest.content == ManifestContent.DATA:
+                live[where] = int(entry.data_file.file_size_in_bytes)
+            else:
+                deletes.add(where)
     return int(snapshot.snapshot_id), live, deletes
 
 
