@@ -27,12 +27,12 @@ from parquet_bloom._extras import require
 from parquet_bloom._io import location
 from parquet_bloom._tables.markers import find_table
 
-__all__ = ["LiveTable", "TableListing", "list_live_files"]
+__all__ = ["VERSION_HINT", "LiveTable", "TableListing", "current_metadata", "list_live_files"]
 
 _DELTA_LOG = "_delta_log"
 _ICEBERG_METADATA = "metadata"
 _ICEBERG_SUFFIX = ".metadata.json"
-_VERSION_HINT = "version-hint.text"
+VERSION_HINT = "version-hint.text"
 # A metadata file's version: "00012-<uuid>.metadata.json" (catalogs), "v12.metadata.json"
 # (file-system tables; "v12.gz.metadata.json" compressed).
 _METADATA_VERSION = re.compile(r"^v?(\d+)[-.]")
@@ -276,26 +276,38 @@ def _iceberg_files(
 def _metadata_file(
     root: str, on_disk: list[location.Entry], storage_options: Mapping[str, Any] | None
 ) -> str:
-    """The table's current metadata file: the one ``version-hint.text`` names when it names
-    one that is there, else the one of the highest version number."""
+    """The table's current metadata file (:func:`current_metadata`), from the listing."""
     directory = f"{root}/{_ICEBERG_METADATA}/"
     names = {_key(e)[len(directory) :]: e for e in on_disk if _key(e).startswith(directory)}
-    candidates = [n for n in names if "/" not in n and n.endswith(_ICEBERG_SUFFIX)]
-    hint = names.get(_VERSION_HINT)
+    hint = names.get(VERSION_HINT)
+    text = None
     if hint is not None:
         from parquet_bloom._io.source import ByteSource
 
         with ByteSource(hint.path, filesystem=hint.filesystem, size=hint.size) as source:
-            version = source.read_exact(0, source.size).decode("utf-8", "replace").strip()
+            text = source.read_exact(0, source.size).decode("utf-8", "replace")
+    return directory + current_metadata(names, text)
+
+
+def current_metadata(names: Iterable[str], hint: str | None) -> str:
+    """Of the names in an Iceberg table's ``metadata/`` directory, its current metadata file:
+    the ``vN.metadata.json`` (or ``vN.gz.metadata.json``) that ``hint``, the text of its
+    ``version-hint.text`` (None: none there), names when it is among them; else the
+    ``*.metadata.json`` of the highest version number (ValueError: none)."""
+    candidates = [n for n in names if "/" not in n and n.endswith(_ICEBERG_SUFFIX)]
+    if not candidates:
+        raise ValueError("no metadata/*.metadata.json: not an Iceberg table")
+    if hint is not None:
+        version = hint.strip()
         for name in (f"v{version}{_ICEBERG_SUFFIX}", f"v{version}.gz{_ICEBERG_SUFFIX}"):
             if name in candidates:
-                return directory + name
+                return name
 
     def number(name: str) -> int:
         match = _METADATA_VERSION.match(name)
         return int(match[1]) if match else -1
 
-    return directory + max(candidates, key=lambda n: (number(n), n))
+    return max(candidates, key=lambda n: (number(n), n))
 
 
 def _mapped(options: Mapping[str, Any] | None, names: Mapping[str, str]) -> dict[str, str]:
