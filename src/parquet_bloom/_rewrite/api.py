@@ -171,9 +171,9 @@ def _resolve_targets(
         missing = [column for column in wanted if column not in having]
         if missing:
             raise ValueError(
-                f"column {missing[0]!r} has no Bloom filter in {source} to resize: resizing "
-                "rebuilds the filters a file has and adds none; to add one, use "
-                f"columns=[...] without existing_only (parquet-bloom add --column {missing[0]})"
+                f"column {missing[0]!r} has no Bloom filter in {source} to resize: a resize "
+                "rebuilds the filters a file has and adds none; add one with "
+                f"columns=[{missing[0]!r}] (parquet-bloom add --column {missing[0]})"
             )
         return [
             c for c in chunks if c.path in chosen and c.bloom_filter_offset is not None
