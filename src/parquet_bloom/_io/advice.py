@@ -4,8 +4,10 @@ credentials the store refuses, an endpoint where nothing answers (docs/cli.md#er
 The object stores' clients (botocore under s3fs, aiohttp under the HTTP and Azure backends,
 object_store inside deltalake) raise their own exceptions; :func:`what_to_do` tells these three
 cases apart by the exception's class name and message, anywhere in its chain of causes, and
-returns the one sentence the error message ends with. Everything else a store raises (a 5xx,
-a reset, a timeout) may pass on retrying and gets no advice. Pure: no IO.
+returns the one sentence the error message ends with (naming ``storage_options`` with the
+command's ``--storage-option`` beside it, which :mod:`parquet_bloom.cli._flags` keeps).
+Everything else a store raises (a 5xx, a reset, a timeout) may pass on retrying and gets no
+advice. Pure: no IO.
 """
 
 from __future__ import annotations
@@ -29,17 +31,17 @@ _NO_ANSWER = (
 
 CREDENTIALS = (
     "no credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or "
-    "AWS_PROFILE), or give key and secret in storage_options (--storage-option key=... "
+    "AWS_PROFILE), or pass key and secret as storage_options (--storage-option key=... "
     "--storage-option secret=...)"
 )
 REFUSED = (
     "the store refused the credentials: check the key, the secret and the session token in "
-    "use (environment, profile, storage_options / --storage-option)"
+    "use (environment, profile, or storage_options (--storage-option key=...))"
 )
 UNREACHABLE = (
-    "nothing answers at the store's endpoint: check the endpoint URL (AWS_ENDPOINT_URL, or "
-    "endpoint_url in storage_options / --storage-option endpoint_url=...) and that the "
-    "server is running"
+    "nothing answers at the store's endpoint: check that its server is running and that the "
+    "endpoint is right: AWS_ENDPOINT_URL, or the one given in storage_options "
+    "(--storage-option endpoint_url=...)"
 )
 
 

@@ -83,10 +83,10 @@ def _parser() -> argparse.ArgumentParser:
         p.set_defaults(run=run)
         return p
 
-    def reading(p: argparse.ArgumentParser) -> None:
+    def reading(p: argparse.ArgumentParser, files: str = "+") -> None:
         p.add_argument(
             "files",
-            nargs="+",
+            nargs=files,  # probe: "*", its files may follow the values (_files.take_files)
             metavar="FILE",
             help="Parquet files: paths or URLs (s3://, gs://, abfs://, https://...); a "
             "directory, a prefix ending in / or a glob stands for the files under it",
@@ -114,7 +114,7 @@ def _parser() -> argparse.ArgumentParser:
         "Which row groups might contain any of the values (exit 1 if none might).",
         _files.run_probe,
     )
-    reading(p)
+    reading(p, files="*")
     p.add_argument(
         "--column",
         nargs="+",
