@@ -99,6 +99,17 @@ def test_inspect_of_an_iceberg_directory_reads_its_live_data_files(
     assert f"snapshot {table.current_snapshot().snapshot_id}); 1 replaced file ignored" in err
 
 
+def test_a_directory_whose_table_cannot_be_read_is_refused(capsys: Capture, tmp_path: Path) -> None:
+    # A _delta_log/ with no log in it: not read as plain files (the replaced ones would be).
+    (tmp_path / "_delta_log").mkdir()
+    (tmp_path / "_delta_log" / "0.json").write_text("not a log")
+    pq.write_table(pa.table({"id": [1]}), tmp_path / "part-0.parquet")
+    status, out, err = run(capsys, "inspect", tmp_path)
+    assert status == 2 and out == ""
+    assert_user_error(err, "looks like a table (_delta_log/) that deltalake cannot read", "glob")
+    assert run(capsys, "inspect", tmp_path / "*.parquet")[0] == 0  # a glob: taken as named
+
+
 # -- item 4: user errors -----------------------------------------------------------------------
 
 

@@ -233,7 +233,12 @@ def _delta_files(
     options = _mapped(storage_options, _DELTA_S3) if location.is_url(root) else None
     if options and options.get("AWS_ENDPOINT_URL", "").startswith("http://"):
         options["AWS_ALLOW_HTTP"] = "true"
-    table = load_table(root, None, options)
+    from deltalake.exceptions import DeltaError
+
+    try:
+        table = load_table(root, None, options)
+    except DeltaError as err:  # a _delta_log/ that holds no readable log
+        raise _unreadable(root, "_delta_log/", "deltalake", err) from err
     base = table_root(table)
     live = {}
     for f in snapshot_files(table):
@@ -255,7 +260,10 @@ def _iceberg_files(
 
     properties = _mapped(storage_options, _ICEBERG_S3) if location.is_url(root) else {}
     metadata = _metadata_file(root, on_disk, storage_options)
-    table = StaticTable.from_metadata(metadata, properties=properties)
+    try:
+        table = StaticTable.from_metadata(metadata, properties=properties)
+    except ValueError as err:  # not a metadata file pyiceberg reads (JSON, its schema)
+        raise _unreadable(root, metadata, "pyiceberg", err) from err
     snapshot = table.current_snapshot()
     if snapshot is None:
         return None, {}, set()
@@ -271,6 +279,17 @@ def _iceberg_files(
             else:
                 deletes.add(where)
     return int(snapshot.snapshot_id), live, deletes
+
+
+def _unreadable(root: str, marker: str, library: str, err: Exception) -> ValueError:
+    """A directory marked as a table whose table cannot be read: the user's to sort out (its
+    files can still be named one by one, or by a glob)."""
+    detail = " ".join(str(err).split())
+    return ValueError(
+        f"{root} looks like a table ({marker}) that {library} cannot read: "
+        f"{type(err).__name__}: {detail}; to read its files as plain files, name them or a "
+        f"glob ({root}/*.parquet)"
+    )
 
 
 def _metadata_file(

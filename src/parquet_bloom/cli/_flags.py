@@ -19,10 +19,13 @@ __all__ = ["in_flags"]
 # Not part of a path, a file name or a longer identifier.
 _BEFORE = r"(?<![\w/.\-'\"=])"
 _AFTER = r"(?![\w/\-'\"])"
+# A parameter as a message names it: with an underscore or a value ("storage_options",
+# "force=True"); a plain word before a parenthesis is the message's own ("its catalog (...)").
+_PARAMETER = r"(?:[a-z]+_[a-z_]*(?:=[^\s()]+)?|[a-z]+=[^\s()]+)"
 _PAIRS = [
     # "force=True (parquet-bloom --force)", "columns=['b'] (parquet-bloom add --column b)"
     re.compile(
-        _BEFORE + r"[a-z_]+(?:=[^\s()]+)? \((?:parquet-bloom (?=--))?((?:--|parquet-bloom )[^)]*)\)"
+        _BEFORE + _PARAMETER + r" \((?:parquet-bloom (?=--))?((?:--|parquet-bloom )[^)]*)\)"
     ),
     # "parquet_bloom.delta.rewrite_bloom_filters (or 'parquet-bloom table add')"
     re.compile(r"parquet_bloom\.[\w.]+ \(or ('parquet-bloom [^']*')\)"),
