@@ -110,6 +110,17 @@ def test_a_directory_whose_table_cannot_be_read_is_refused(capsys: Capture, tmp_
     assert run(capsys, "inspect", tmp_path / "*.parquet")[0] == 0  # a glob: taken as named
 
 
+def test_probe_of_a_delta_table_on_s3_reads_its_live_files(capsys: Capture, s3: Any) -> None:
+    uri = f"s3://{s3.bucket()}/lake/orders"
+    options = tables.s3_options(s3.endpoint_url)
+    tables.build_history(uri, partitioned=False, storage_options=options)
+    table = DeltaTable(uri, storage_options=options)
+    status, out, err = run(capsys, "probe", "--json", f"{uri}/", "--column", "id", 1500)
+    assert status == 0, err
+    assert sorted(f["path"] for f in json.loads(out)["files"]) == sorted(table.file_uris())
+    assert f"Delta table at {uri} (version {table.version()})" in err
+
+
 # -- item 4: user errors -----------------------------------------------------------------------
 
 

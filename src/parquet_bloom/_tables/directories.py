@@ -231,8 +231,14 @@ def _delta_files(
     )
 
     options = _mapped(storage_options, _DELTA_S3) if location.is_url(root) else None
-    if options and options.get("AWS_ENDPOINT_URL", "").startswith("http://"):
-        options["AWS_ALLOW_HTTP"] = "true"
+    if options is not None:
+        # An http:// endpoint, given or from the environment (as s3fs reads it), is one the
+        # user chose: object_store refuses it unless told (AWS_ALLOW_HTTP).
+        endpoint = options.get("AWS_ENDPOINT_URL") or os.environ.get(
+            "AWS_ENDPOINT_URL_S3", os.environ.get("AWS_ENDPOINT_URL", "")
+        )
+        if endpoint.startswith("http://"):
+            options.setdefault("AWS_ALLOW_HTTP", "true")
     from deltalake.exceptions import DeltaError
 
     try:
