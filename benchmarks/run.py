@@ -16,6 +16,7 @@ BENCHMARKS = [
     "bench_rewrite",
     "bench_tables",
     "bench_index",
+    "bench_text",
     "bench_spark",
     "bench_spark_probe",
 ]

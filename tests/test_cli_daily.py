@@ -20,6 +20,7 @@ from deltalake import DeltaTable
 from parquet_bloom._io import advice
 from parquet_bloom.cli import main
 from parquet_bloom.cli._flags import in_flags
+from tests.remote.fixtures import clear_filesystem_caches
 from tests.tables import delta_tables as tables
 from tests.tables import iceberg_tables as it
 
@@ -185,6 +186,7 @@ def test_missing_credentials_say_what_to_do(
 ) -> None:
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    clear_filesystem_caches()  # an s3fs instance made earlier holds the credentials it found
     status, _, err = run(capsys, "inspect", f"s3://{s3.bucket()}/t/")
     assert status == 2
     assert_user_error(err, in_flags(advice.CREDENTIALS))
@@ -197,6 +199,7 @@ def test_an_unreachable_endpoint_says_what_to_do(
     capsys: Capture, s3: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", CLOSED_PORT)
+    clear_filesystem_caches()  # an s3fs instance made earlier holds the endpoint it found
     status, _, err = run(capsys, "inspect", "--retries", 0, "s3://bucket/t/x.parquet")
     assert status == 2
     assert_user_error(err, in_flags(advice.UNREACHABLE))

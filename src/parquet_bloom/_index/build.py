@@ -18,8 +18,10 @@ import pyarrow as pa
 from parquet_bloom import __version__
 from parquet_bloom import _format as fmt
 from parquet_bloom._index import entries as ent
-from parquet_bloom._index import layout, puffin, slices, store
+from parquet_bloom._index import layout, puffin, slices, store, text_build
 from parquet_bloom._index.files import IndexedFile, dataset_files, file_columns
+from parquet_bloom._index.text import TextFilter
+from parquet_bloom._index.text_build import TextSummary
 from parquet_bloom._io import location
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._prune.dataset import file_schema
@@ -74,7 +76,8 @@ class IndexBuildReport:
     files (``reads``, ``bytes_read``), ``unreadable`` (``(path, reason)`` of files whose footer
     could not be read: each is in the index as a whole file every lookup returns; and of files
     whose values could not be read to build filters: those row groups have none), and
-    ``built_from_data`` (the filters built from the values)."""
+    ``built_from_data`` (the filters built from the values), ``text`` (each token or n-gram
+    filter: :class:`TextSummary`)."""
 
     location: str
     files: int = 0
@@ -85,6 +88,7 @@ class IndexBuildReport:
     bytes_read: int = 0
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     built_from_data: int = 0
+    text: list[TextSummary] = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [
@@ -98,6 +102,11 @@ class IndexBuildReport:
             lines.append(
                 f"  {name}: {sizes or 'no filters'}; {c.unfiltered} without a filter; "
                 f"slices {c.slice_bytes:,} B from filters of {c.filter_bytes:,} B"
+            )
+        for t in self.text:
+            lines.append(
+                f"  {t.column}: {t.spec} over {t.filtered} row groups; {t.unfiltered} without "
+                f"one; slices {t.slice_bytes:,} B"
             )
         for path, reason in self.unreadable:
             lines.append(f"  unreadable, always a candidate: {path}: {reason}")
@@ -159,6 +168,7 @@ def build_index(
     index_storage_options: Mapping[str, Any] | None = None,
     from_data: FromData = None,
     fpp: float | None = None,
+    text: Sequence[TextFilter] = (),
 ) -> IndexBuildReport:
     """Build a Bloom index of ``columns`` over the Parquet files of ``source`` (a file, a
     directory, a prefix or glob, or a list of them, as :func:`parquet_bloom.prune` takes) from
@@ -168,12 +178,15 @@ def build_index(
     it, which ``refresh_index`` and ``compact_index`` maintain). ``from_data``: also build,
     from the values, the filters of row groups that have none (``"missing"``) or replace every
     filter (``"all"``), at ``fpp`` (default about 1/N for N row groups, see
-    docs/index.md#lookups-and-their-cost); None: only the filters the files hold.
+    docs/index.md#lookups-and-their-cost); None: only the filters the files hold. ``text``:
+    token and n-gram filters (:class:`TextFilter`) to build from the string columns' values
+    (docs/index.md#token-and-n-gram-filters); ``columns`` may then be empty.
 
     Raises ValueError for no column, or a column no file has, and the read error of a file
     that could not be fetched (nothing is written then). A file that is not a readable Parquet
     file is recorded as a whole file every lookup returns."""
-    wanted = check_columns(columns)
+    texts = text_build.check_text_filters(text)
+    wanted = check_columns(columns, allow_empty=bool(texts))
     check_from_data(from_data, fpp)
     files = dataset_files(source, storage_options)
     options = storage_options if index_storage_options is None else index_storage_options
@@ -181,10 +194,12 @@ def build_index(
     what = os.fspath(source) if isinstance(source, str | os.PathLike) else "the dataset"
     if store.is_single_file(target):
         report, _ = write_segment(
-            files, wanted, target, options, what=what, from_data=from_data, fpp=fpp
+            files, wanted, target, options, what=what, from_data=from_data, fpp=fpp, text=texts
         )
         return report
-    return create_index(target, files, wanted, options, what=what, from_data=from_data, fpp=fpp)
+    return create_index(
+        target, files, wanted, options, what=what, from_data=from_data, fpp=fpp, text=texts
+    )
 
 
 def check_from_data(from_data: FromData, fpp: float | None) -> None:
@@ -206,13 +221,21 @@ def create_index(
     what: str,
     from_data: FromData = None,
     fpp: float | None = None,
+    text: Sequence[TextFilter] = (),
 ) -> IndexBuildReport:
     """A new index in ``directory``: one segment, then the pointer to it alone (an index there
     before is replaced: its segments stay until :func:`compact_index` removes them)."""
 
     def write(target: str) -> tuple[IndexBuildReport, Segment]:
         return write_segment(
-            files, columns, target, storage_options, what=what, from_data=from_data, fpp=fpp
+            files,
+            columns,
+            target,
+            storage_options,
+            what=what,
+            from_data=from_data,
+            fpp=fpp,
+            text=text,
         )
 
     return create_index_with(directory, columns, storage_options, write)
@@ -238,9 +261,10 @@ def create_index_with(
     return report
 
 
-def check_columns(columns: Sequence[str]) -> list[str]:
-    """``columns`` as a list without repeats; a mistake is a ValueError or TypeError."""
-    if isinstance(columns, str) or not columns:
+def check_columns(columns: Sequence[str], *, allow_empty: bool = False) -> list[str]:
+    """``columns`` as a list without repeats; a mistake is a ValueError or TypeError
+    (``allow_empty``: no column is fine, an index of text filters only)."""
+    if isinstance(columns, str) or (not columns and not allow_empty):
         raise ValueError("columns must be a non-empty list of column names")
     if not all(isinstance(c, str) for c in columns):
         raise TypeError("columns must be column names (str)")
@@ -259,13 +283,15 @@ def write_segment(
     fpp: float | None = None,
     fields: Mapping[str, int] | None = None,
     snapshot: tuple[int, int] = (-1, -1),
+    text: Sequence[TextFilter] = (),
 ) -> tuple[IndexBuildReport, Segment]:
     """Read ``files``' filters of ``columns`` and write them as one Puffin file at ``target``
     (``require_columns``: a column no file has is a ValueError). ``from_data``: build from the
     values the filters of the row groups that have none (``"missing"``) or of every row group
     (``"all"``), at false-positive rate ``fpp`` (default about 1/N for N row groups: a lookup
     over the whole index then expects about one false candidate). ``fields`` and ``snapshot``
-    as :func:`write_blobs` takes them."""
+    as :func:`write_blobs` takes them. ``text``: token and n-gram filters built from the
+    values (:mod:`.text_build`)."""
     reads = list(read_pool().map(partial(read_file, columns), files))
     check_read_columns(reads, columns, what, require_columns)
     built = 0
@@ -275,6 +301,23 @@ def write_segment(
         fill = partial(_filters_from_data, columns, sizing, from_data == "all")
         built = sum(read_pool().map(fill, [r for r in reads if r.error is None]))
     report, blobs = segment_blobs(reads, columns, target, built_from_data=built)
+    if text:
+        texts = text_build.read_all(text, files)
+        missing = [f.column for i, f in enumerate(text) if not any(i in t.pairs for t in texts)]
+        if require_columns and missing and any(t.error is None for t in texts):
+            raise ValueError(f"no file of {what} has the column(s) {', '.join(map(repr, missing))}")
+        members = [
+            (r.entry(rg, rows), i, rg) if r.error is None else (r.entry(-1, -1), i, -1)
+            for i, r in enumerate(reads)
+            for rg, rows in (enumerate(r.rows) if r.error is None else [(-1, -1)])
+        ]
+        report.text, more = text_build.text_blobs(text, texts, members)
+        blobs[-1:-1] = more  # before the files blob
+        report.reads += sum(t.reads for t in texts)
+        report.bytes_read += sum(t.bytes_read for t in texts)
+        report.unreadable += [
+            (r.path, t.error) for r, t in zip(reads, texts, strict=True) if t.error
+        ]
     segment = write_blobs(target, blobs, columns, storage_options, fields=fields, snapshot=snapshot)
     report.index_bytes = segment.size
     return report, segment

@@ -30,6 +30,8 @@ from parquet_bloom._index.build import (
 )
 from parquet_bloom._index.files import IndexedFile, dataset_files, same_file
 from parquet_bloom._index.lookup import BloomIndex, IndexSegment
+from parquet_bloom._index.text import TextFilter, TextSpec
+from parquet_bloom._index.text_build import TextSummary, class_blobs
 from parquet_bloom._io import location
 from parquet_bloom._sbbf import BITS_PER_BLOCK, BYTES_PER_BLOCK
 
@@ -84,6 +86,13 @@ def refresh_files(
     with BloomIndex(directory, storage_options=storage_options) as idx:
         known = idx.file_rows()
         indexed = max((idx.row_groups(c) for c in idx.columns), default=0)
+        # The text filters, at the very shape the index has them: a lookup ANDs the same
+        # positions in every segment.
+        text = [
+            TextFilter(column, spec.kind, spec.n, spec.size, spec.hashes, spec.seed)
+            for column in idx.text_columns
+            for spec in idx.text_filters(column)
+        ]
     new = [f for f in files if f.key not in known or not same_file(known[f.key], f)]
     if not new:
         return IndexBuildReport(location=directory)
@@ -100,6 +109,7 @@ def refresh_files(
         require_columns=False,
         from_data=from_data,
         fpp=fpp,
+        text=text,
     )
     ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
     store.write_pointer(
@@ -116,7 +126,7 @@ class CompactReport:
     """What :func:`compact_index` did: ``segments_before``, the ``row_groups`` kept and
     ``row_groups_dropped`` (of files gone, or superseded by a newer segment's), ``index_bytes``
     (the new segment's size; 0 when there was nothing to merge), ``removed`` (segment files
-    deleted), ``columns`` (as a build reports them)."""
+    deleted), ``columns`` and ``text`` (as a build reports them)."""
 
     location: str
     segments_before: int = 0
@@ -125,6 +135,7 @@ class CompactReport:
     index_bytes: int = 0
     removed: list[str] = field(default_factory=list)
     columns: dict[str, ColumnSummary] = field(default_factory=dict)
+    text: list[TextSummary] = field(default_factory=list)
 
     def __str__(self) -> str:
         return (
@@ -221,6 +232,16 @@ def merge_segments(
         for path, (size, modified, sequence) in sorted(file_rows.items())
         if kept.get(path) == size
     ]
+    text_filters = dict.fromkeys(
+        (name, spec)
+        for segment in segments
+        for name in segment.text_columns
+        for spec in segment.text_filters(name)
+    )
+    for column, spec in text_filters:
+        merged, more = _merged_text(column, spec, segments, keeps, file_rows)
+        report.text.append(merged)
+        blobs += more
     blobs.append(files_blob(rows))
     return write_blobs(target, blobs, columns, storage_options, fields=fields, snapshot=snapshot)
 
@@ -285,7 +306,7 @@ def _merged_column(
             length=length,
             properties={**common, layout.NUM_BYTES: str(num_bytes), **type_properties},
         )
-        out.append((meta, _merged_slices(parts, num_blocks)))
+        out.append((meta, _merged_slices(parts, num_blocks * BITS_PER_BLOCK)))
         out.append(entries_blob(members, common, "sbbf"))
         summary.classes[num_bytes] = n
         summary.slice_bytes += length
@@ -299,13 +320,46 @@ def _merged_column(
     return out
 
 
+def _merged_text(
+    column: str,
+    spec: TextSpec,
+    segments: Sequence[IndexSegment],
+    keeps: Sequence[Mapping[str, int]],
+    file_rows: Mapping[str, tuple[int, int, int]],
+) -> tuple[TextSummary, list[tuple[puffin.BlobMetadata, Iterable[bytes]]]]:
+    """One text filter merged over the segments: the kept row groups of its class, and the
+    rest without a filter: those of its own, and every kept file of a segment without the
+    filter, whole (its row groups are not known here)."""
+    parts: list[tuple[bytes, list[ent.Entry], npt.NDArray[np.intp], int]] = []
+    none: list[ent.Entry] = []
+    for segment, keep_size in zip(segments, keeps, strict=True):
+        classes = segment.text_classes(column, spec)
+        if not classes:
+            for path, size, _, _ in segment.file_rows():
+                if keep_size.get(path) == size:
+                    _, modified, sequence = file_rows.get(path, (size, -1, -1))
+                    none.append(ent.Entry(path, -1, size, -1, modified, sequence))
+            continue
+        for c in classes:
+            entries = segment.read_entries(c)
+            kept = [i for i, e in enumerate(entries) if keep_size.get(e.path) == e.file_size]
+            if c.slices is None:
+                none += [entries[i] for i in kept]
+            else:
+                data = segment.read_blob(c.slices)
+                parts.append(
+                    (data, [entries[i] for i in kept], np.asarray(kept, np.intp), c.row_groups)
+                )
+    filtered = [e for _, entries, _, _ in parts for e in entries]
+    return class_blobs(column, spec, filtered, _merged_slices(parts, spec.num_bits), none)
+
+
 def _merged_slices(
-    parts: list[tuple[bytes, list[ent.Entry], npt.NDArray[np.intp], int]], num_blocks: int
+    parts: list[tuple[bytes, list[ent.Entry], npt.NDArray[np.intp], int]], positions: int
 ) -> Iterable[bytes]:
-    """The slices of the kept row groups of several classes of one size, in their order: each
-    position's bits, part after part, a run of blocks at a time."""
+    """The slices of the kept row groups of several classes of one size (``positions`` bit
+    positions), in their order: each position's bits, part after part, a run at a time."""
     total = sum(len(kept) for _, _, kept, _ in parts)
-    positions = num_blocks * BITS_PER_BLOCK
     step = max(
         BITS_PER_BLOCK, (slices.PASS_BITS // max(total, 1)) // BITS_PER_BLOCK * BITS_PER_BLOCK
     )

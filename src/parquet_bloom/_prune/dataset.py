@@ -53,7 +53,7 @@ from parquet_bloom._prune.expression import (
     members,
     translate,
 )
-from parquet_bloom._prune.indexed import Decision, decide, scan_probe
+from parquet_bloom._prune.indexed import Decision, decide, scan_probe, text_probe
 from parquet_bloom._prune.report import FileCost, PruneReport, PruneResult
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom._sbbf import FilterBlocks, SplitBlockBloomFilter
@@ -106,6 +106,7 @@ def prune(
     dropped unless every matching row is provably absent, so
     ``prune(d, f).dataset.to_table(filter=f)`` equals ``d.to_table(filter=f)``; a filter that
     cannot be read keeps its row group and warns with :class:`BloomFilterWarning`.
+    ``prune(d, f).to_table()`` gives the same rows, read late (the filter's columns first).
 
     The pruned dataset holds ``ParquetFileFragment`` row-group subsets (files with nothing
     left are dropped) with their partition expressions. Two pyarrow behaviours to know: a
@@ -167,7 +168,8 @@ def prune(
             _Reading(sizes, tail_size, identities, opened, decryption=decryption),
             max_workers,
         )
-    return PruneResult(result.dataset, replace(result.report, tables=tables))
+    # the filter, for result.to_table(); the tables read as their live files, for the report
+    return replace(result, filter=filter, report=replace(result.report, tables=tables))
 
 
 def prune_with(
@@ -314,7 +316,7 @@ def _prune_files(
     dataset: ds.FileSystemDataset, tree: Node, max_workers: int | None, reading: _Reading
 ) -> tuple[ds.Dataset, PruneReport, list[str]]:
     fragments = _fragments(dataset)
-    if isinstance(tree, Unknown):
+    if isinstance(tree, Unknown) or (reading.index is None and not any(members(tree))):
         # Nothing to decide: read nothing, return the dataset as it is.
         return dataset, PruneReport(files=len(fragments)), []
     reader_filesystem = _reader_filesystem(dataset.filesystem)
@@ -366,7 +368,7 @@ def _by_index(
 
     reads, read_bytes = idx.reads, idx.bytes_read
     known = idx.file_rows()
-    decision, complete = decide(tree, probe, idx)
+    decision, complete = decide(tree, probe, idx, text_probe(idx, dataset.schema, keys))
     index_reads, index_bytes = idx.reads - reads, idx.bytes_read - read_bytes
     cost = PruneReport(
         reads=index_reads,

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
+
+from parquet_bloom._prune.rows import matching_rows
 
 __all__ = ["FileCost", "PruneReport", "PruneResult"]
 
@@ -109,3 +114,14 @@ class PruneResult:
 
     dataset: ds.Dataset
     report: PruneReport
+    filter: pc.Expression | None = None  # the filter pruned for
+
+    def to_table(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """The rows the filter keeps: ``dataset.to_table(filter=filter, columns=columns)``,
+        the same rows in the same order and schema, read late (the filter's columns of each
+        row group left first, the other columns only of the row groups holding a match, and
+        of those only the matching rows' pages where the file's offset index says where they
+        lie: docs/performance.md, "The point lookup without an index")."""
+        if self.filter is None:
+            return self.dataset.to_table(columns=columns)
+        return matching_rows(self.dataset, self.filter, columns)

@@ -33,6 +33,8 @@ from parquet_bloom._index.maintain import (
     compact_files,
     refresh_files,
 )
+from parquet_bloom._index.text import TextFilter
+from parquet_bloom._index.text_build import check_text_filters
 from parquet_bloom._io import location
 from parquet_bloom._tables.delta_snapshot import (
     file_location,
@@ -97,12 +99,14 @@ def build_index(
     storage_options: Mapping[str, str] | None = None,
     from_data: FromData = None,
     fpp: float | None = None,
+    text: Sequence[TextFilter] = (),
 ) -> IndexBuildReport:
     """Build the table's index of ``columns`` from the filters in the files of its snapshot
     (``version``, default the latest), into ``<table>/_bloom_index/`` (an index there before
-    is replaced). ``storage_options`` are deltalake's. ``from_data`` and ``fpp``: as for
-    :func:`parquet_bloom.index.build_index`."""
-    wanted = check_columns(columns)
+    is replaced). ``storage_options`` are deltalake's. ``from_data``, ``fpp`` and ``text``
+    (token and n-gram filters): as for :func:`parquet_bloom.index.build_index`."""
+    texts = check_text_filters(text)
+    wanted = check_columns(columns, allow_empty=bool(texts))
     check_from_data(from_data, fpp)
     table = load_table(table_or_uri, version, storage_options)
     options = _options(table, _loaded_options(table_or_uri, storage_options))
@@ -113,6 +117,9 @@ def build_index(
         wanted,
         options,
         what=f"the Delta table at {table_root(table)}",
+        from_data=from_data,
+        fpp=fpp,
+        text=texts,
     )
 
 

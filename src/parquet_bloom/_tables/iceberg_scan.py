@@ -55,7 +55,14 @@ from parquet_bloom import _format as fmt
 from parquet_bloom._io import location
 from parquet_bloom._prune.compare import value_type
 from parquet_bloom._prune.dataset import DEFAULT_MAX_WORKERS, file_schema, prune_reader
-from parquet_bloom._prune.expression import UNKNOWN, Equal, IsIn, Node, Unknown, translate
+from parquet_bloom._prune.expression import (
+    UNKNOWN,
+    Equal,
+    IsIn,
+    Node,
+    members,
+    translate,
+)
 from parquet_bloom._prune.indexed import Decision, decide
 from parquet_bloom._prune.report import PruneReport
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
@@ -186,7 +193,9 @@ def prune(
         ),
         tail_size=tail_size,
     )
-    decidable = not isinstance(_tree(schema, scan.row_filter, case_sensitive), Unknown)
+    # Only equality members are decided here (a string match only by a text filter, which an
+    # Iceberg index does not hold yet): without one, nothing to probe.
+    decidable = any(members(_tree(schema, scan.row_filter, case_sensitive)))
     decided: dict[int, _FileOutcome] = {}
     narrowed: dict[int, frozenset[int]] = {}
     index_cost = PruneReport()

@@ -90,8 +90,16 @@ def extend(
         )
 
     p = command("build", "Build the index from the filters in the files.", _build)
+    p.add_argument("--column", action="append", default=[], metavar="C", help="column (repeatable)")
     p.add_argument(
-        "--column", action="append", required=True, metavar="C", help="column (repeatable)"
+        "--text",
+        action="append",
+        default=[],
+        type=text_filter,
+        metavar="C:KIND[:K=V,...]",
+        help="a token (tokenbf) or n-gram (ngrambf) filter of string column C, built from the "
+        "values, for substring and token searches; options n=, size=, hashes=, seed=, fpp= "
+        "(e.g. message:ngrambf:n=4); repeatable (docs/index.md#token-and-n-gram-filters)",
     )
     from_data(p)
     p = command("refresh", "Add a segment for the files the index does not know.", _refresh)
@@ -177,8 +185,37 @@ def _dump(document: dict[str, Any], out: IO[str]) -> None:
 # -- the subcommands -------------------------------------------------------------------------
 
 
+def text_filter(text: str) -> Any:
+    """``C:KIND[:K=V,...]`` as a :class:`parquet_bloom.index.TextFilter`."""
+    from parquet_bloom.index import TextFilter
+
+    column, _, rest = text.partition(":")
+    kind, _, options = rest.partition(":")
+    if not column or kind not in ("tokenbf", "ngrambf"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected COLUMN:tokenbf or COLUMN:ngrambf, then :K=V,... options"
+        )
+    values: dict[str, Any] = {}
+    for item in filter(None, options.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or key not in ("n", "size", "hashes", "seed", "fpp"):
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: option {item!r} is not one of n=, size=, hashes=, seed=, fpp="
+            )
+        try:
+            values[key] = float(value) if key == "fpp" else int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: {key}={value!r} is not a number") from None
+    try:
+        return TextFilter(column, kind, **values)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
+
+
 def _build(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     delta, options = _where(args)
+    if not args.column and not args.text:
+        raise _IndexError("index build needs --column or --text (or both)")
     if delta:
         from parquet_bloom import delta as pbd
 
@@ -188,6 +225,7 @@ def _build(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             storage_options=options or None,
             from_data=args.from_data,
             fpp=args.fpp,
+            text=args.text,
         )
     else:
         from parquet_bloom import index
@@ -199,6 +237,7 @@ def _build(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             storage_options=options or None,
             from_data=args.from_data,
             fpp=args.fpp,
+            text=args.text,
         )
     return _report(args, out, asdict(report), str(report))
 
@@ -283,6 +322,7 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                 }
                 for c, stats in columns.items()
             },
+            "text": {c: [spec.key for spec in idx.text_filters(c)] for c in idx.text_columns},
         }
     if args.json:
         _dump(document, out)
@@ -305,6 +345,8 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                 f"    {size}: {s.row_groups} row groups{detail}, "
                 f"{s.expected_false:.2f} false candidates"
             )
+    for column, keys in document["text"].items():
+        lines.append(f"  {column}: text filters {', '.join(keys)}")
     out.write("\n".join(lines) + "\n")
     return EXIT_OK
 
