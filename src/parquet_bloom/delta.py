@@ -18,12 +18,13 @@ versions reads them until then. docs/tables.md#delta-lake says what is refused a
 
 from __future__ import annotations
 
+from parquet_bloom.errors import MissingExtraError
+
 try:
     import deltalake  # noqa: F401  # the extra this module needs, checked once here
-except ImportError as err:  # pragma: no cover - the extra is installed in the tests
-    raise ImportError(
-        "parquet_bloom.delta needs deltalake: pip install 'parquet-bloom[delta]'",
-        name=err.name,
+except ImportError as err:  # tests/test_extras.py makes it missing
+    raise MissingExtraError(
+        "reading Delta Lake tables (parquet_bloom.delta)", package="deltalake", extra="delta"
     ) from err
 
 from parquet_bloom._tables.delta_index import (

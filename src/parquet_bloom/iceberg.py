@@ -24,11 +24,13 @@ and what it refuses.
 
 from __future__ import annotations
 
+from parquet_bloom.errors import MissingExtraError
+
 try:
     import pyiceberg  # noqa: F401  # fail here, with what to install, rather than in a submodule
-except ImportError as err:  # pragma: no cover - exercised only without pyiceberg
-    raise ImportError(
-        "parquet_bloom.iceberg needs pyiceberg: pip install 'parquet-bloom[iceberg]'"
+except ImportError as err:  # tests/test_extras.py makes it missing
+    raise MissingExtraError(
+        "reading Iceberg tables (parquet_bloom.iceberg)", package="pyiceberg", extra="iceberg"
     ) from err
 
 from parquet_bloom._tables.iceberg_index import (

@@ -23,6 +23,7 @@ import os
 import struct
 from typing import Any
 
+from parquet_bloom._extras import require
 from parquet_bloom.errors import CorruptFileError, DecryptionError
 
 # --- Module serialization (Encryption.md 5.1) ------------------------------------------------
@@ -131,14 +132,8 @@ def module_length(prefix: bytes | memoryview, *, available: int, module_type: in
 
 
 def _aesgcm(key: bytes) -> Any:
-    try:
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "reading encrypted Parquet files needs the cryptography package: "
-            "pip install 'parquet-bloom[encryption]'"
-        ) from err
-    return AESGCM(key)
+    aead = require("cryptography.hazmat.primitives.ciphers.aead", "reading encrypted Parquet files")
+    return aead.AESGCM(key)
 
 
 def decrypt_gcm(buf: bytes | memoryview, key: bytes, aad: bytes, *, module_type: int) -> bytes:

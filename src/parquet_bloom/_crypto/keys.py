@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from parquet_bloom._crypto.cipher import check_key
+from parquet_bloom._logical import hex_bytes
 from parquet_bloom.errors import DecryptionError
 
 KeyRetriever = Callable[[bytes], "bytes | None"]
@@ -373,9 +374,9 @@ def _config_bytes(value: Any, what: str) -> bytes:
     if not isinstance(value, str):
         raise ValueError(f"{what} must be a string, 'hex:...' or 'base64:...'")
     kind, _, text = value.partition(":")
+    if kind == "hex":
+        return hex_bytes(value, "hex:", name=what)
     try:
-        if kind == "hex":
-            return bytes.fromhex(text)
         if kind == "base64":
             return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as err:

@@ -46,7 +46,9 @@ class PruneReport:
     it without opening them (``files`` and ``files_skipped`` count them, the row group and
     byte counts do not: their footers were not read), and ``index_reads`` and
     ``index_bytes_read`` are the index's reads (also in ``requests``, ``reads`` and
-    ``bytes_read``).
+    ``bytes_read``). ``tables``: a directory that was a Delta or Iceberg table (or held one)
+    was read as the table's live files; one sentence a table says which and how many files
+    it left out.
     """
 
     files: int = 0
@@ -65,6 +67,7 @@ class PruneReport:
     index_files: int = 0
     index_reads: int = 0
     index_bytes_read: int = 0
+    tables: tuple[str, ...] = ()
 
     def __add__(self, other: PruneReport) -> PruneReport:
         return PruneReport(
@@ -83,7 +86,7 @@ class PruneReport:
                 + (f" of the {opened} files opened" if self.index_files else "")
             )
         return (
-            ", ".join(parts) + "; "
+            "".join(f"{table}; " for table in self.tables) + ", ".join(parts) + "; "
             f"{self.requests} requests ({self.reads} reads, {self.filter_reads} for filters "
             f"alone), {self.bytes_read:,} bytes read"
             + (f"; {self.filters_unreadable} filters unreadable" if self.filters_unreadable else "")

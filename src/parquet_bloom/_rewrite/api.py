@@ -137,8 +137,10 @@ def _resolve_targets(
     columns: Sequence[str] | Literal["existing"] | None,
     remove: Sequence[str] | Literal["all"],
     source: str,
+    existing_only: bool = False,
 ) -> tuple[list[fmt.ColumnChunkInfo], set[str]]:
-    """The chunks to build filters for and the columns whose filters go."""
+    """The chunks to build filters for and the columns whose filters go (``existing_only``:
+    of ``columns``, the chunks that have a filter; a column with none is refused)."""
     if remove == "all":
         removed = set(leaves)
     else:
@@ -171,6 +173,18 @@ def _resolve_targets(
                 "arrow-rs hashes one byte), so no reader can use such a filter"
             )
     chosen = set(wanted)
+    if existing_only:
+        having = {c.path for c in chunks if c.bloom_filter_offset is not None}
+        missing = [column for column in wanted if column not in having]
+        if missing:
+            raise ValueError(
+                f"column {missing[0]!r} has no Bloom filter in {source} to resize: a resize "
+                "rebuilds the filters a file has and adds none; add one with "
+                f"columns=[{missing[0]!r}] (parquet-bloom add --column {missing[0]})"
+            )
+        return [
+            c for c in chunks if c.path in chosen and c.bloom_filter_offset is not None
+        ], removed
     return [c for c in chunks if c.path in chosen], removed
 
 
@@ -189,6 +203,7 @@ def rewrite_bloom_filters(
     storage_options: Mapping[str, Any] | None = None,
     ignore_table: bool = False,
     decryption: DecryptionKeys | None = None,
+    existing_only: bool = False,
 ) -> RewriteReport:
     """Write ``src`` to ``dst`` with Bloom filters added, re-sized or removed; the pages are
     copied byte for byte, only the filters and the footer change.
@@ -196,7 +211,10 @@ def rewrite_bloom_filters(
     ``columns``: dotted leaf paths to build filters for (replacing any they have), ``None`` to
     build none (only ``remove``), or ``"existing"`` to rebuild every filter the file already
     has, sized for its chunk. ``remove``: dotted leaf paths whose filters go, or ``"all"``.
-    Every other filter is copied unchanged.
+    Every other filter is copied unchanged. ``existing_only=True`` (a resize of ``columns``):
+    only the chunks of ``columns`` that have a filter are rebuilt, chunks without one stay
+    without, and a column with no filter in the file is a ValueError (nothing is added
+    unasked).
 
     Sizing, per chunk: ``num_bytes`` if given; else for ``ndv`` distinct values (``"exact"``:
     the chunk's own count of distinct hashes) at false-positive rate ``fpp``, rounded as
@@ -300,7 +318,7 @@ def rewrite_bloom_filters(
         leaf_list = fmt.schema_leaves(md)
         chunks = fmt.column_chunks(md, leaf_list)
         leaves = {leaf.path: leaf for leaf in leaf_list}
-        targets, removed = _resolve_targets(chunks, leaves, columns, remove, source)
+        targets, removed = _resolve_targets(chunks, leaves, columns, remove, source, existing_only)
 
         # Plan, read what the plan asks for, plan on: nothing below opens a file but the sink.
         protected = plan.layout_ranges(md, footer_start, source)
@@ -421,6 +439,7 @@ def rewrite_files(
     force: bool = False,
     storage_options: Mapping[str, Any] | None = None,
     ignore_table: bool = False,
+    existing_only: bool = False,
     progress: Callable[[RewriteReport], None] | None = None,
     on_error: Callable[[str, Exception], None] | None = None,
     decryption: DecryptionKeys | None = None,
@@ -453,6 +472,7 @@ def rewrite_files(
                 storage_options=storage_options,
                 ignore_table=ignore_table,
                 decryption=decryption,
+                existing_only=existing_only,
             )
         except (BloomFilterError, OSError, ValueError) as err:
             if on_error is None:

@@ -65,7 +65,7 @@ from parquet_bloom._index.text_lookup import TextLookup, lookup_text_files
 from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterWarning
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_for
-from parquet_bloom.errors import BloomFilterError
+from parquet_bloom.errors import BloomFilterError, TableVersionError
 
 __all__ = [
     "INDEX_PREFIX",
@@ -78,6 +78,7 @@ __all__ = [
     "lookup_text",
     "open_table_index",
     "refresh_index",
+    "table_snapshot",
 ]
 
 # The names of the index's Puffin files in the table's metadata directory: how a statistics
@@ -96,7 +97,9 @@ def _options(table: Table, storage_options: Mapping[str, Any] | None) -> dict[st
     return dict(storage_options if storage_options is not None else storage_options_for(table))
 
 
-def _snapshot(table: Table, snapshot_id: int | None) -> Snapshot:
+def table_snapshot(table: Table, snapshot_id: int | None) -> Snapshot:
+    """The snapshot ``snapshot_id`` of ``table`` (None: its current one); one it does not have
+    is the caller's mistake (TableVersionError), never an empty scan."""
     if snapshot_id is None:
         found = table.current_snapshot()
         if found is None:
@@ -104,7 +107,14 @@ def _snapshot(table: Table, snapshot_id: int | None) -> Snapshot:
         return found
     found = table.metadata.snapshot_by_id(snapshot_id)
     if found is None:
-        raise ValueError(f"the Iceberg table {table.name()} has no snapshot {snapshot_id}")
+        current = table.metadata.current_snapshot_id
+        raise TableVersionError(
+            f"the Iceberg table {'.'.join(table.name())} has no snapshot {snapshot_id} "
+            f"(its current one is {current})",
+            table=".".join(table.name()),
+            asked=snapshot_id,
+            latest=current,
+        )
     return found
 
 
@@ -266,7 +276,7 @@ def build_index(
     texts = check_text_filters(text)
     wanted = check_columns(columns, allow_empty=bool(texts))
     check_from_data(from_data, fpp)
-    snapshot = _snapshot(table, snapshot_id)
+    snapshot = table_snapshot(table, snapshot_id)
     fields = _field_ids(table.schema(), [*wanted, *(f.column for f in texts)])
     _check_slot(table.metadata, snapshot.snapshot_id)
     options = _options(table, storage_options)
@@ -316,7 +326,7 @@ def lookup(
     index's answer for the files it knows as the snapshot has them (path, size, data sequence
     number), each other live file's own filters for the rest, its column found by field id.
     ``files`` are keyed by the data file paths the manifests give."""
-    snapshot = _snapshot(table, snapshot_id)
+    snapshot = table_snapshot(table, snapshot_id)
     field_id = _field_ids(table.schema(), [column])[column]
     options = _options(table, storage_options)
     with _open(table, _nearest(table, snapshot), options) as idx:
@@ -346,7 +356,7 @@ def lookup_text(
     ``function(value, pattern)`` for one of ``patterns``, through the index's token and n-gram
     filters of that column's field id (:func:`parquet_bloom.index.lookup_text` says the
     functions); live files the index does not know are candidates whole."""
-    snapshot = _snapshot(table, snapshot_id)
+    snapshot = table_snapshot(table, snapshot_id)
     field_id = _field_ids(table.schema(), [column])[column]
     options = _options(table, storage_options)
     with _open(table, _nearest(table, snapshot), options) as idx:
@@ -377,7 +387,7 @@ def refresh_index(
     counts the files read now (``files``) and the merged index (``row_groups``,
     ``columns``, ``index_bytes``)."""
     check_from_data(from_data, fpp)
-    snapshot = _snapshot(table, None)
+    snapshot = table_snapshot(table, None)
     _check_slot(table.metadata, snapshot.snapshot_id)
     options = _options(table, storage_options)
     statistics = _nearest(table, snapshot)
@@ -438,7 +448,7 @@ def compact_index(
     """Register for the current snapshot the newest index without the row groups of files no
     longer live as it knows them (files it lacks stay unindexed: :func:`refresh_index` adds
     them)."""
-    snapshot = _snapshot(table, None)
+    snapshot = table_snapshot(table, None)
     _check_slot(table.metadata, snapshot.snapshot_id)
     options = _options(table, storage_options)
     statistics = _nearest(table, snapshot)

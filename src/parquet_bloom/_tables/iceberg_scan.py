@@ -71,7 +71,7 @@ from parquet_bloom._prune.expression import (
 from parquet_bloom._prune.indexed import Decision, decide
 from parquet_bloom._prune.report import PruneReport
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
-from parquet_bloom._tables.iceberg_index import TableIndex, open_table_index
+from parquet_bloom._tables.iceberg_index import TableIndex, open_table_index, table_snapshot
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_for
 from parquet_bloom._tables.scan import TablePruneReport
 from parquet_bloom.errors import BloomFilterError
@@ -189,6 +189,8 @@ def prune(
     """
     if not isinstance(max_workers, int) or max_workers < 1:
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
+    if snapshot_id is not None:
+        table_snapshot(table, snapshot_id)  # pyiceberg scans an unknown snapshot as empty
     scan = table.scan(
         row_filter=row_filter,
         selected_fields=selected_fields,

@@ -92,10 +92,10 @@ def _parser() -> argparse.ArgumentParser:
             "'hex:...' or 'base64:...') and aad_prefix (docs/cli.md#encrypted-files)",
         )
 
-    def reading(p: argparse.ArgumentParser) -> None:
+    def reading(p: argparse.ArgumentParser, files: str = "+") -> None:
         p.add_argument(
             "files",
-            nargs="+",
+            nargs=files,  # probe: "*", its files may follow the values (_files.take_files)
             metavar="FILE",
             help="Parquet files: paths or URLs (s3://, gs://, abfs://, https://...); a "
             "directory, a prefix ending in / or a glob stands for the files under it",
@@ -117,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
         "Which row groups might contain any of the values (exit 1 if none might).",
         _files.run_probe,
     )
-    reading(p)
+    reading(p, files="*")
     p.add_argument(
         "--column",
         nargs="+",
