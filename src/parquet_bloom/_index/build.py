@@ -230,10 +230,17 @@ def create_index_with(
     name = store.new_segment_name()
     report, segment = write(store.join(directory, name))
     ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
-    generation = 1 if previous is None else previous.generation + 1
-    store.write_pointer(
-        directory, store.Pointer(generation, tuple(columns), (ref,)), storage_options
-    )
+    replaced = set() if previous is None else {s.name for s in previous.segments}
+
+    def change(current: store.Pointer | None) -> store.Pointer:
+        # The segments the build read are replaced; those another writer added since (a
+        # refresh that went in first) stay after it, for the same columns.
+        kept: tuple[store.SegmentRef, ...] = ()
+        if current is not None and current.columns == tuple(columns):
+            kept = tuple(s for s in current.segments if s.name not in replaced)
+        return store.Pointer(0, tuple(columns), (ref, *kept))
+
+    store.commit(directory, previous, change, storage_options)
     report.location = directory
     return report
 
