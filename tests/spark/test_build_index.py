@@ -231,3 +231,42 @@ def test_a_dataset_on_object_storage(spark: Any, s3: Any, dataset: Path, tmp_pat
     assert report.files == local.files == 10 and report.unreadable == []
     (tmp_path / "spark.puffin").write_bytes(s3.fs().cat_file(target.removeprefix("s3://")))
     _assert_same_index(tmp_path / "spark.puffin", tmp_path / "local.puffin")
+
+
+@pytest.mark.parametrize("from_data", ["missing", "all"])
+def test_filters_built_from_the_values_on_the_executors(
+    spark: Any, dataset: Path, tmp_path: Path, from_data: Any
+) -> None:
+    """from_data: the files without filters (``missing``: 3 of them; ``all``: every file) read
+    again by a second job that builds their filters from the values at fpp 1/N, for N the row
+    groups the tails counted: the local build's index, blob for blob."""
+    local = index.build_index(str(dataset), COLUMNS, tmp_path / "local.puffin", from_data=from_data)
+    report = pbs.build_index(
+        spark,
+        str(dataset),
+        COLUMNS,
+        index_location=tmp_path / "spark.puffin",
+        from_data=from_data,
+    )
+    files_without = 3 if from_data == "missing" else FILES
+    assert local.built_from_data > 0
+    assert report.built_from_data == local.built_from_data
+    rebuilt = [
+        p for p in dataset.glob("f*.parquet") if from_data == "all" or int(p.stem[1:]) % 13 == 5
+    ]
+    assert len(rebuilt) == files_without
+    groups = sum(pq.ParquetFile(p).num_row_groups for p in rebuilt)
+    assert local.built_from_data == groups * len(COLUMNS)
+    assert (report.files, report.row_groups, report.columns) == (
+        local.files,
+        local.row_groups,
+        local.columns,
+    )
+    # The rebuilt files' tails are read twice (once to count the row groups, once to build).
+    assert report.reads > local.reads and report.bytes_read > local.bytes_read
+    assert local.columns["id"].unfiltered == 1  # broken.parquet; every other row group has one
+    _assert_same_index(tmp_path / "spark.puffin", tmp_path / "local.puffin")
+    # A value of a file written without filters: found through its filter built on Spark.
+    ids = [int(x) for x in pq.read_table(dataset / "f05.parquet")["id"][:5]]
+    found = _lookups(tmp_path / "spark.puffin", "id", ids)
+    assert all(str(dataset / "f05.parquet") in f for f in found)

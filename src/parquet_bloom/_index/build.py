@@ -45,8 +45,11 @@ __all__ = [
     "check_read_columns",
     "create_index",
     "create_index_with",
+    "data_sizing",
     "entries_blob",
     "files_blob",
+    "filters_from_data",
+    "needs_data",
     "read_file",
     "segment_blobs",
     "target_fpp",
@@ -121,6 +124,7 @@ class FileRead:
     sizes: dict[str, list[int | None]] | None = None
     error: str | None = None
     data_error: str | None = None  # why filters could not be built from the values
+    built: int = 0  # filters built from the values (a distributed build's count)
     reads: int = 0
     bytes_read: int = 0
 
@@ -277,9 +281,8 @@ def write_segment(
     check_read_columns(reads, columns, what, require_columns)
     built = 0
     if from_data is not None:
-        total = sum(len(r.rows) for r in reads)
-        sizing = check_sizing(fpp if fpp is not None else target_fpp(total), "exact", None, None)
-        fill = partial(_filters_from_data, columns, sizing, from_data == "all")
+        sizing = data_sizing(reads, fpp)
+        fill = partial(filters_from_data, columns, sizing, from_data == "all")
         built = sum(read_pool().map(fill, [r for r in reads if r.error is None]))
     report, blobs = segment_blobs(reads, columns, target, built_from_data=built)
     segment = write_blobs(target, blobs, columns, storage_options, fields=fields, snapshot=snapshot)
@@ -333,7 +336,24 @@ def target_fpp(row_groups: int) -> float:
     return min(0.01, 1.0 / max(row_groups, 1))
 
 
-def _filters_from_data(columns: list[str], sizing: Sizing, every: bool, got: FileRead) -> int:
+def data_sizing(reads: Sequence[FileRead], fpp: float | None) -> Sizing:
+    """How filters built from the values are sized: exactly for each row group's distinct
+    values, at ``fpp`` (default :func:`target_fpp` of every row group of ``reads``)."""
+    total = sum(len(r.rows) for r in reads)
+    return check_sizing(fpp if fpp is not None else target_fpp(total), "exact", None, None)
+
+
+def needs_data(read: FileRead, columns: Sequence[str], every: bool) -> bool:
+    """Whether :func:`filters_from_data` would build a filter of ``read``'s (``every``: for
+    every row group, else for those without one)."""
+    if read.error is not None:
+        return False
+    return any(
+        every or size is None for c in columns if c in read.types for size in read.filter_sizes(c)
+    )
+
+
+def filters_from_data(columns: list[str], sizing: Sizing, every: bool, got: FileRead) -> int:
     """Build, from the values, the filters of ``got``'s row groups that have none (``every``:
     all of them); how many were built. The values are hashed from the pages by the rewrite's
     builds (its page reader, on the build threads)."""
