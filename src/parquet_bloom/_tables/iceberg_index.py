@@ -70,6 +70,7 @@ __all__ = [
     "build_index",
     "compact_index",
     "has_index",
+    "index_columns",
     "index_statistics",
     "lookup",
     "open_table_index",
@@ -216,7 +217,7 @@ def _register(table: Table, snapshot_id: int, uri: str, segment: Segment) -> Non
         update.set_statistics(statistics)
 
 
-def _index_fields(idx: BloomIndex) -> dict[int, str]:
+def index_columns(idx: BloomIndex) -> dict[int, str]:
     """Field id -> the index's column, from its blobs' ``fields``."""
     out: dict[int, str] = {}
     for segment in idx.segments:
@@ -310,7 +311,7 @@ def lookup(
     field_id = _field_ids(table.schema(), [column])[column]
     options = _options(table, storage_options)
     with _open(table, _nearest(table, snapshot), options) as idx:
-        name = _index_fields(idx).get(field_id)
+        name = index_columns(idx).get(field_id)
         if name is None:
             raise ValueError(
                 f"the Bloom index has no column {column!r} (field id {field_id}); it has "
@@ -342,7 +343,7 @@ def refresh_index(
     options = _options(table, storage_options)
     statistics = _nearest(table, snapshot)
     with _open(table, statistics, options) as idx:
-        fields = {column: field_id for field_id, column in _index_fields(idx).items()}
+        fields = {column: field_id for field_id, column in index_columns(idx).items()}
         files = snapshot_files(table, snapshot, fields, options)
         known = idx.file_rows()
         new = [f for f in files if f.key not in known or not same_file(known[f.key], f)]
@@ -403,7 +404,7 @@ def compact_index(
     statistics = _nearest(table, snapshot)
     uri = _new_location(table, snapshot.snapshot_id)
     with _open(table, statistics, options) as idx:
-        fields = {column: field_id for field_id, column in _index_fields(idx).items()}
+        fields = {column: field_id for field_id, column in index_columns(idx).items()}
         files = snapshot_files(table, snapshot, fields, options)
         known = idx.file_rows()
         kept = {
@@ -501,4 +502,4 @@ def open_table_index(
         yield None
         return
     with idx:
-        yield TableIndex(idx, _index_fields(idx), known, data_sequences(table, snapshot), identity)
+        yield TableIndex(idx, index_columns(idx), known, data_sequences(table, snapshot), identity)
