@@ -138,3 +138,19 @@ def test_mistakes_are_one_line(dataset: Path, tmp_path: Path, capsys: Capture) -
         capsys, "index", "build", dataset, "--index", tmp_path / "j", "--column", "missing"
     )
     assert status == 2 and "has the column" in err
+
+
+def test_a_build_shows_its_progress(dataset: Path, tmp_path: Path, capsys: Capture) -> None:
+    idx = tmp_path / "idx"
+    argv = ("index", "build", dataset, "--index", idx, "--column", "id")
+    status, out, err = run(capsys, *argv, "--progress", "--from-data", "all")
+    assert status == 0 and out.startswith(f"index {idx}: 4 files")
+    # Drawn over itself: each file's tail read, then each file's filters built.
+    drawn = [part.strip() for part in err.split("\r") if part.strip()]
+    assert [d.split("] ")[1] for d in drawn] == [
+        *(f"{n}/4 reading" for n in range(1, 5)),
+        *(f"{n}/4 building from the values" for n in range(1, 5)),
+    ]
+    assert err.endswith("\r")  # cleared
+    status, out, err = run(capsys, *argv)
+    assert (status, err) == (0, "")  # not a terminal: no bar

@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import pyarrow as pa
 
@@ -51,6 +53,7 @@ __all__ = [
     "filters_from_data",
     "needs_data",
     "read_file",
+    "reporting_progress",
     "segment_blobs",
     "target_fpp",
     "write_blobs",
@@ -277,17 +280,47 @@ def write_segment(
     (``"all"``), at false-positive rate ``fpp`` (default about 1/N for N row groups: a lookup
     over the whole index then expects about one false candidate). ``fields`` and ``snapshot``
     as :func:`write_blobs` takes them."""
-    reads = list(read_pool().map(partial(read_file, columns), files))
+    reads = _tracked("reading", read_pool().map(partial(read_file, columns), files), len(files))
     check_read_columns(reads, columns, what, require_columns)
     built = 0
     if from_data is not None:
         sizing = data_sizing(reads, fpp)
-        fill = partial(filters_from_data, columns, sizing, from_data == "all")
-        built = sum(read_pool().map(fill, [r for r in reads if r.error is None]))
+        every = from_data == "all"
+        fill = partial(filters_from_data, columns, sizing, every)
+        todo = [r for r in reads if needs_data(r, columns, every)]
+        built = sum(_tracked("building from the values", read_pool().map(fill, todo), len(todo)))
     report, blobs = segment_blobs(reads, columns, target, built_from_data=built)
     segment = write_blobs(target, blobs, columns, storage_options, fields=fields, snapshot=snapshot)
     report.index_bytes = segment.size
     return report, segment
+
+
+# Who is told of a build's progress in this context (the command's progress bar): called in
+# the building thread with the stage, the files done and the files of the stage.
+Progress = Callable[[str, int, int], None]
+_progress: ContextVar[Progress | None] = ContextVar("parquet_bloom_index_progress", default=None)
+_T = TypeVar("_T")
+
+
+@contextmanager
+def reporting_progress(report: Progress) -> Iterator[None]:
+    """Within the block, builds in this context call ``report(stage, done, total)`` as each
+    file's tail is read ("reading") and each file's filters are built from the values."""
+    token = _progress.set(report)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
+
+
+def _tracked(stage: str, results: Iterable[_T], total: int) -> list[_T]:
+    report = _progress.get()
+    out: list[_T] = []
+    for result in results:
+        out.append(result)
+        if report is not None:
+            report(stage, len(out), total)
+    return out
 
 
 def check_read_columns(

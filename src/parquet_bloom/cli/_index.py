@@ -24,7 +24,7 @@ from typing import IO, Any
 from parquet_bloom._format import SchemaLeaf
 from parquet_bloom._io import location
 from parquet_bloom.cli._options import add_limit_options, fpp
-from parquet_bloom.cli._output import EXIT_BAD_INPUT, EXIT_OK, Run
+from parquet_bloom.cli._output import EXIT_BAD_INPUT, EXIT_OK, Progress, Run
 from parquet_bloom.cli._table_open import Table, TableError, detect_format, open_table
 
 __all__ = ["extend"]
@@ -91,6 +91,9 @@ def extend(
 
     def from_data(p: argparse.ArgumentParser) -> None:
         p.add_argument(
+            "--progress", action="store_true", help="show progress on stderr even if not a TTY"
+        )
+        p.add_argument(
             "--from-data",
             choices=("missing", "all"),
             help="also build filters from the values: for row groups without one, or all",
@@ -102,7 +105,7 @@ def extend(
             "row groups: a lookup then expects about one false candidate)",
         )
 
-    p = command("build", "Build the index from the filters in the files.", _build)
+    p = command("build", "Build the index from the filters in the files (a progress bar).", _build)
     p.add_argument(
         "--column", action="append", required=True, metavar="C", help="column (repeatable)"
     )
@@ -240,7 +243,32 @@ def _dump(document: dict[str, Any], out: IO[str]) -> None:
 # -- the subcommands -------------------------------------------------------------------------
 
 
+@contextmanager
+def _progress(args: argparse.Namespace, err: IO[str]) -> Iterator[None]:
+    """A progress bar on stderr over the files a build reads (when stderr is a terminal, or
+    with --progress), then over those whose filters it builds from the values."""
+    from parquet_bloom._index.build import reporting_progress
+
+    tty = getattr(err, "isatty", lambda: False)()
+    bar = Progress(0, bool(args.progress) or tty, err)
+
+    def show(stage: str, done: int, total: int) -> None:
+        bar.total = total
+        bar.show(done, stage)
+
+    try:
+        with reporting_progress(show):
+            yield
+    finally:
+        bar.close()
+
+
 def _build(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    with _progress(args, err):
+        return _build_now(args, out, err)
+
+
+def _build_now(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     target = _where(args, writing=True)
     options = target.options
     if target.kind == "iceberg":
@@ -272,6 +300,11 @@ def _build(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 def _refresh(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+    with _progress(args, err):
+        return _refresh_now(args, out, err)
+
+
+def _refresh_now(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     target = _where(args, writing=True)
     options = target.options
     if target.kind == "iceberg":
