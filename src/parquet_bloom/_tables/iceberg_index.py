@@ -31,9 +31,10 @@ import os
 import tempfile
 import uuid
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from pyiceberg.manifest import ManifestContent
@@ -66,8 +67,10 @@ from parquet_bloom.errors import BloomFilterError
 
 __all__ = [
     "INDEX_PREFIX",
+    "SegmentWriter",
     "TableIndex",
     "build_index",
+    "build_index_with",
     "compact_index",
     "has_index",
     "index_columns",
@@ -256,22 +259,41 @@ def build_index(
 
     Raises ValueError for a column the schema lacks or no file has, and when the snapshot
     already has a statistics file that is not an index (it would be replaced)."""
-    wanted = check_columns(columns)
     check_from_data(from_data, fpp)
+    write = partial(write_segment, from_data=from_data, fpp=fpp)
+    return build_index_with(
+        table, columns, write, snapshot_id=snapshot_id, storage_options=storage_options
+    )
+
+
+# Writes one Puffin file of an Iceberg table's index: (files, columns, target, storage options,
+# what=, fields=, snapshot=) -> the report and the file written (write_segment's signature).
+SegmentWriter = Callable[..., tuple[IndexBuildReport, Segment]]
+
+
+def build_index_with(
+    table: Table,
+    columns: Sequence[str],
+    write: SegmentWriter,
+    *,
+    snapshot_id: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> IndexBuildReport:
+    """:func:`build_index` with the Puffin file written by ``write`` (a distributed build
+    writes it from what its tasks send)."""
+    wanted = check_columns(columns)
     snapshot = _snapshot(table, snapshot_id)
     fields = _field_ids(table.schema(), wanted)
     _check_slot(table.metadata, snapshot.snapshot_id)
     options = _options(table, storage_options)
     files = snapshot_files(table, snapshot, fields, options)
     uri = _new_location(table, snapshot.snapshot_id)
-    report, segment = write_segment(
+    report, segment = write(
         files,
         wanted,
         local_or_url(uri),
         options,
         what=f"the Iceberg table {table.name()}",
-        from_data=from_data,
-        fpp=fpp,
         fields=fields,
         snapshot=(snapshot.snapshot_id, snapshot.sequence_number or 0),
     )

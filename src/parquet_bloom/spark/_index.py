@@ -183,7 +183,9 @@ def build_index(
         table_or_dataset: with ``index_location``, a dataset as
             :func:`parquet_bloom.index.build_index` takes it (a file, a directory, a prefix or
             glob, or a list of them); without, a Delta table (its URI or path, or a
-            ``deltalake.DeltaTable``), whose index goes to ``<table>/_bloom_index/``.
+            ``deltalake.DeltaTable``), whose index goes to ``<table>/_bloom_index/``, or a
+            pyiceberg ``Table``, whose index of its current snapshot is registered as that
+            snapshot's statistics file (:func:`parquet_bloom.iceberg.build_index`).
         columns: the columns to index (dotted paths).
         index_location: where a dataset's index goes: one Puffin file when the name ends in
             ``.puffin``, else an index directory (a segment and its pointer).
@@ -215,6 +217,13 @@ def build_index(
     if reduce_tasks is not None and reduce_tasks < 1:
         raise ValueError(f"reduce_tasks must be at least 1, not {reduce_tasks}")
     tasks = reduce_tasks or max(int(spark.sparkContext.defaultParallelism), 1)
+    if type(table_or_dataset).__module__.startswith("pyiceberg"):
+        if index_location is not None or index_storage_options is not None or version is not None:
+            raise ValueError(
+                "an Iceberg table's index goes to its metadata, for its current snapshot: "
+                "leave index_location, index_storage_options and version out"
+            )
+        return _build_iceberg(spark, table_or_dataset, wanted, storage_options, tasks, data)
     if index_location is None:
         if index_storage_options is not None:
             raise ValueError("a Delta table's index takes the table's storage_options")
@@ -262,6 +271,42 @@ def _build_delta(
     return create_index_with(delta_index.index_location(table), columns, options, write)
 
 
+def _build_iceberg(
+    spark: SparkSession,
+    table: Any,
+    columns: list[str],
+    storage_options: Mapping[str, Any] | None,
+    reduce_tasks: int,
+    data: tuple[FromData, float | None],
+) -> IndexBuildReport:
+    from parquet_bloom._tables.iceberg_index import build_index_with
+
+    def write(
+        files: list[IndexedFile],
+        wanted: list[str],
+        target: str,
+        options: Mapping[str, Any] | None,
+        *,
+        what: str,
+        fields: Mapping[str, int],
+        snapshot: tuple[int, int],
+    ) -> tuple[IndexBuildReport, Segment]:
+        return _write_segment(
+            spark,
+            files,
+            wanted,
+            options,
+            what,
+            reduce_tasks,
+            data,
+            target,
+            fields=fields,
+            snapshot=snapshot,
+        )
+
+    return build_index_with(table, columns, write, storage_options=storage_options)
+
+
 def _write_segment(
     spark: SparkSession,
     files: list[IndexedFile],
@@ -271,6 +316,9 @@ def _write_segment(
     reduce_tasks: int,
     data: tuple[FromData, float | None],
     target: str,
+    *,
+    fields: Mapping[str, int] | None = None,
+    snapshot: tuple[int, int] = (-1, -1),
 ) -> tuple[IndexBuildReport, Segment]:
     """The local build's write_segment, with the reads, the filters built from the values and
     the transposition on Spark."""
@@ -312,7 +360,9 @@ def _write_segment(
             with _arrow_batches_of_at_most(spark, max(1, PIECES_BATCH_BYTES // largest)):
                 sliced.count()  # every reduce task at once, kept on the executors
             planner.receive(sliced.toLocalIterator(prefetchPartitions=False))
-        segment = write_blobs(target, blobs, columns, storage_options)
+        segment = write_blobs(
+            target, blobs, columns, storage_options, fields=fields, snapshot=snapshot
+        )
         planner.check_done()
     finally:
         for df in reversed(kept):
