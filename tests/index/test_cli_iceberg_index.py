@@ -98,6 +98,10 @@ def test_build_inspect_lookup_refresh_compact_through_the_catalog(
     assert found["from_index"] == 4 and found["probed"] == []
     assert found["files"] == _probed(table, 101)
 
+    # The first snapshot's own index (the build's) knows the three files it had.
+    first = table.snapshots()[2].snapshot_id  # the snapshot of f2's add
+    status, found, _ = _lookup(capsys, *at, "--snapshot-id", first, "--column", "id", "101")
+    assert status == 1 and found["files"] == {} and found["from_index"] == 3
     status, out, err = run(capsys, "index", "compact", *at)
     assert (status, err) == (0, "")
     status, out, err = run(capsys, "index", "compact", *at, "--retain-seconds", "10")
@@ -127,5 +131,11 @@ def test_mistakes_with_an_iceberg_table(table: Table, tmp_path: Path, capsys: Ca
     assert status == 2 and "the index has no column 'name'" in err
     status, _, err = run(capsys, "index", "inspect", *at, "--index", tmp_path / "i")
     assert status == 2 and "leave out --index" in err
+    status, _, err = run(capsys, "index", "inspect", *at, "--snapshot-id", 12345)
+    assert status == 2 and "no snapshot 12345" in err
+    status, _, err = run(
+        capsys, "index", "inspect", tmp_path, "--index", tmp_path / "i", "--snapshot-id", 1
+    )
+    assert status == 2 and "--snapshot-id is for Iceberg tables" in err
     status, _, err = run(capsys, "index", "inspect", "db.nothing", "--catalog", CATALOG)
     assert status == 2 and "cannot load db.nothing" in err

@@ -120,10 +120,21 @@ def extend(
         help="remove segments no longer named once older than this (default 3600; not for "
         "an Iceberg table, whose old index files go with their snapshots)",
     )
-    command(
-        "inspect",
-        "Columns, size classes, row groups, bytes and the false candidates a lookup expects.",
-        _inspect,
+
+    def snapshot(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--snapshot-id",
+            type=int,
+            metavar="N",
+            help="an Iceberg table's snapshot (default the current one): the index it uses",
+        )
+
+    snapshot(
+        command(
+            "inspect",
+            "Columns, size classes, row groups, bytes and the false candidates a lookup expects.",
+            _inspect,
+        )
     )
     p = command(
         "lookup",
@@ -131,6 +142,7 @@ def extend(
         _lookup,
     )
     p.usage = "parquet-bloom index lookup [options] TARGET --column C VALUE [VALUE ...]"
+    snapshot(p)
     p.add_argument(
         "--column",
         nargs="+",
@@ -207,9 +219,12 @@ def _where(args: argparse.Namespace, *, writing: bool = False) -> _Target:
             catalog=args.catalog,
             format="iceberg",
             storage_option=args.storage_option,
+            snapshot_id=getattr(args, "snapshot_id", None),
             parser=args.index_parser,
         )
         return _Target("iceberg", options, open_table(opened, writing=writing))
+    if getattr(args, "snapshot_id", None) is not None:
+        raise _IndexError("--snapshot-id is for Iceberg tables")
     if not delta and args.index is None:
         raise _IndexError(
             f"{args.target} is not a Delta table: name the dataset's index with --index "
