@@ -109,12 +109,35 @@ def pointer_name(generation: int) -> str:
     return f"latest.{generation}.json"
 
 
+@dataclass(frozen=True)
+class _Directory:
+    """An index directory resolved once: its ``name`` as given, its ``filesystem`` (None:
+    local) and its ``root`` path there, so that the reads of one pointer share one client."""
+
+    name: str
+    filesystem: Any | None
+    root: str
+
+    @classmethod
+    def of(cls, directory: str, storage_options: Mapping[str, Any] | None) -> _Directory:
+        if not location.is_url(directory):
+            return cls(directory, None, directory)
+        filesystem, root = location.resolve(directory, storage_options=storage_options)
+        return cls(directory, filesystem, root)
+
+    def path(self, name: str) -> str:
+        if self.filesystem is None:
+            return os.path.join(self.root, name)
+        return f"{self.root.rstrip('/')}/{name}"
+
+
 def read_pointer(directory: str, storage_options: Mapping[str, Any] | None) -> Pointer | None:
     """The directory's newest pointer, or None when it has none (no index there yet): its copy
     ``latest.json`` read while the directory is listed (at once on a remote store), and the
     newest versioned pointer read when the copy is behind it."""
+    where = _Directory.of(directory, storage_options)
     for _ in range(3):
-        gone, found = _read_newest(directory, storage_options)
+        gone, found = _read_newest(where)
         if not gone:
             return found
     raise CorruptFileError(
@@ -123,47 +146,48 @@ def read_pointer(directory: str, storage_options: Mapping[str, Any] | None) -> P
     )
 
 
-def _read_newest(
-    directory: str, storage_options: Mapping[str, Any] | None
-) -> tuple[bool, Pointer | None]:
+def _read_newest(where: _Directory) -> tuple[bool, Pointer | None]:
     """:func:`read_pointer` once: (gone, pointer); ``gone`` when the newest pointer listed was
     removed (by a compaction, once newer ones were written) before it was read."""
-    if location.is_url(directory):
-        listing = read_pool().submit(_newest_generation, directory, storage_options)
+    if where.filesystem is not None:
+        listing = read_pool().submit(_newest_generation, where)
         try:
-            copy = _read_one(join(directory, POINTER), storage_options)
+            copy = _read_one(where, POINTER)
         finally:
             newest = listing.result()
     else:
-        copy = _read_one(join(directory, POINTER), storage_options)
-        newest = _newest_generation(directory, storage_options)
+        copy = _read_one(where, POINTER)
+        newest = _newest_generation(where)
     reads = (0 if copy is None else 1) + 1
     size = 0 if copy is None else copy.size
     if newest is None or (copy is not None and copy.generation >= newest):
         return False, None if copy is None else replace(copy, reads=reads)
-    target = join(directory, pointer_name(newest))
-    found = _read_one(target, storage_options)
+    found = _read_one(where, pointer_name(newest))
     if found is None:
         return True, None
     if found.generation != newest:
         raise CorruptFileError(
             f"not an index pointer: its generation is {found.generation}, its name says {newest}",
-            source=target,
+            source=join(where.name, pointer_name(newest)),
         )
     return False, replace(found, size=size + found.size, reads=reads + 1)
 
 
-def _newest_generation(directory: str, storage_options: Mapping[str, Any] | None) -> int | None:
+def _newest_generation(where: _Directory) -> int | None:
     """The highest ``n`` of the directory's ``latest.<n>.json`` (None: none, or no directory)."""
-    return max(pointer_files(directory, storage_options), default=None)
+    return max(_pointers(_files(where)), default=None)
 
 
 def pointer_files(
     directory: str, storage_options: Mapping[str, Any] | None
 ) -> dict[int, location.Entry]:
     """The directory's versioned pointers: generation -> file."""
+    return _pointers(directory_files(directory, storage_options))
+
+
+def _pointers(listed: list[tuple[str, location.Entry]]) -> dict[int, location.Entry]:
     found = {}
-    for name, entry in directory_files(directory, storage_options):
+    for name, entry in listed:
         generation = pointer_generation(name)
         if generation is not None:
             found[generation] = entry
@@ -180,23 +204,28 @@ def directory_files(
     directory: str, storage_options: Mapping[str, Any] | None
 ) -> list[tuple[str, location.Entry]]:
     """The directory's files (base name, entry), listed once, without caching."""
-    if not location.is_url(directory):
+    return _files(_Directory.of(directory, storage_options))
+
+
+def _files(where: _Directory) -> list[tuple[str, location.Entry]]:
+    if where.filesystem is None:
         try:
-            with os.scandir(directory) as names:
+            with os.scandir(where.root) as names:
                 return [(e.name, location.Entry(e.path, None, None)) for e in names if e.is_file()]
         except (FileNotFoundError, NotADirectoryError):
             return []
     try:
-        listed = location.list_files(directory, storage_options=storage_options, list_plain=True)
+        listed = location.list_files(where.root, filesystem=where.filesystem, list_plain=True)
     except FileNotFoundError:
         return []
     return [(e.name.rstrip("/").rsplit("/", 1)[-1], e) for e in listed]
 
 
-def _read_one(target: str, storage_options: Mapping[str, Any] | None) -> Pointer | None:
-    """The pointer in the file ``target``, or None when there is none."""
+def _read_one(where: _Directory, name: str) -> Pointer | None:
+    """The pointer in the directory's file ``name``, or None when there is none."""
+    target = join(where.name, name)
     try:
-        source = ByteSource(target, storage_options=storage_options)
+        source = ByteSource(where.path(name), filesystem=where.filesystem)
     except FileNotFoundError:
         return None
     with source:
