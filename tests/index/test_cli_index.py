@@ -177,3 +177,19 @@ def test_text_filters_built_and_inspected(tmp_path: Path, capsys: Capture) -> No
     assert status == 2 and "has the column(s) 'nope'" in err
     status, _, err = run(capsys, "index", "build", root, "--index", idx)
     assert status == 2 and "needs --column or --text" in err
+
+
+def test_a_build_shows_its_progress(dataset: Path, tmp_path: Path, capsys: Capture) -> None:
+    idx = tmp_path / "idx"
+    argv = ("index", "build", dataset, "--index", idx, "--column", "id")
+    status, out, err = run(capsys, *argv, "--progress", "--from-data", "all")
+    assert status == 0 and out.startswith(f"index {idx}: 4 files")
+    # Drawn over itself: each file's tail read, then each file's filters built.
+    drawn = [part.strip() for part in err.split("\r") if part.strip()]
+    assert [d.split("] ")[1] for d in drawn] == [
+        *(f"{n}/4 reading" for n in range(1, 5)),
+        *(f"{n}/4 building from the values" for n in range(1, 5)),
+    ]
+    assert err.endswith("\r")  # cleared
+    status, out, err = run(capsys, *argv)
+    assert (status, err) == (0, "")  # not a terminal: no bar

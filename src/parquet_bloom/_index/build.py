@@ -9,9 +9,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import pyarrow as pa
 
@@ -47,9 +49,13 @@ __all__ = [
     "check_read_columns",
     "create_index",
     "create_index_with",
+    "data_sizing",
     "entries_blob",
     "files_blob",
+    "filters_from_data",
+    "needs_data",
     "read_file",
+    "reporting_progress",
     "segment_blobs",
     "target_fpp",
     "write_blobs",
@@ -130,6 +136,7 @@ class FileRead:
     sizes: dict[str, list[int | None]] | None = None
     error: str | None = None
     data_error: str | None = None  # why filters could not be built from the values
+    built: int = 0  # filters built from the values (a distributed build's count)
     reads: int = 0
     bytes_read: int = 0
 
@@ -253,10 +260,17 @@ def create_index_with(
     name = store.new_segment_name()
     report, segment = write(store.join(directory, name))
     ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
-    generation = 1 if previous is None else previous.generation + 1
-    store.write_pointer(
-        directory, store.Pointer(generation, tuple(columns), (ref,)), storage_options
-    )
+    replaced = set() if previous is None else {s.name for s in previous.segments}
+
+    def change(current: store.Pointer | None) -> store.Pointer:
+        # The segments the build read are replaced; those another writer added since (a
+        # refresh that went in first) stay after it, for the same columns.
+        kept: tuple[store.SegmentRef, ...] = ()
+        if current is not None and current.columns == tuple(columns):
+            kept = tuple(s for s in current.segments if s.name not in replaced)
+        return store.Pointer(0, tuple(columns), (ref, *kept))
+
+    store.commit(directory, previous, change, storage_options)
     report.location = directory
     return report
 
@@ -292,14 +306,15 @@ def write_segment(
     over the whole index then expects about one false candidate). ``fields`` and ``snapshot``
     as :func:`write_blobs` takes them. ``text``: token and n-gram filters built from the
     values (:mod:`.text_build`)."""
-    reads = list(read_pool().map(partial(read_file, columns), files))
+    reads = _tracked("reading", read_pool().map(partial(read_file, columns), files), len(files))
     check_read_columns(reads, columns, what, require_columns)
     built = 0
     if from_data is not None:
-        total = sum(len(r.rows) for r in reads)
-        sizing = check_sizing(fpp if fpp is not None else target_fpp(total), "exact", None, None)
-        fill = partial(_filters_from_data, columns, sizing, from_data == "all")
-        built = sum(read_pool().map(fill, [r for r in reads if r.error is None]))
+        sizing = data_sizing(reads, fpp)
+        every = from_data == "all"
+        fill = partial(filters_from_data, columns, sizing, every)
+        todo = [r for r in reads if needs_data(r, columns, every)]
+        built = sum(_tracked("building from the values", read_pool().map(fill, todo), len(todo)))
     report, blobs = segment_blobs(reads, columns, target, built_from_data=built)
     if text:
         texts = text_build.read_all(text, files)
@@ -321,6 +336,34 @@ def write_segment(
     segment = write_blobs(target, blobs, columns, storage_options, fields=fields, snapshot=snapshot)
     report.index_bytes = segment.size
     return report, segment
+
+
+# Who is told of a build's progress in this context (the command's progress bar): called in
+# the building thread with the stage, the files done and the files of the stage.
+Progress = Callable[[str, int, int], None]
+_progress: ContextVar[Progress | None] = ContextVar("parquet_bloom_index_progress", default=None)
+_T = TypeVar("_T")
+
+
+@contextmanager
+def reporting_progress(report: Progress) -> Iterator[None]:
+    """Within the block, builds in this context call ``report(stage, done, total)`` as each
+    file's tail is read ("reading") and each file's filters are built from the values."""
+    token = _progress.set(report)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
+
+
+def _tracked(stage: str, results: Iterable[_T], total: int) -> list[_T]:
+    report = _progress.get()
+    out: list[_T] = []
+    for result in results:
+        out.append(result)
+        if report is not None:
+            report(stage, len(out), total)
+    return out
 
 
 def check_read_columns(
@@ -369,7 +412,24 @@ def target_fpp(row_groups: int) -> float:
     return min(0.01, 1.0 / max(row_groups, 1))
 
 
-def _filters_from_data(columns: list[str], sizing: Sizing, every: bool, got: FileRead) -> int:
+def data_sizing(reads: Sequence[FileRead], fpp: float | None) -> Sizing:
+    """How filters built from the values are sized: exactly for each row group's distinct
+    values, at ``fpp`` (default :func:`target_fpp` of every row group of ``reads``)."""
+    total = sum(len(r.rows) for r in reads)
+    return check_sizing(fpp if fpp is not None else target_fpp(total), "exact", None, None)
+
+
+def needs_data(read: FileRead, columns: Sequence[str], every: bool) -> bool:
+    """Whether :func:`filters_from_data` would build a filter of ``read``'s (``every``: for
+    every row group, else for those without one)."""
+    if read.error is not None:
+        return False
+    return any(
+        every or size is None for c in columns if c in read.types for size in read.filter_sizes(c)
+    )
+
+
+def filters_from_data(columns: list[str], sizing: Sizing, every: bool, got: FileRead) -> int:
     """Build, from the values, the filters of ``got``'s row groups that have none (``every``:
     all of them); how many were built. The values are hashed from the pages by the rewrite's
     builds (its page reader, on the build threads)."""

@@ -558,7 +558,9 @@ class BloomIndex:
     ``columns``; ``row_groups(column)``; ``classes(column)`` (filter size, None for the row
     groups without filters -> row groups, over all segments); ``segments``; ``num_bytes``
     (the segments' sizes); ``generation`` (the pointer's; 0 for one file); ``reads`` and
-    ``bytes_read`` (every read so far, the pointer's included).
+    ``bytes_read`` (every read so far, the pointer's included). ``pointer``: for an index
+    directory, the pointer to open it at, already read (the library's writers); its reads are
+    not counted.
     """
 
     def __init__(
@@ -566,6 +568,7 @@ class BloomIndex:
         index_location: str | os.PathLike[str],
         *,
         storage_options: Mapping[str, Any] | None = None,
+        pointer: store.Pointer | None = None,
     ) -> None:
         target = os.fspath(index_location)
         self.location = target
@@ -575,13 +578,14 @@ class BloomIndex:
         if store.is_single_file(target):
             self.segments.append(IndexSegment(target, storage_options=storage_options))
             return
-        pointer = store.read_pointer(target, storage_options)
         if pointer is None:
-            raise FileNotFoundError(
-                f"no Bloom index at {target}: it has no {store.POINTER} (build one with "
-                "parquet_bloom.index.build_index)"
-            )
-        self._extra_reads, self._extra_bytes = 1, pointer.size
+            pointer = store.read_pointer(target, storage_options)
+            if pointer is None:
+                raise FileNotFoundError(
+                    f"no Bloom index at {target}: it has no {store.POINTER} (build one with "
+                    "parquet_bloom.index.build_index)"
+                )
+            self._extra_reads, self._extra_bytes = pointer.reads, pointer.size
         self.generation = pointer.generation
         try:
             for ref in pointer.segments:
@@ -697,7 +701,8 @@ class BloomIndex:
             merged.unfiltered += a.unfiltered
             merged.reads += a.reads
             merged.bytes_read += a.bytes_read
-        merged.row_groups.sort()
+        # A file in two segments at the same size (indexed by two writers at once) answers once.
+        merged.row_groups = sorted(set(merged.row_groups))
         return merged
 
     def _check(self, column: str) -> None:

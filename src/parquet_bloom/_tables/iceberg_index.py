@@ -31,9 +31,10 @@ import os
 import tempfile
 import uuid
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from pyiceberg.manifest import ManifestContent
@@ -69,10 +70,13 @@ from parquet_bloom.errors import BloomFilterError, TableVersionError
 
 __all__ = [
     "INDEX_PREFIX",
+    "SegmentWriter",
     "TableIndex",
     "build_index",
+    "build_index_with",
     "compact_index",
     "has_index",
+    "index_columns",
     "index_statistics",
     "lookup",
     "lookup_text",
@@ -230,7 +234,7 @@ def _register(table: Table, snapshot_id: int, uri: str, segment: Segment) -> Non
         update.set_statistics(statistics)
 
 
-def _index_fields(idx: BloomIndex) -> dict[int, str]:
+def index_columns(idx: BloomIndex) -> dict[int, str]:
     """Field id -> the index's column, from its blobs' ``fields``."""
     out: dict[int, str] = {}
     for segment in idx.segments:
@@ -274,25 +278,45 @@ def build_index(
     Raises ValueError for a column the schema lacks or no file has, and when the snapshot
     already has a statistics file that is not an index (it would be replaced)."""
     texts = check_text_filters(text)
-    wanted = check_columns(columns, allow_empty=bool(texts))
     check_from_data(from_data, fpp)
+    write = partial(write_segment, from_data=from_data, fpp=fpp, text=texts)
+    return build_index_with(
+        table, columns, write, snapshot_id=snapshot_id, storage_options=storage_options, text=texts
+    )
+
+
+# Writes one Puffin file of an Iceberg table's index: (files, columns, target, storage options,
+# what=, fields=, snapshot=) -> the report and the file written (write_segment's signature).
+SegmentWriter = Callable[..., tuple[IndexBuildReport, Segment]]
+
+
+def build_index_with(
+    table: Table,
+    columns: Sequence[str],
+    write: SegmentWriter,
+    *,
+    snapshot_id: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    text: Sequence[TextFilter] = (),
+) -> IndexBuildReport:
+    """:func:`build_index` with the Puffin file written by ``write`` (a distributed build
+    writes it from what its tasks send); ``text``: the token and n-gram filters ``write``
+    builds, whose columns are found by field id with ``columns``."""
+    wanted = check_columns(columns, allow_empty=bool(text))
     snapshot = table_snapshot(table, snapshot_id)
-    fields = _field_ids(table.schema(), [*wanted, *(f.column for f in texts)])
+    fields = _field_ids(table.schema(), [*wanted, *(f.column for f in text)])
     _check_slot(table.metadata, snapshot.snapshot_id)
     options = _options(table, storage_options)
     files = snapshot_files(table, snapshot, fields, options)
     uri = _new_location(table, snapshot.snapshot_id)
-    report, segment = write_segment(
+    report, segment = write(
         files,
         wanted,
         local_or_url(uri),
         options,
         what=f"the Iceberg table {table.name()}",
-        from_data=from_data,
-        fpp=fpp,
         fields=fields,
         snapshot=(snapshot.snapshot_id, snapshot.sequence_number or 0),
-        text=texts,
     )
     _register(table, snapshot.snapshot_id, uri, segment)
     report.location = uri
@@ -330,7 +354,7 @@ def lookup(
     field_id = _field_ids(table.schema(), [column])[column]
     options = _options(table, storage_options)
     with _open(table, _nearest(table, snapshot), options) as idx:
-        name = _index_fields(idx).get(field_id)
+        name = index_columns(idx).get(field_id)
         if name is None:
             raise ValueError(
                 f"the Bloom index has no column {column!r} (field id {field_id}); it has "
@@ -360,7 +384,7 @@ def lookup_text(
     field_id = _field_ids(table.schema(), [column])[column]
     options = _options(table, storage_options)
     with _open(table, _nearest(table, snapshot), options) as idx:
-        name = _index_fields(idx).get(field_id)
+        name = index_columns(idx).get(field_id)
         if name is None or name not in idx.text_columns:
             raise ValueError(
                 f"the Bloom index has no token or n-gram filter of column {column!r} (field id "
@@ -392,7 +416,7 @@ def refresh_index(
     options = _options(table, storage_options)
     statistics = _nearest(table, snapshot)
     with _open(table, statistics, options) as idx:
-        fields = {column: field_id for field_id, column in _index_fields(idx).items()}
+        fields = {column: field_id for field_id, column in index_columns(idx).items()}
         files = snapshot_files(table, snapshot, fields, options)
         known = idx.file_rows()
         new = [f for f in files if f.key not in known or not same_file(known[f.key], f)]
@@ -454,7 +478,7 @@ def compact_index(
     statistics = _nearest(table, snapshot)
     uri = _new_location(table, snapshot.snapshot_id)
     with _open(table, statistics, options) as idx:
-        fields = {column: field_id for field_id, column in _index_fields(idx).items()}
+        fields = {column: field_id for field_id, column in index_columns(idx).items()}
         files = snapshot_files(table, snapshot, fields, options)
         known = idx.file_rows()
         kept = {
@@ -552,4 +576,4 @@ def open_table_index(
         yield None
         return
     with idx:
-        yield TableIndex(idx, _index_fields(idx), known, data_sequences(table, snapshot), identity)
+        yield TableIndex(idx, index_columns(idx), known, data_sequences(table, snapshot), identity)

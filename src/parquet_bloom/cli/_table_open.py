@@ -16,7 +16,7 @@ from parquet_bloom._io import location
 from parquet_bloom._tables.directories import VERSION_HINT, current_metadata
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_from_properties
 
-__all__ = ["DataFile", "Table", "TableError", "data_files", "open_table"]
+__all__ = ["DataFile", "Table", "TableError", "data_files", "detect_format", "open_table"]
 
 _ICEBERG_SUFFIX = ".metadata.json"
 
@@ -184,6 +184,15 @@ def _children(filesystem: Any | None, path: str) -> list[str]:
         return sorted(os.listdir(path))
     filesystem.invalidate_cache(path)  # a listing cached earlier would miss a new metadata file
     return sorted(str(e).rstrip("/").rsplit("/", 1)[-1] for e in filesystem.ls(path, detail=False))
+
+
+def detect_format(uri: str, options: dict[str, str]) -> str | None:
+    """``"delta"`` or ``"iceberg"`` when ``uri`` is a table's directory (or an Iceberg
+    ``metadata.json``), else None (a dataset, a file, nothing there)."""
+    try:
+        return _detect(uri, options)
+    except TableError:
+        return None
 
 
 def _detect(uri: str, options: dict[str, str]) -> str:
