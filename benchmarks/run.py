@@ -16,6 +16,8 @@ BENCHMARKS = [
     "bench_rewrite",
     "bench_tables",
     "bench_index",
+    "bench_text",
+    "bench_encryption",
     "bench_spark",
     "bench_spark_probe",
 ]

@@ -414,7 +414,11 @@ def test_usage_errors(capsys: Capture, pyarrow_file: Path, tmp_path: Path) -> No
     assert status == 2 and "pass SRC and DST" in err and "--in-place" in err
     missing = tmp_path / "o.parquet"
     status, _, err = run(capsys, "remove", pyarrow_file, pyarrow_file, missing, "--column", "s")
+    assert status == 2 and f"{missing} does not exist" in err and f"name it {missing}/" in err
+    missing.write_bytes(b"")  # a file there: not a directory
+    status, _, err = run(capsys, "remove", pyarrow_file, pyarrow_file, missing, "--column", "s")
     assert status == 2 and f"{missing} is not a directory" in err
+    missing.unlink()
     assert list(tmp_path.iterdir()) == []
     status, _, err = run(
         capsys,
@@ -451,13 +455,14 @@ def test_progress_only_when_asked_or_on_a_terminal(
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory, pyarrow_file: Path) -> Path:
-    """A table as Spark and Delta leave one: part files, and entries that are not data."""
+    """A dataset as Spark leaves one: part files, and entries that are not data. (A
+    ``_delta_log/`` would make it a Delta table, read as its live files: tests/test_cli_daily.)"""
     root = tmp_path_factory.mktemp("lake")
     data = pyarrow_file.read_bytes()
     for name in ("day=1/part-0.parquet", "day=2/part-0.parquet", "day=2/part-1.parquet"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(data)
-    for name in ("_delta_log/0.json", "_SUCCESS", "day=1/.part-0.parquet.crc", ".hoodie/x"):
+    for name in ("_temporary/0.json", "_SUCCESS", "day=1/.part-0.parquet.crc", ".hoodie/x"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_bytes(b"not parquet")
     return root

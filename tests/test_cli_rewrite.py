@@ -122,7 +122,7 @@ def test_remove_in_place(src: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
         (["add", "{src}", "{dst}", "--column", "nope"], "no leaf column 'nope'"),
         (["add", "{src}", "{dst}", "--column", "id", "--bytes", "1000"], "power of two"),
         (["add", "{src}", "{dst}", "--column", "id", "--fpp", "2"], "between 0 and 1"),
-        (["remove", "{src}", "{src}", "{dst}", "--column", "id"], "is not a directory"),
+        (["remove", "{src}", "{src}", "{dst}", "--column", "id"], "does not exist"),
         (["add", "{missing}", "{dst}", "--column", "id"], "No such file"),
         (["add", "{encrypted}", "{dst}", "--column", "id"], "encrypted"),
     ],

@@ -1220,3 +1220,20 @@ def test_property_decimal(leaves: dict[str, fmt.SchemaLeaf], value: decimal.Deci
 @given(st.datetimes(timezones=st.just(UTC)))
 def test_property_timestamp(leaves: dict[str, fmt.SchemaLeaf], value: dt.datetime) -> None:
     probe_equals_column(value, pa.array([value], pa.timestamp("us", tz="UTC")), leaves["ts"])
+
+
+def test_hex_literals_say_what_is_wrong_and_what_is_expected() -> None:
+    from parquet_bloom._logical import hex_bytes
+
+    assert hex_bytes("0x00ff") == b"\x00\xff" and hex_bytes("0x") == b""
+    with pytest.raises(ValueError) as caught:
+        hex_bytes("0x0g")
+    assert str(caught.value) == (
+        "'0x0g' is not hex: the character 'g' at position 3 is not a hex digit (0-9, a-f); "
+        "expected 0x and two hex digits per byte, e.g. 0x00ff"
+    )
+    with pytest.raises(ValueError, match="an odd number of hex digits"):
+        hex_bytes("0xabc")
+    with pytest.raises(ValueError) as caught:
+        hex_bytes("hex:secretzz", "hex:", name="footer_key")
+    assert "secret" not in str(caught.value)  # a key's text is never echoed

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from parquet_bloom._format import SchemaLeaf
     from parquet_bloom._sbbf import SplitBlockBloomFilter
 
-__all__ = ["Probe", "column_hashes", "literal_probe"]
+__all__ = ["Probe", "column_hashes", "hex_bytes", "literal_probe"]
 
 # LogicalTypes.md, "DATE": days since the Unix epoch, 1 January 1970.
 _UNIX_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
@@ -56,7 +56,7 @@ _NANOS_PER_UNIT = {"MILLIS": 10**6, "MICROS": 10**3, "NANOS": 1}
 _ARROW_UNIT = {"MILLIS": "ms", "MICROS": "us", "NANOS": "ns"}
 # LogicalTypes.md, "INT96 timestamps" (deprecated, still written by Spark and Impala): 8 bytes
 # of nanoseconds within the day, then 4 bytes of Julian day number, both little-endian. The
-# constants live with the array version of the layout, in _plain.
+# constants live with the array version of the layout, in _plain_arrow.
 _JULIAN_DAY_OF_UNIX_EPOCH = plain.JULIAN_UNIX_EPOCH
 # LogicalTypes.md, "Signed Integers" / "Unsigned Integers": the legacy ConvertedType names and
 # their (bit width, signed). INT(8/16/32) annotate INT32, INT(64) annotates INT64.
@@ -279,6 +279,28 @@ _Encoded = tuple[bytes, ...] | None
 
 class _Mismatch(Exception):
     """A literal of a type that makes no sense for the column; becomes a TypeError."""
+
+
+def hex_bytes(text: str, prefix: str = "0x", *, name: str | None = None) -> bytes:
+    """The bytes ``text`` spells in hex after ``prefix`` (``"0x00ff"`` -> ``b"\\x00\\xff"``), as
+    a user types a binary literal or a key: ValueError saying what is wrong (which character,
+    where; an odd count) and what is expected, not ``fromhex()``'s own message. ``name``: what
+    the message calls the text (default: the text itself; a key's field, so as not to echo
+    the key)."""
+    digits = text[len(prefix) :] if text.startswith(prefix) else text
+    called = repr(text) if name is None else name
+    expected = f"expected {prefix} and two hex digits per byte, e.g. {prefix}00ff"
+    for i, c in enumerate(digits):
+        if c not in "0123456789abcdefABCDEF":
+            where = len(text) - len(digits) + i
+            shown = f"{c!r} " if name is None else ""
+            raise ValueError(
+                f"{called} is not hex: the character {shown}at position {where} is not a hex "
+                f"digit (0-9, a-f); {expected}"
+            )
+    if len(digits) % 2:
+        raise ValueError(f"{called} is not hex: an odd number of hex digits; {expected}")
+    return bytes.fromhex(digits)
 
 
 def literal_probe(values: Any, leaf: SchemaLeaf) -> Probe:

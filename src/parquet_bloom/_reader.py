@@ -11,48 +11,29 @@ filesystem, and counts what it read.
 - A filter without ``bloom_filter_length`` (files from before format 2.10) costs one guess read of
   ``GUESS_READ_SIZE`` bytes, clamped to the footer, and a second read only for the bitset bytes
   the guess did not cover.
+
+This module is the reader: the footer, the column chunks and the filters asked for, and which
+of them to load. The loads' reads are :mod:`parquet_bloom._filter_reads`'; an encrypted file's
+footer, chunk metadata and filters are opened by :mod:`parquet_bloom._encrypted_reads`.
 """
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
-from parquet_bloom._crypto import cipher
 from parquet_bloom._crypto.file import FileDecryptor
 from parquet_bloom._crypto.keys import DecryptionKeys
-from parquet_bloom._format.footer import ENCRYPTED_MAGIC
-from parquet_bloom._io.ranges import ByteRange, ReadBuffer, coalesce
+from parquet_bloom._encrypted_reads import decrypt_chunks, load_encrypted, open_footer
+from parquet_bloom._filter_reads import FilterReads
+from parquet_bloom._io.ranges import ReadBuffer
 from parquet_bloom._io.source import ByteSource, read_footer
-from parquet_bloom._locate import (
-    MAX_ENCRYPTED_HEADER_MODULE_SIZE,
-    MODULE_PREFIX,
-    FilterLocation,
-    check_header,
-    locate_encrypted_filter,
-    locate_filter,
-)
-from parquet_bloom._sbbf import (
-    BYTES_PER_BLOCK,
-    FilterBlocks,
-    SplitBlockBloomFilter,
-    block_index,
-    num_bytes_given_length,
-)
-from parquet_bloom.errors import (
-    BloomFilterError,
-    CorruptFileError,
-    DecryptionError,
-    FileReadError,
-)
-
-# Blocks of a local file's filter this close are read as one (a page: a smaller gap saves
-# nothing); further apart, each is its own pread rather than copying the bytes between them.
-BLOCK_READ_GAP = 4096
+from parquet_bloom._locate import FilterLocation, locate_encrypted_filter, locate_filter
+from parquet_bloom._sbbf import FilterBlocks, SplitBlockBloomFilter, num_bytes_given_length
+from parquet_bloom.errors import BloomFilterError
 
 
 class BloomFilterWarning(UserWarning):
@@ -105,7 +86,9 @@ class BloomFilterReader:
             footer = read_footer(self._source, tail_size, encrypted=decryption is not None)
             footer_data = footer.data
             if decryption is not None:
-                footer_data = self._open_encryption(footer.data, footer.tail, decryption)
+                footer_data, self._decryptor, self.encrypted_footer = open_footer(
+                    footer.data, footer.tail, decryption, self._storage_args
+                )
             self._footer = fmt.FooterView(footer_data)
             self.footer_bytes = footer_data  # the FileMetaData, for readers of the whole
         except BloomFilterError as err:
@@ -119,13 +102,13 @@ class BloomFilterReader:
         self._leaves = {leaf.path: leaf for leaf in self.schema_leaves}
         self._metadata: fmt.FileMetaData | None = None
         self._column_chunks: list[fmt.ColumnChunkInfo] | None = None
-        self._cache: dict[tuple[int, str], SplitBlockBloomFilter | None] = {}
         # Bytes read that may hold filters: the tail read's bytes before the footer (writers
         # that put their filters just before it are served from there, with no further read),
         # and guess reads (filters of unknown length), which often cover their neighbours.
-        self._held = ReadBuffer()
+        held = ReadBuffer()
         if footer.tail_start < footer.start:
-            self._held.add(footer.tail_start, footer.tail[: footer.start - footer.tail_start])
+            held.add(footer.tail_start, footer.tail[: footer.start - footer.tail_start])
+        self._reads = FilterReads(self._source, footer.start, held)
 
     @property
     def metadata(self) -> fmt.FileMetaData:
@@ -170,102 +153,6 @@ class BloomFilterReader:
             return None
         key = self._decryptor.footer_key()
         return None if key is None else (key, self._decryptor.keys.aad_prefix)
-
-    def _open_encryption(self, data: bytes, tail: bytes, keys: DecryptionKeys) -> bytes:
-        """The plaintext FileMetaData of a file read with keys: an encrypted footer decrypted,
-        a plaintext footer of an encrypted file stripped of its signature (checked when the
-        footer key is known); any other footer as it is."""
-        from parquet_bloom._crypto.file import open_encrypted_footer, open_plaintext_footer
-
-        sidecar = self._sidecar_reader()
-        if tail[-len(ENCRYPTED_MAGIC) :] == ENCRYPTED_MAGIC:
-            plain, self._decryptor = open_encrypted_footer(data, keys, sidecar=sidecar)
-            self.encrypted_footer = True
-            return plain
-        if fmt.decode_footer_encryption(data).encryption_algorithm is None:
-            if keys.allow_plaintext_files:
-                return data  # not encrypted: the keys are not needed
-            raise DecryptionError(
-                "the file is not encrypted, but was to be read with keys (pass "
-                "DecryptionKeys(allow_plaintext_files=True) to read plaintext files too)",
-                module="footer",
-            )
-        footer, self._decryptor = open_plaintext_footer(data, keys, sidecar=sidecar)
-        return footer
-
-    def _sidecar_reader(self) -> Any:
-        """A reader of this file's external key material (``_KEY_MATERIAL_FOR_<name>.json``
-        next to it), for sources named by a path; None for file objects."""
-        from parquet_bloom._crypto.keys import (
-            MAX_KEY_MATERIAL_FILE_SIZE,
-            external_key_material_name,
-            parse_key_material_file,
-        )
-
-        source, filesystem, storage_options = self._storage_args
-        if not isinstance(source, str | os.PathLike):
-            return None
-        text = os.fspath(source)
-        if filesystem is None and "://" not in text:
-            directory, name = os.path.split(text)
-            sibling = os.path.join(directory, external_key_material_name(name))
-        else:
-            directory, _, name = text.rpartition("/")
-            sibling = f"{directory}/{external_key_material_name(name)}"
-        store: dict[str, bytes] | None = None
-
-        def read(reference: str) -> bytes | None:
-            nonlocal store
-            if store is None:
-                try:
-                    with ByteSource(
-                        sibling, filesystem=filesystem, storage_options=storage_options
-                    ) as material:
-                        if material.size > MAX_KEY_MATERIAL_FILE_SIZE:
-                            raise DecryptionError(
-                                f"key material file {sibling} of {material.size} bytes is too large"
-                            )
-                        data = material.read_exact(0, material.size)
-                except FileNotFoundError:
-                    raise DecryptionError(
-                        f"the key material is stored outside the file, in {sibling}, which "
-                        "is missing"
-                    ) from None
-                store = parse_key_material_file(data)
-            return store.get(reference)
-
-        return read
-
-    def _decrypt_chunks(
-        self, row_group: int, chunks: list[fmt.ColumnChunkInfo]
-    ) -> list[fmt.ColumnChunkInfo]:
-        """A row group's column chunks with the encrypted ones' keys found and their
-        encrypted ColumnMetaData decrypted; those that cannot be are noted unreadable."""
-        decryptor = self._decryptor
-        assert decryptor is not None
-        structs = self._footer.column_chunk_structs(row_group)
-        ordinal = self._footer.row_group_ordinal(row_group)
-        out = []
-        for info, raw in zip(chunks, structs, strict=True):
-            crypto = raw.crypto_metadata
-            if crypto is None:
-                out.append(info)
-                continue
-            try:
-                key = decryptor.chunk_key(info.path, crypto)
-                own_key = crypto.ENCRYPTION_WITH_COLUMN_KEY is not None
-                if own_key and raw.encrypted_column_metadata is not None:
-                    meta = decryptor.column_metadata(raw, key, ordinal, info.column_index)
-                    info = fmt.with_column_metadata(
-                        info, meta, self.schema_leaves[info.column_index]
-                    )
-                self._chunk_keys[(row_group, info.path)] = (key, ordinal)
-            except BloomFilterError as err:
-                self._unreadable[(row_group, info.path)] = err.located(
-                    source=self._source.name, row_group=row_group, column=info.path
-                )
-            out.append(info)
-        return out
 
     # -- counters and lifetime ------------------------------------------------------------------
 
@@ -371,7 +258,16 @@ class BloomFilterReader:
             return chunks
         found = self._decrypted_groups.get(row_group)
         if found is None:
-            found = self._decrypted_groups[row_group] = self._decrypt_chunks(row_group, chunks)
+            found = self._decrypted_groups[row_group] = decrypt_chunks(
+                self._decryptor,
+                self._footer,
+                self.schema_leaves,
+                self._source.name,
+                row_group,
+                chunks,
+                self._chunk_keys,
+                self._unreadable,
+            )
         return found
 
     def filter(self, row_group: int, column: str) -> SplitBlockBloomFilter | None:
@@ -495,8 +391,8 @@ class BloomFilterReader:
             for column, wanted in hashes.items():
                 chunk = self._chunk(rg, column)
                 key = (rg, column)
-                if key in self._cache:
-                    cached = self._cache[key]
+                if key in self._reads.cache:
+                    cached = self._reads.cache[key]
                     if cached is not None:
                         out[key] = cached
                     continue
@@ -506,7 +402,7 @@ class BloomFilterReader:
                     failed[key] = err
                     continue
                 if location is None:
-                    self._cache[key] = None
+                    self._reads.cache[key] = None
                     continue
                 num_bytes = (
                     None if location.length is None else num_bytes_given_length(location.length)
@@ -514,102 +410,8 @@ class BloomFilterReader:
                 todo.append((location, [int(h) for h in wanted], num_bytes))
         if not todo:
             return out, failed
-
-        def fail(loc: FilterLocation, err: BloomFilterError) -> None:
-            _fail(failed, name, loc, err)
-
-        buffer = self._held_copy()
-        # The first reads: where the length is known, the header (the length less the
-        # guessed bitset) and the guessed blocks; elsewhere the guess read.
-        firsts: list[ByteRange] = []
-        for loc, wanted, num_bytes in todo:
-            if num_bytes is None:
-                firsts.append(loc.first_read(footer_start))
-                continue
-            assert loc.length is not None
-            bitset = loc.offset + loc.length - num_bytes
-            firsts.append(ByteRange(loc.offset, loc.length - num_bytes))
-            firsts.extend(_block_ranges(bitset, num_bytes, wanted).values())
-        guessing = any(num_bytes is None for _, _, num_bytes in todo)
-        # On a filesystem a request costs its round trip: header and blocks in one read. A
-        # local file's reads cost a system call each: blocks apart are read apart.
-        read_gap = self._source.max_gap if self._source.remote else BLOCK_READ_GAP
-        unread = self._read_into(
-            buffer,
-            [gap for r in firsts for gap in buffer.missing(r)],
-            keep=self._held if guessing else None,
-            max_gap=read_gap,
-        )
-
-        # The headers, then the blocks the first reads did not cover (a wrong guess of the
-        # header's length, filters of unknown length): one more coalesced read.
-        parsed: list[tuple[FilterLocation, int, dict[int, ByteRange]]] = []
-        for loc, wanted, num_bytes in todo:
-            first = loc.first_read(footer_start)  # as filters_with_errors reads
-            if num_bytes is not None:  # the header guessed
-                first = ByteRange(loc.offset, first.length - num_bytes)
-            if (unreadable := _overlapping(first, unread)) is not None:
-                fail(loc, unreadable)
-                continue
-            limit = min(loc.first_read(footer_start).length, fmt.MAX_BLOOM_FILTER_HEADER_SIZE)
-            try:
-                header, header_len = fmt.parse_bloom_filter_header(
-                    buffer.available(loc.offset, limit)
-                )
-                guessed = num_bytes is None or (
-                    header.num_bytes == num_bytes and header_len + num_bytes == loc.length
-                )
-            except BloomFilterError as err:
-                if num_bytes is None:  # the guess read held all a header may take
-                    fail(loc, err)
-                    continue
-                guessed = False
-            if not guessed:
-                # Not the header guessed: read what filters_with_errors would have read of
-                # it, and decode that (its error, if any, is the same).
-                whole = ByteRange(loc.offset, limit)
-                missed = self._read_into(buffer, buffer.missing(whole))
-                if unreadable := _overlapping(whole, missed):
-                    fail(loc, unreadable)
-                    continue
-                try:
-                    header, header_len = fmt.parse_bloom_filter_header(buffer.get(whole))
-                except BloomFilterError as err:
-                    fail(loc, err)
-                    continue
-            try:
-                check_header(header, header_len, loc, footer_start=footer_start, source=name)
-            except BloomFilterError as err:
-                fail(loc, err)
-                continue
-            parsed.append(
-                (
-                    loc,
-                    header.num_bytes,
-                    _block_ranges(loc.offset + header_len, header.num_bytes, wanted),
-                )
-            )
-        blocks = [
-            gap for _, _, ranges in parsed for r in ranges.values() for gap in buffer.missing(r)
-        ]
-        if blocks:
-            unread.update(self._read_into(buffer, blocks, max_gap=read_gap))
-        for loc, num_bytes, ranges in parsed:
-            errors = (_overlapping(r, unread) for r in ranges.values())
-            if unread and (unreadable := next((e for e in errors if e is not None), None)):
-                fail(loc, unreadable)
-                continue
-            key = (loc.chunk.row_group, loc.chunk.path)
-            out[key] = FilterBlocks(num_bytes, {b: buffer.get(r) for b, r in ranges.items()})
+        self._reads.load_blocks(todo, out, failed)
         return out, failed
-
-    def _held_copy(self) -> ReadBuffer:
-        """A buffer holding what the reader holds already (the tail before the footer, guess
-        reads), for one load to add its reads to."""
-        buffer = ReadBuffer()
-        for offset, data in self._held.pieces():
-            buffer.add(offset, data)
-        return buffer
 
     def _check_column(self, column: str) -> fmt.SchemaLeaf:
         if not isinstance(column, str):
@@ -638,8 +440,8 @@ class BloomFilterReader:
         encrypted: list[FilterLocation] = []
         for chunk in chunks:
             key = (chunk.row_group, chunk.path)
-            if key in self._cache:
-                out[key] = self._cache[key]
+            if key in self._reads.cache:
+                out[key] = self._reads.cache[key]
                 continue
             if key in self._unreadable:
                 failed[key] = self._unreadable[key]
@@ -658,239 +460,17 @@ class BloomFilterReader:
                 failed[key] = err
                 continue
             if location is None:
-                self._cache[key] = out[key] = None
+                self._reads.cache[key] = out[key] = None
             else:
                 todo.append(location)
         if encrypted:
-            self._load_encrypted(encrypted, out, failed)
+            decryptor = self._decryptor
+            assert decryptor is not None
+            load_encrypted(self._reads, decryptor, self._chunk_keys, encrypted, out, failed)
         if not todo:
             return out, failed
-
-        def fail(loc: FilterLocation, err: BloomFilterError) -> None:
-            _fail(failed, name, loc, err)
-
-        buffer = self._held_copy()
-        firsts = {id(loc): loc.first_read(self.footer_start) for loc in todo}
-        guessing = any(loc.length is None for loc in todo)
-        unread = self._read_into(
-            buffer,
-            [gap for r in firsts.values() for gap in buffer.missing(r)],
-            keep=self._held if guessing else None,
-        )
-
-        # Headers tell how long each filter is; fetch the bitset bytes the guesses did not cover.
-        parsed: list[tuple[FilterLocation, ByteRange]] = []
-        for loc in todo:
-            if unreadable := _overlapping(firsts[id(loc)], unread):
-                fail(loc, unreadable)
-                continue
-            try:
-                # The first read's bytes may lie in two pieces (a read, then the tail read).
-                first = firsts[id(loc)]
-                head = buffer.get(
-                    ByteRange(first.offset, min(first.length, fmt.MAX_BLOOM_FILTER_HEADER_SIZE))
-                )
-                header, header_len = fmt.parse_bloom_filter_header(head)
-                check_header(header, header_len, loc, footer_start=self.footer_start, source=name)
-            except BloomFilterError as err:
-                fail(loc, err)
-                continue
-            parsed.append((loc, ByteRange(loc.offset + header_len, header.num_bytes)))
-        unread = self._read_into(buffer, [gap for _, b in parsed for gap in buffer.missing(b)])
-
-        for loc, bitset in parsed:
-            if unreadable := _overlapping(bitset, unread):
-                fail(loc, unreadable)
-                continue
-            key = (loc.chunk.row_group, loc.chunk.path)
-            self._cache[key] = out[key] = SplitBlockBloomFilter.from_bytes(buffer.get(bitset))
+        self._reads.load(todo, out, failed)
         return out, failed
-
-    def _load_encrypted(
-        self,
-        todo: list[FilterLocation],
-        out: dict[tuple[int, str], SplitBlockBloomFilter | None],
-        failed: dict[tuple[int, str], BloomFilterError],
-    ) -> None:
-        """Load the filters of encrypted column chunks: two GCM modules each (header, bitset),
-        every length prefix checked against the file before anything is read by it."""
-        decryptor = self._decryptor
-        assert decryptor is not None
-        name = self._source.name
-        footer_start = self.footer_start
-
-        def fail(loc: FilterLocation, err: BloomFilterError) -> None:
-            _fail(failed, name, loc, err)
-
-        buffer = self._held_copy()
-        firsts = {id(loc): loc.first_read(footer_start) for loc in todo}
-        unread = self._read_into(buffer, [g for r in firsts.values() for g in buffer.missing(r)])
-
-        # The header modules: length prefix, decrypt, decode; then the bitset module's range.
-        parsed: list[tuple[FilterLocation, int, ByteRange]] = []
-        for loc in todo:
-            chunk = loc.chunk
-            key, ordinal = self._chunk_keys[(chunk.row_group, chunk.path)]
-            header_module = cipher.MODULE_NAMES[cipher.BLOOM_FILTER_HEADER]
-            try:
-                if unreadable := _overlapping(firsts[id(loc)], unread):
-                    raise unreadable
-                first = firsts[id(loc)]
-                head = buffer.get(ByteRange(loc.offset, min(first.length, MODULE_PREFIX)))
-                room = footer_start - loc.offset - MODULE_PREFIX
-                if loc.length is not None:
-                    room = min(room, loc.length - MODULE_PREFIX)
-                header_len = cipher.module_length(
-                    head, available=room, module_type=cipher.BLOOM_FILTER_HEADER
-                )
-                if header_len > MAX_ENCRYPTED_HEADER_MODULE_SIZE:
-                    raise CorruptFileError(
-                        f"encrypted Bloom filter header of {header_len} bytes exceeds "
-                        f"{MAX_ENCRYPTED_HEADER_MODULE_SIZE} bytes"
-                    )
-                body_range = ByteRange(loc.offset + MODULE_PREFIX, header_len)
-                missing = buffer.missing(body_range)
-                if missing and (unread_header := self._read_into(buffer, missing)):
-                    raise next(iter(unread_header.values()))
-                try:
-                    plain = decryptor.decrypt_module(
-                        buffer.get(body_range),
-                        key,
-                        cipher.BLOOM_FILTER_HEADER,
-                        ordinal,
-                        chunk.column_index,
-                    )
-                except DecryptionError as err:
-                    raise DecryptionError(err.reason, module=header_module) from None
-                header, plain_len = fmt.parse_bloom_filter_header(plain)
-                check_header(
-                    header, plain_len, FilterLocation(chunk, loc.offset, None),
-                    footer_start=footer_start, source=name,
-                )  # fmt: skip
-                bitset_at = body_range.end
-                bitset_len = header.num_bytes + cipher.GCM_OVERHEAD
-                total = MODULE_PREFIX + header_len + MODULE_PREFIX + bitset_len
-                if loc.length is not None and total != loc.length:
-                    raise CorruptFileError(
-                        f"bloom_filter_length {loc.length} does not match the encrypted header "
-                        f"({MODULE_PREFIX + header_len} bytes) and bitset "
-                        f"({MODULE_PREFIX + bitset_len} bytes)"
-                    )
-                if bitset_at + MODULE_PREFIX + bitset_len > footer_start:
-                    raise CorruptFileError(
-                        f"encrypted Bloom filter bitset of {bitset_len} bytes at {bitset_at} "
-                        f"runs past the footer, which starts at {footer_start}"
-                    )
-            except BloomFilterError as err:
-                fail(loc, err)
-                continue
-            parsed.append((loc, header.num_bytes, ByteRange(bitset_at, MODULE_PREFIX + bitset_len)))
-        unread = self._read_into(buffer, [g for _, _, b in parsed for g in buffer.missing(b)])
-
-        bitset_module = cipher.MODULE_NAMES[cipher.BLOOM_FILTER_BITSET]
-        for loc, num_bytes, bitset in parsed:
-            chunk = loc.chunk
-            key, ordinal = self._chunk_keys[(chunk.row_group, chunk.path)]
-            try:
-                if unreadable := _overlapping(bitset, unread):
-                    raise unreadable
-                module = memoryview(buffer.get(bitset))
-                claimed = cipher.module_length(
-                    module[:MODULE_PREFIX],
-                    available=len(module) - MODULE_PREFIX,
-                    module_type=cipher.BLOOM_FILTER_BITSET,
-                )
-                if claimed != num_bytes + cipher.GCM_OVERHEAD:
-                    raise CorruptFileError(
-                        f"encrypted Bloom filter bitset of {claimed} bytes, its header says "
-                        f"{num_bytes} bytes (+ {cipher.GCM_OVERHEAD} of nonce and tag)"
-                    )
-                try:
-                    plain = decryptor.decrypt_module(
-                        module[MODULE_PREFIX:],
-                        key,
-                        cipher.BLOOM_FILTER_BITSET,
-                        ordinal,
-                        chunk.column_index,
-                    )
-                except DecryptionError as err:
-                    raise DecryptionError(err.reason, module=bitset_module) from None
-            except BloomFilterError as err:
-                fail(loc, err)
-                continue
-            k = (chunk.row_group, chunk.path)
-            self._cache[k] = out[k] = SplitBlockBloomFilter.from_bytes(plain)
-
-    def _read_into(
-        self,
-        buffer: ReadBuffer,
-        ranges: list[ByteRange],
-        keep: ReadBuffer | None = None,
-        max_gap: int | None = None,
-    ) -> dict[ByteRange, BloomFilterError]:
-        """Read ``ranges``, coalesced, into ``buffer`` (and ``keep``); returns the ranges that
-        could not be read. When a coalesced read fails (a truncated file, say), each range is
-        read alone, so that one bad range does not spoil the others; not when the store failed
-        to answer (a :class:`FileReadError`), which says nothing about the ranges: every one
-        is then unread with that error, without asking a failing store again."""
-        merged = coalesce(ranges, self._source.max_gap if max_gap is None else max_gap)
-        try:
-            datas = self._source.read(merged)
-        except FileReadError as err:
-            return dict.fromkeys(ranges, err)
-        except BloomFilterError:
-            datas = None
-        if datas is not None:
-            for r, data in zip(merged, datas, strict=True):
-                buffer.add(r.offset, data)
-                if keep is not None:
-                    keep.add(r.offset, data)
-            return {}
-        unread: dict[ByteRange, BloomFilterError] = {}
-        for r in ranges:
-            try:
-                (data,) = self._source.read([r])
-            except BloomFilterError as err:
-                unread[r] = err
-                continue
-            buffer.add(r.offset, data)
-            if keep is not None:
-                keep.add(r.offset, data)
-        return unread
-
-
-def _fail(
-    failed: dict[tuple[int, str], BloomFilterError],
-    name: str,
-    loc: FilterLocation,
-    err: BloomFilterError,
-) -> None:
-    """Record ``err`` as the error of the filter at ``loc``, located."""
-    chunk = loc.chunk
-    failed[(chunk.row_group, chunk.path)] = err.located(
-        source=name, row_group=chunk.row_group, column=chunk.path, offset=loc.offset
-    )
-
-
-def _overlapping(
-    r: ByteRange, unread: dict[ByteRange, BloomFilterError]
-) -> BloomFilterError | None:
-    """The error of an unread range that overlaps ``r``, if any."""
-    for bad, err in unread.items():
-        if bad.offset < r.end and r.offset < bad.end:
-            return err
-    return None
-
-
-def _block_ranges(bitset: int, num_bytes: int, hashes: Sequence[int]) -> dict[int, ByteRange]:
-    """The 32-byte blocks the hashes fall in, by index, of the bitset of ``num_bytes`` at
-    ``bitset``."""
-    num_blocks = num_bytes // BYTES_PER_BLOCK
-    ranges = {}
-    for h in hashes:
-        block = block_index(h, num_blocks)
-        ranges[block] = ByteRange(bitset + block * BYTES_PER_BLOCK, BYTES_PER_BLOCK)
-    return ranges
 
 
 def _warn(err: BloomFilterError) -> None:

@@ -3,9 +3,9 @@ or remove the filters of its files in one commit (extra ``parquet-bloom[delta]``
 
 - :func:`prune`: the table's own pruning (partition values, min/max statistics) first, then
   the files' Bloom filters; a pyarrow dataset of the row groups left, the files and a report.
-- :func:`build_index`, :func:`refresh_index`, :func:`compact_index`, :func:`lookup`: the
-  table's Bloom index under ``<table>/_bloom_index/`` (docs/index.md), looked up against the
-  table's snapshot.
+- :func:`build_index`, :func:`refresh_index`, :func:`compact_index`, :func:`lookup`,
+  :func:`lookup_text`: the table's Bloom index under ``<table>/_bloom_index/``
+  (docs/index.md), looked up against the table's snapshot.
 - :func:`rewrite_bloom_filters`: every chosen data file rewritten to a new file beside it (the
   same pages, new filters), then one commit that swaps old for new (``dataChange=false``).
   Its three stages are public so that they can run apart (the jobs on Spark executors):
@@ -18,12 +18,13 @@ versions reads them until then. docs/tables.md#delta-lake says what is refused a
 
 from __future__ import annotations
 
+from parquet_bloom.errors import MissingExtraError
+
 try:
     import deltalake  # noqa: F401  # the extra this module needs, checked once here
-except ImportError as err:  # pragma: no cover - the extra is installed in the tests
-    raise ImportError(
-        "parquet_bloom.delta needs deltalake: pip install 'parquet-bloom[delta]'",
-        name=err.name,
+except ImportError as err:  # tests/test_extras.py makes it missing
+    raise MissingExtraError(
+        "reading Delta Lake tables (parquet_bloom.delta)", package="deltalake", extra="delta"
     ) from err
 
 from parquet_bloom._tables.delta_index import (
@@ -33,6 +34,7 @@ from parquet_bloom._tables.delta_index import (
     has_index,
     index_location,
     lookup,
+    lookup_text,
     refresh_index,
 )
 from parquet_bloom._tables.delta_prune import DeltaPruneResult, prune
@@ -73,6 +75,7 @@ __all__ = [
     "has_index",
     "index_location",
     "lookup",
+    "lookup_text",
     "plan_rewrite",
     "prune",
     "refresh_index",

@@ -15,8 +15,10 @@ __all__ = [
     "CorruptFileError",
     "DecryptionError",
     "FileReadError",
+    "MissingExtraError",
     "MissingKeyError",
     "TableFileError",
+    "TableVersionError",
     "UnsupportedFileError",
 ]
 
@@ -139,4 +141,32 @@ class TableFileError(ValueError):
         self.path = path
         self.table_format = table_format
         self.table_root = table_root
+        super().__init__(message)
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency that is not installed: ``package`` (the module that failed to
+    import) is what ``purpose`` needs, and ``extra`` the pip extra of parquet-bloom that
+    brings it; the message ends with the line to run (``pip install 'parquet-bloom[delta]'``).
+    An ImportError, so that code catching those still does; not a bug in this library, nor in
+    the caller's data."""
+
+    def __init__(self, purpose: str, *, package: str, extra: str) -> None:
+        self.purpose = purpose
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{purpose} needs {package}: pip install 'parquet-bloom[{extra}]'", name=package
+        )
+
+
+class TableVersionError(LookupError, ValueError):
+    """A version (Delta Lake) or snapshot (Iceberg) that the table at ``table`` does not have:
+    ``asked`` is what was asked for, ``latest`` the newest the table has (None when it could
+    not be told). The caller's mistake about the table, not a fault in it."""
+
+    def __init__(self, message: str, *, table: str, asked: int, latest: int | None) -> None:
+        self.table = table
+        self.asked = asked
+        self.latest = latest
         super().__init__(message)

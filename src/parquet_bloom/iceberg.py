@@ -4,11 +4,13 @@ filters added, resized or removed across a table in one snapshot.
 - :func:`prune`: the FileScanTasks of ``table.scan(row_filter).plan_files()`` (after
   pyiceberg's own manifest, partition and metrics pruning) whose Parquet Bloom filters might
   hold a matching row, the row groups to read in each, and ``to_arrow()``, equal to the
-  scan's ``to_arrow()`` while reading only those row groups.
+  scan's ``to_arrow()`` while reading only those row groups; ``arrow_filter=`` adds string
+  matches pyiceberg's filters cannot say (``pc.match_substring``, ...).
 - :func:`build_index`, :func:`refresh_index`, :func:`compact_index`, :func:`lookup`,
-  :func:`has_index`: the table's Bloom index (docs/index.md#iceberg), one Puffin file a
-  snapshot registered as its statistics file, looked up against a snapshot, never wrong;
-  :func:`prune` uses it (``index=``).
+  :func:`lookup_text`, :func:`has_index`: the table's Bloom index (docs/index.md#iceberg),
+  one Puffin file a snapshot registered as its statistics file, looked up against a
+  snapshot, never wrong; :func:`prune` uses it (``index=``), its token and n-gram filters
+  (``build_index(..., text=...)``) for string matches.
 - :func:`rewrite_bloom_filters`: every live data file rewritten to a new file beside it (the
   same pages, new filters), then one OVERWRITE snapshot swapping old files for new. In three
   stages, so that the middle one can run anywhere (Spark executors): :func:`plan_rewrite`,
@@ -22,11 +24,13 @@ and what it refuses.
 
 from __future__ import annotations
 
+from parquet_bloom.errors import MissingExtraError
+
 try:
     import pyiceberg  # noqa: F401  # fail here, with what to install, rather than in a submodule
-except ImportError as err:  # pragma: no cover - exercised only without pyiceberg
-    raise ImportError(
-        "parquet_bloom.iceberg needs pyiceberg: pip install 'parquet-bloom[iceberg]'"
+except ImportError as err:  # tests/test_extras.py makes it missing
+    raise MissingExtraError(
+        "reading Iceberg tables (parquet_bloom.iceberg)", package="pyiceberg", extra="iceberg"
     ) from err
 
 from parquet_bloom._tables.iceberg_index import (
@@ -34,6 +38,7 @@ from parquet_bloom._tables.iceberg_index import (
     compact_index,
     has_index,
     lookup,
+    lookup_text,
     refresh_index,
 )
 from parquet_bloom._tables.iceberg_io import storage_options_for
@@ -70,6 +75,7 @@ __all__ = [
     "compact_index",
     "has_index",
     "lookup",
+    "lookup_text",
     "plan_rewrite",
     "prune",
     "refresh_index",

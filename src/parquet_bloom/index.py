@@ -9,6 +9,12 @@ entries of its candidates, instead of a filter a file (docs/index.md).
 :func:`lookup` answers for the dataset's live files: the index for the files it knows
 unchanged, each other file through its own filters. :class:`BloomIndex` answers for the files
 the index was built from, as they were (docs/index.md, "What a lookup guarantees").
+
+Token and n-gram filters (:class:`TextFilter`, ``build_index(..., text=[...])``): ClickHouse's
+``tokenbf_v1``/``ngrambf_v1`` per row group of a string column, so that ``prune`` with the index
+decides ``match_substring``, ``starts_with``, ``ends_with``, ``match_like`` and
+:func:`has_token` (docs/index.md#token-and-n-gram-filters); :func:`lookup_text` lists the files
+and row groups that may match a token or substring.
 """
 
 from __future__ import annotations
@@ -19,6 +25,10 @@ from parquet_bloom._index.files import IndexedFile, dataset_files
 from parquet_bloom._index.live import DatasetLookup, lookup
 from parquet_bloom._index.lookup import BloomIndex, IndexLookup
 from parquet_bloom._index.maintain import CompactReport, compact_index, refresh_index
+from parquet_bloom._index.text import TextFilter, TextSpec
+from parquet_bloom._index.text_build import TextSummary
+from parquet_bloom._index.text_lookup import TextLookup, lookup_text
+from parquet_bloom._prune.text import has_token
 
 __all__ = [
     "BloomIndex",
@@ -29,9 +39,15 @@ __all__ = [
     "IndexBuildReport",
     "IndexLookup",
     "IndexedFile",
+    "TextFilter",
+    "TextLookup",
+    "TextSpec",
+    "TextSummary",
     "build_index",
     "compact_index",
     "dataset_files",
+    "has_token",
     "lookup",
+    "lookup_text",
     "refresh_index",
 ]

@@ -51,3 +51,18 @@ class InServerWrapKms(pe.KmsClient):  # type: ignore[misc]
         data = base64.b64decode(wrapped_key)
         master = self.master_keys[master_key_identifier]
         return AESGCM(master).decrypt(data[:12], data[12:], master_key_identifier.encode())
+
+
+class ConfiguredKms(InServerWrapKms):
+    """The same KMS made from a connection config, as pyarrow's ``kms_client_factory`` and
+    the CLI's ``kms.client`` make one: its master keys in ``custom_kms_conf`` (id -> key
+    text), as Arrow's and parquet-java's in-memory test KMS take theirs."""
+
+    def __init__(self, config: pe.KmsConnectionConfig) -> None:
+        keys = {k: v.encode() for k, v in config.custom_kms_conf.items()}
+        super().__init__(keys)
+
+
+def keys_of_nothing(config: pe.KmsConnectionConfig) -> object:
+    """A "client factory" that makes no client: the config's error to report."""
+    return object()

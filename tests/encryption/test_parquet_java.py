@@ -32,6 +32,8 @@ CONFIGS = {
     "ctr-plaintext-footer": ("AES_GCM_CTR_V1", "plaintext", "columns", "-", "false"),
     "gcm-uniform-prefix-stored": ("AES_GCM_V1", "encrypted", "uniform", "tester", "true"),
     "gcm-columns-prefix-supplied": ("AES_GCM_V1", "encrypted", "columns", "tester", "false"),
+    # Under a plaintext footer, the columns' metadata encrypted with the footer key too.
+    "gcm-uniform-plaintext-footer": ("AES_GCM_V1", "plaintext", "uniform", "-", "false"),
 }
 
 

@@ -232,7 +232,8 @@ def test_config_members_checked() -> None:
     assert good.footer_key == bytes(16) and good.aad_prefix == b"\xff\x00"
     assert good.allow_plaintext_files
     for bad, message in (
-        ({"footer_key": "hex:zz"}, "not valid hex"),
+        ({"footer_key": "hex:zz"}, "footer_key is not hex: the character at position 4 is not"),
+        ({"footer_key": "hex:abc"}, "footer_key is not hex: an odd number of hex digits"),
         ({"footer_key": "base64:!!"}, "not valid base64"),
         ({"footer_key": "hex:00"}, "1 bytes"),
         ({"column_keys": ["a"]}, "column_keys must be"),

@@ -138,3 +138,58 @@ def test_mistakes_are_one_line(dataset: Path, tmp_path: Path, capsys: Capture) -
         capsys, "index", "build", dataset, "--index", tmp_path / "j", "--column", "missing"
     )
     assert status == 2 and "has the column" in err
+
+
+def test_text_filters_built_and_inspected(tmp_path: Path, capsys: Capture) -> None:
+    """``--text C:KIND[:K=V,...]`` builds token and n-gram filters from the values; inspect
+    lists them; a mistake in one is told as one."""
+    root = tmp_path / "logs"
+    root.mkdir()
+    pq.write_table(pa.table({"msg": ["GET /api/v1 ok", "POST /login timeout"]}), root / "a.parquet")
+    idx = tmp_path / "idx"
+    status, out, err = run(
+        capsys,
+        "index",
+        "build",
+        root,
+        "--index",
+        idx,
+        "--text",
+        "msg:tokenbf:size=64,hashes=3,seed=1",
+        "--text",
+        "msg:ngrambf:n=4",
+    )
+    assert (status, err) == (0, "")
+    assert "msg: tokenbf_v1(64,3,1) over 1 row groups" in out
+    status, out, err = run(capsys, "index", "inspect", root, "--index", idx, "--json")
+    assert status == 0
+    assert json.loads(out)["text"]["msg"][0] == "tokenbf_v1(64,3,1)"
+    assert json.loads(out)["text"]["msg"][1].startswith("ngrambf_v1(4,")
+    for bad, message in [
+        ("msg:bloom", "expected COLUMN:tokenbf or COLUMN:ngrambf"),
+        ("msg:tokenbf:k=3", "is not one of n=, size="),
+        ("msg:tokenbf:n=3", "n is the n-gram length"),
+        ("msg:ngrambf:n=x", "is not a number"),
+    ]:
+        status, _, err = run(capsys, "index", "build", root, "--index", idx, "--text", bad)
+        assert status == 2 and message in err
+    status, _, err = run(capsys, "index", "build", root, "--index", idx, "--text", "nope:tokenbf")
+    assert status == 2 and "has the column(s) 'nope'" in err
+    status, _, err = run(capsys, "index", "build", root, "--index", idx)
+    assert status == 2 and "needs --column or --text" in err
+
+
+def test_a_build_shows_its_progress(dataset: Path, tmp_path: Path, capsys: Capture) -> None:
+    idx = tmp_path / "idx"
+    argv = ("index", "build", dataset, "--index", idx, "--column", "id")
+    status, out, err = run(capsys, *argv, "--progress", "--from-data", "all")
+    assert status == 0 and out.startswith(f"index {idx}: 4 files")
+    # Drawn over itself: each file's tail read, then each file's filters built.
+    drawn = [part.strip() for part in err.split("\r") if part.strip()]
+    assert [d.split("] ")[1] for d in drawn] == [
+        *(f"{n}/4 reading" for n in range(1, 5)),
+        *(f"{n}/4 building from the values" for n in range(1, 5)),
+    ]
+    assert err.endswith("\r")  # cleared
+    status, out, err = run(capsys, *argv)
+    assert (status, err) == (0, "")  # not a terminal: no bar

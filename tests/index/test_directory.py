@@ -16,6 +16,7 @@ import pytest
 
 import parquet_bloom as pb
 from parquet_bloom import index
+from tests.index.lake import probed
 
 
 def _write(path: Path, ids: np.ndarray, ndv: int = 1000) -> None:
@@ -25,16 +26,6 @@ def _write(path: Path, ids: np.ndarray, ndv: int = 1000) -> None:
         row_group_size=1000,
         bloom_filter_options={"id": {"ndv": ndv, "fpp": 0.01}},
     )
-
-
-def _probed(root: Path, values: Any) -> dict[str, list[int]]:
-    out = {}
-    for path in sorted(root.glob("*.parquet")):
-        with pb.BloomFilterReader(str(path)) as reader:
-            found = reader.row_groups_might_contain("id", values)
-        if found:
-            out[str(path)] = found
-    return out
 
 
 def _segments(directory: Path) -> list[str]:
@@ -67,7 +58,7 @@ def test_refresh_adds_a_segment_and_compaction_merges(tmp_path: Path) -> None:
     values = [int(added[3]), int(rewritten[4]), 77]
     for value in [*values, values]:
         got = index.lookup(str(root), "id", value, index=target)
-        assert got.files == _probed(root, value)
+        assert got.files == probed(root, value)
         assert got.probed == [] and [Path(p).name for p in got.gone] == ["a2.parquet"]
 
     before = _segments(target)
@@ -84,7 +75,7 @@ def test_refresh_adds_a_segment_and_compaction_merges(tmp_path: Path) -> None:
         )
     for value in [*values, values]:
         got = index.lookup(str(root), "id", value, index=target)
-        assert got.files == _probed(root, value) and got.gone == []
+        assert got.files == probed(root, value) and got.gone == []
     old = [target / name for name in before]
     past = time.time() - 7200
     for path in old:
@@ -138,14 +129,19 @@ def test_an_index_directory_on_s3_is_three_rounds_from_cold(
     options = s3.storage_options
     target = f"s3://{bucket}/t/_bloom_index"
     index.build_index(f"s3://{bucket}/t/", ["id"], target, storage_options=options)
-    assert sorted(s3.objects(bucket, "t/_bloom_index/"))[0] == "t/_bloom_index/latest.json"
+    objects = sorted(s3.objects(bucket, "t/_bloom_index/"))
+    assert objects[:2] == ["t/_bloom_index/latest.1.json", "t/_bloom_index/latest.json"]
     s3_requests.reset()
     with index.BloomIndex(target, storage_options=options) as idx:
         answer = idx.lookup("id", int(ids[17]))
+        assert idx.generation == 1
     assert f"s3://{bucket}/t/f3.parquet" in answer.files()
     requests = s3_requests.list()
     assert [r.method for r in requests] == ["GET"] * len(requests), requests
-    assert requests[0].key == "t/_bloom_index/latest.json"  # 1: the pointer
+    # 1: the pointer's copy and the listing of the directory, at once
+    first = sorted((r.key, r.query.get("list-type", "")) for r in requests[:2])
+    assert first == [("", "2"), ("t/_bloom_index/latest.json", "")], requests[:2]
+    assert requests[0].query.get("prefix", requests[1].query.get("prefix")) == "t/_bloom_index/"
     # 2: the slices (one coalesced read: the class is small); 3: the entries.
-    assert len(requests) == 3
-    assert not [r for r in requests if r.method == "HEAD"]
+    assert len(requests) == 4
+    assert idx.reads == 4

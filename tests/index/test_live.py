@@ -8,30 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-import parquet_bloom as pb
 from parquet_bloom import index
-
-
-def _write(path: Path, ids: np.ndarray) -> None:
-    pq.write_table(
-        pa.table({"id": ids}),
-        path,
-        row_group_size=1000,
-        bloom_filter_options={"id": {"ndv": 1000, "fpp": 0.01}},
-    )
-
-
-def _probed(root: Path, values: Any) -> dict[str, list[int]]:
-    out = {}
-    for path in sorted(root.glob("*.parquet")):
-        with pb.BloomFilterReader(str(path)) as reader:
-            found = reader.row_groups_might_contain("id", values)
-        if found:
-            out[str(path)] = found
-    return out
+from tests.index.lake import probed, write_ids
 
 
 def test_a_changed_dataset_is_answered_right(tmp_path: Path) -> None:
@@ -39,20 +19,20 @@ def test_a_changed_dataset_is_answered_right(tmp_path: Path) -> None:
     root.mkdir()
     rng = np.random.default_rng(21)
     for i in range(12):
-        _write(root / f"f{i:02d}.parquet", rng.integers(0, 10**9, 2000))
+        write_ids(root / f"f{i:02d}.parquet", rng.integers(0, 10**9, 2000))
     target = tmp_path / "idx.puffin"
     index.build_index(str(root), ["id"], target)
     # After the build: one file added, one removed, one rewritten with other rows.
     added = rng.integers(0, 10**9, 3000)
-    _write(root / "new.parquet", added)
+    write_ids(root / "new.parquet", added)
     (root / "f03.parquet").unlink()
     rewritten = rng.integers(0, 10**9, 2500)
-    _write(root / "f07.parquet", rewritten)
+    write_ids(root / "f07.parquet", rewritten)
     old = pq.read_table(root / "f01.parquet")["id"].to_numpy()
     values = [int(added[5]), int(rewritten[9]), int(old[3]), 123]
     for value in [*values, values]:
         got = index.lookup(str(root), "id", value, index=target)
-        assert got.files == _probed(root, value), value
+        assert got.files == probed(root, value), value
         assert sorted(Path(p).name for p in got.probed) == ["f07.parquet", "new.parquet"]
         assert [Path(p).name for p in got.gone] == ["f03.parquet"]
         assert got.from_index == 10
@@ -68,7 +48,7 @@ def test_a_relative_and_an_absolute_name_are_one_file(tmp_path: Path, monkeypatc
     root = tmp_path / "data"
     root.mkdir()
     ids = np.arange(5000, dtype=np.int64)
-    _write(root / "a.parquet", ids)
+    write_ids(root / "a.parquet", ids)
     monkeypatch.chdir(tmp_path)
     index.build_index("data", ["id"], "idx.puffin")
     got = index.lookup(str(root), "id", 77, index=tmp_path / "idx.puffin")
@@ -79,7 +59,7 @@ def test_a_relative_and_an_absolute_name_are_one_file(tmp_path: Path, monkeypatc
 def test_an_open_index_serves_many_lookups(tmp_path: Path) -> None:
     root = tmp_path / "data"
     root.mkdir()
-    _write(root / "a.parquet", np.arange(3000, dtype=np.int64))
+    write_ids(root / "a.parquet", np.arange(3000, dtype=np.int64))
     index.build_index(str(root), ["id"], tmp_path / "i.puffin")
     with index.BloomIndex(tmp_path / "i.puffin") as idx:
         first = index.lookup(str(root), "id", 5, index=idx)

@@ -826,3 +826,17 @@ def test_any_pieces_make_valid_parts(seed: int) -> None:
     )
     _check_parts([p for p in pieces if p.length], parts, 10)
     assert all(p.length <= 1000 for p in parts if p.server_copy)
+
+
+def test_an_exclusive_file_sink_never_replaces_a_file(tmp_path: Path) -> None:
+    target = tmp_path / "latest.2.json"
+    with sink.FileSink(str(target), exclusive=True) as out:
+        out.write(b"first")
+    with (
+        pytest.raises(FileExistsError) as raised,
+        sink.FileSink(str(target), exclusive=True) as out,
+    ):
+        out.write(b"second")
+    assert raised.value.filename == str(target)
+    assert target.read_bytes() == b"first"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.2.json"]  # no temporary left

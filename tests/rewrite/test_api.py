@@ -633,3 +633,22 @@ def test_rewrite_files_reports_progress_and_errors(
     assert isinstance(failed[0][1], pb.CorruptFileError)
     with pytest.raises(pb.CorruptFileError):
         rewrite_files(jobs, remove="all")
+
+
+def test_a_resize_of_named_columns_adds_no_filter(tmp_path: Path) -> None:
+    # Filters on "a" only: a resize of ["a", "b"] is refused for "b"
+    # (no filter to resize), and a resize of ["a"] rebuilds that one filter and adds none.
+    src = tmp_path / "src.parquet"
+    data = pa.table({"a": list(range(200)), "b": [f"v{i}" for i in range(200)]})
+    pq.write_table(data, src, row_group_size=100, bloom_filter_options={"a": {"ndv": 100}})
+    with pb.BloomFilterReader(src) as reader:
+        chunks = reader.column_chunks
+        before = {(c.row_group, c.path) for c in chunks if c.bloom_filter_offset is not None}
+    assert {c for _, c in before} == {"a"}
+    with pytest.raises(ValueError, match=r"'b' has no Bloom filter .* add --column b"):
+        rewrite_bloom_filters(src, tmp_path / "x.parquet", columns=["a", "b"], existing_only=True)
+    assert not (tmp_path / "x.parquet").exists()
+    report = rewrite_bloom_filters(
+        src, tmp_path / "out.parquet", columns=["a"], existing_only=True, fpp=0.2
+    )
+    assert {(rg, c) for rg, c, _ in report.filters_written} == before

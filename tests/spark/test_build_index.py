@@ -231,3 +231,75 @@ def test_a_dataset_on_object_storage(spark: Any, s3: Any, dataset: Path, tmp_pat
     assert report.files == local.files == 10 and report.unreadable == []
     (tmp_path / "spark.puffin").write_bytes(s3.fs().cat_file(target.removeprefix("s3://")))
     _assert_same_index(tmp_path / "spark.puffin", tmp_path / "local.puffin")
+
+
+@pytest.mark.parametrize("from_data", ["missing", "all"])
+def test_filters_built_from_the_values_on_the_executors(
+    spark: Any, dataset: Path, tmp_path: Path, from_data: Any
+) -> None:
+    """from_data: the files without filters (``missing``: 3 of them; ``all``: every file) read
+    again by a second job that builds their filters from the values at fpp 1/N, for N the row
+    groups the tails counted: the local build's index, blob for blob."""
+    local = index.build_index(str(dataset), COLUMNS, tmp_path / "local.puffin", from_data=from_data)
+    report = pbs.build_index(
+        spark,
+        str(dataset),
+        COLUMNS,
+        index_location=tmp_path / "spark.puffin",
+        from_data=from_data,
+    )
+    files_without = 3 if from_data == "missing" else FILES
+    assert local.built_from_data > 0
+    assert report.built_from_data == local.built_from_data
+    rebuilt = [
+        p for p in dataset.glob("f*.parquet") if from_data == "all" or int(p.stem[1:]) % 13 == 5
+    ]
+    assert len(rebuilt) == files_without
+    groups = sum(pq.ParquetFile(p).num_row_groups for p in rebuilt)
+    assert local.built_from_data == groups * len(COLUMNS)
+    assert (report.files, report.row_groups, report.columns) == (
+        local.files,
+        local.row_groups,
+        local.columns,
+    )
+    # The rebuilt files' tails are read twice (once to count the row groups, once to build).
+    assert report.reads > local.reads and report.bytes_read > local.bytes_read
+    assert local.columns["id"].unfiltered == 1  # broken.parquet; every other row group has one
+    _assert_same_index(tmp_path / "spark.puffin", tmp_path / "local.puffin")
+    # A value of a file written without filters: found through its filter built on Spark.
+    ids = [int(x) for x in pq.read_table(dataset / "f05.parquet")["id"][:5]]
+    found = _lookups(tmp_path / "spark.puffin", "id", ids)
+    assert all(str(dataset / "f05.parquet") in f for f in found)
+
+
+def test_an_iceberg_table_index_is_the_local_builds(spark: Any, tmp_path: Path) -> None:
+    """A pyiceberg table (SqlCatalog): three files with filters and one pyiceberg appended
+    without (from_data builds its filters): the Puffin file registered for the current
+    snapshot is the local build's, byte for byte; lookups through it equal the probes."""
+    import parquet_bloom.iceberg as pbi
+    from tests.tables import iceberg_tables as it
+
+    table = it.catalog(tmp_path).create_table("db.t", it.SCHEMA)
+    for k in range(3):
+        ids = range(30 * k, 30 * (k + 1))
+        it.add_data_file(table, it.values(ids), f"f{k}.parquet", row_group_size=5)
+    table.append(it.values(range(90, 100)))  # pyiceberg's own file: no filters
+    local = pbi.build_index(table, ["id", "name"], from_data="missing")
+    report = pbs.build_index(spark, table, ["id", "name"], from_data="missing")
+    assert report.built_from_data == local.built_from_data == 2  # the appended file's row group
+    assert (report.files, report.row_groups, report.columns) == (
+        local.files,
+        local.row_groups,
+        local.columns,
+    )
+    (statistics,) = table.metadata.statistics  # the Spark build's replaced the local one
+    assert statistics.statistics_path == report.location != local.location
+    _assert_same_index(
+        Path(report.location.removeprefix("file://")), Path(local.location.removeprefix("file://"))
+    )
+    for value in (3, 47, 95, 1000):
+        found = pbi.lookup(table, "id", value)
+        assert found.from_index == 4 and found.probed == []
+        assert (value < 100) == bool(found.files)
+    with pytest.raises(ValueError, match="leave index_location"):
+        pbs.build_index(spark, table, ["id"], index_location=tmp_path / "x.puffin")

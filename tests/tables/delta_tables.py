@@ -22,6 +22,20 @@ APPENDS = 3
 WRITER_FPP = 0.0001
 
 
+def s3_options(endpoint_url: str) -> dict[str, str]:
+    """deltalake's storage options for the loopback S3 server."""
+    from tests.remote.servers import ACCESS_KEY, REGION, SECRET_KEY
+
+    return {
+        "AWS_ENDPOINT_URL": endpoint_url,
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_REGION": REGION,
+        "AWS_ALLOW_HTTP": "true",
+        "aws_conditional_put": "etag",
+    }
+
+
 def rows(first: int, count: int, *, partitioned: bool = True) -> pa.Table:
     """``id`` first..first+count-1, ``key`` "k<id>", ``value`` id / 2, and the partition
     column ``part``: "even" or "odd" by id."""

@@ -178,6 +178,8 @@ def test_the_pruned_scan_equals_deltalakes(history: Path, name: str, version: in
     assert got.schema == truth.schema
     assert got.equals(truth)
     assert expected is None or got.equals(expected)
+    # Read late, the same rows in the same order and schema as the pruned dataset's scan.
+    assert result.to_table().equals(result.dataset.to_table(filter=expr), check_metadata=True)
     assert result.version == table.version()
     # The files listed are those the dataset reads, as the log names them.
     assert set(result.files) <= set(_add_actions(history, version=version))
@@ -268,6 +270,9 @@ def test_prune_applies_deletion_vectors(with_deletion_vector: tuple[Path, str, l
         got = _sorted(result.dataset.to_table(filter=expr))
         assert got.schema == every.schema
         assert got.equals(_sorted(every.filter(expr))), expr
+        late = result.to_table()
+        assert late.equals(result.dataset.to_table(filter=expr), check_metadata=True), expr
+        assert result.to_table(["key", "id"]).equals(late.select(["key", "id"])), expr
     result = pbd.prune(str(root), pc.field("id").isin(deleted))
     assert result.dataset.to_table().num_rows == 0
     # The file with the vector was read (its row groups that might hold the ids), its deleted
@@ -691,6 +696,7 @@ def test_prune_and_rewrite_on_s3(s3: Any, s3_table: tuple[str, dict[str, str]]) 
     result = pbd.prune(uri, expr, storage_options=options)
     expected = DeltaTable(uri, storage_options=options).to_pyarrow_dataset().to_table(filter=expr)
     assert _sorted(result.dataset.to_table(filter=expr)).equals(_sorted(expected))
+    assert result.to_table().equals(result.dataset.to_table(filter=expr), check_metadata=True)
     # Append 1's two files by statistics (the overwrite left it alone); the odd one skipped.
     assert result.report.files_after_table == 2
     assert (result.report.bloom.files_skipped, result.report.bloom.row_groups_skipped) == (1, 9)
@@ -826,4 +832,5 @@ def test_prune_applies_deletion_vectors_on_s3(
     got = _sorted(result.dataset.to_table(filter=expr))
     assert got.equals(_sorted(_engine_rows(root).filter(expr)))
     assert got["id"].to_pylist() == [2, 4, 1001]
+    assert _sorted(result.to_table()).equals(got)
     assert result.report.files_with_deletes == 1 and key in result.files

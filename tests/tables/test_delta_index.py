@@ -253,3 +253,47 @@ def test_a_deletion_vector_added_after_the_build(tmp_path: Path) -> None:
     # probed through its own filters, the other three answered by the index.
     found = delta.lookup(str(root), "id", 8)
     assert found.from_index == 3 and found.probed == [key]
+
+
+def test_a_table_written_without_filters_indexed_from_its_values(tmp_path: Path) -> None:
+    root = tmp_path / "plain"
+    for append in range(2):
+        delta_tables.write(str(root), delta_tables.rows(append * 1000, 1000), filters=False)
+    report = delta.build_index(str(root), ["id"], from_data="missing", fpp=0.001)
+    live = deltalake.DeltaTable(str(root)).file_uris()
+    assert report.built_from_data == sum(pq.ParquetFile(f).num_row_groups for f in live)
+    found = _check(root, [6, 1333, 5000])
+    assert found.from_index == len(deltalake.DeltaTable(str(root)).file_uris())
+
+
+def test_text_filters_prune_substring_searches(table: Path) -> None:
+    """A token filter of ``key`` (k<id>) decides substring and token searches: the pruned
+    scan's rows equal deltalake's, and a token held by one file reads only that file."""
+    from parquet_bloom import index
+
+    report = delta.build_index(str(table), [], text=[index.TextFilter("key")])
+    assert report.text[0].filtered == report.row_groups
+    scan = deltalake.DeltaTable(str(table)).to_pyarrow_dataset()
+    for expr in [
+        index.has_token("key", "k1234"),
+        pc.match_substring(pc.field("key"), "k12"),
+        pc.starts_with(pc.field("key"), "k2999"),
+        pc.match_like(pc.field("key"), "k7_"),
+        index.has_token("key", "nowhere"),
+    ]:
+        result = delta.prune(str(table), expr, index=True)
+        got = result.dataset.to_table(filter=expr).sort_by("id")
+        assert got.equals(scan.to_table(filter=expr).sort_by("id").select(got.column_names))
+    one = delta.prune(str(table), index.has_token("key", "k1234"), index=True)
+    assert len(one.dataset.files) == 1
+    # An append, then a refresh: the new files get text filters of the index's shape.
+    delta_tables.write(str(table), delta_tables.rows(3000, 1000))
+    refreshed = delta.refresh_index(str(table))
+    assert refreshed.text[0].spec == report.text[0].spec and refreshed.text[0].filtered > 0
+    expr = index.has_token("key", "k3500")
+    result = delta.prune(str(table), expr, index=True)
+    assert result.dataset.to_table(filter=expr)["id"].to_pylist() == [3500]
+    assert len(result.dataset.files) <= 2  # its file, and at most one false positive (1 %)
+    assert (
+        delta.compact_index(str(table)).text[0].filtered == refreshed.row_groups + report.row_groups
+    )

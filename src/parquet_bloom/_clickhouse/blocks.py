@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass
 
 from parquet_bloom._clickhouse.cityhash import city_hash128
+from parquet_bloom._extras import require
 from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
 
 __all__ = [
@@ -57,27 +58,15 @@ def _decode(method: int, payload: bytes, size: int, name: str, offset: int) -> b
     if method == NONE:
         out = payload
     elif method == LZ4:
+        lz4_block = require("lz4.block", "reading LZ4 blocks of ClickHouse parts")
         try:
-            import lz4.block
-        except ImportError as err:  # pragma: no cover - the clickhouse extra installs it
-            raise ImportError(
-                "reading LZ4 blocks of ClickHouse parts needs lz4: "
-                "pip install parquet-bloom[clickhouse]"
-            ) from err
-        try:
-            out = lz4.block.decompress(payload, uncompressed_size=size)
+            out = lz4_block.decompress(payload, uncompressed_size=size)
         except Exception as err:
             raise CorruptFileError(
                 f"LZ4 block does not decompress: {err}", source=name, offset=offset
             ) from err
     elif method == ZSTD:
-        try:
-            import zstandard
-        except ImportError as err:  # pragma: no cover
-            raise ImportError(
-                "reading ZSTD blocks of ClickHouse parts needs zstandard: "
-                "pip install parquet-bloom[clickhouse]"
-            ) from err
+        zstandard = require("zstandard", "reading ZSTD blocks of ClickHouse parts")
         try:
             out = zstandard.ZstdDecompressor().decompress(payload, max_output_size=size)
         except Exception as err:

@@ -18,8 +18,10 @@ from numpy.typing import NDArray
 
 __all__ = [
     "MASK64",
+    "SHORT_MAX",
     "city_hash64",
     "city_hash64_with_seed",
+    "city_hash64_with_seed_short",
     "city_hash128",
     "city_hash128_with_seed",
     "hash128_to_64",
@@ -286,3 +288,58 @@ def hash128_to_64_array(
         b = (hi ^ a) * k
         b ^= b >> s47
         return b * k
+
+
+# The longest string :func:`city_hash64_with_seed_short` hashes (``HashLen0to16``).
+SHORT_MAX = 16
+
+
+def city_hash64_with_seed_short(
+    padded: NDArray[np.uint8], lengths: NDArray[np.int64], seed: int
+) -> NDArray[np.uint64]:
+    """:func:`city_hash64_with_seed` of many strings of at most 16 bytes (numpy, wrapping
+    arithmetic): ``padded`` is an ``(M, 16)`` array of each string's bytes, zero-padded,
+    ``lengths`` their lengths."""
+    padded = np.ascontiguousarray(padded, dtype=np.uint8)
+    n = np.asarray(lengths, dtype=np.int64)
+    if padded.ndim != 2 or padded.shape[1] != SHORT_MAX or len(n) != len(padded):
+        raise ValueError("padded must be an (M, 16) array with M lengths")
+    if len(n) and (n.min() < 0 or n.max() > SHORT_MAX):
+        raise ValueError("a string of more than 16 bytes")
+    rows = np.arange(len(n))[:, None]
+    wide = np.concatenate([padded, np.zeros((len(n), 8), np.uint8)], axis=1)
+
+    def fetch(offset: NDArray[np.int64], width: int) -> NDArray[np.uint64]:
+        at = np.clip(offset, 0, None)[:, None] + np.arange(width)[None, :]
+        raw = np.ascontiguousarray(wide[rows, at])
+        return raw.view("<u8" if width == 8 else "<u4").reshape(-1).astype(np.uint64)
+
+    u = np.uint64
+    out = np.full(len(n), K2, dtype=np.uint64)
+    n64 = n.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        big = n > 8
+        if big.any():
+            a = fetch(np.zeros(len(n), np.int64), 8)[big]
+            b = fetch(n - 8, 8)[big]
+            shift = n64[big]
+            v = b + shift
+            rot = (v >> shift) | (v << (u(64) - shift))
+            out[big] = hash128_to_64_array(a, rot) ^ b
+        mid = (n >= 4) & (n <= 8)
+        if mid.any():
+            a = fetch(np.zeros(len(n), np.int64), 4)[mid]
+            b = fetch(n - 4, 4)[mid]
+            out[mid] = hash128_to_64_array(n64[mid] + (a << u(3)), b)
+        small = (n > 0) & (n < 4)
+        if small.any():
+            ns = n[small]
+            idx = np.flatnonzero(small)
+            a = padded[idx, 0].astype(np.uint64)
+            b = padded[idx, ns >> 1].astype(np.uint64)
+            c = padded[idx, ns - 1].astype(np.uint64)
+            y = a + (b << u(8))
+            z = ns.astype(np.uint64) + (c << u(2))
+            mixed = (y * u(K2)) ^ (z * u(K3))
+            out[small] = (mixed ^ (mixed >> u(47))) * u(K2)
+        return hash128_to_64_array(out - u(K2), seed & MASK64)

@@ -19,9 +19,11 @@ Everything cited is parquet-format ``Encryption.md``:
 from __future__ import annotations
 
 import hmac
+import os
 import struct
 from typing import Any
 
+from parquet_bloom._extras import require
 from parquet_bloom.errors import CorruptFileError, DecryptionError
 
 # --- Module serialization (Encryption.md 5.1) ------------------------------------------------
@@ -130,20 +132,15 @@ def module_length(prefix: bytes | memoryview, *, available: int, module_type: in
 
 
 def _aesgcm(key: bytes) -> Any:
-    try:
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "reading encrypted Parquet files needs the cryptography package: "
-            "pip install 'parquet-bloom[encryption]'"
-        ) from err
-    return AESGCM(key)
+    aead = require("cryptography.hazmat.primitives.ciphers.aead", "reading encrypted Parquet files")
+    return aead.AESGCM(key)
 
 
 def decrypt_gcm(buf: bytes | memoryview, key: bytes, aad: bytes, *, module_type: int) -> bytes:
     """Decrypt one GCM module: ``buf`` is ``nonce | ciphertext | tag`` (the bytes after the
-    length prefix). A wrong key, AAD or tampered bytes fail the tag: DecryptionError."""
-    data = bytes(buf)
+    length prefix). A wrong key, AAD or tampered bytes fail the tag: DecryptionError. The
+    ciphertext is read where it lies (a view), not copied."""
+    data = memoryview(buf)
     name = MODULE_NAMES[module_type]
     if len(data) < GCM_OVERHEAD:
         raise CorruptFileError(
@@ -153,13 +150,45 @@ def decrypt_gcm(buf: bytes | memoryview, key: bytes, aad: bytes, *, module_type:
     from cryptography.exceptions import InvalidTag
 
     try:
-        return bytes(_aesgcm(key).decrypt(data[:NONCE_SIZE], data[NONCE_SIZE:], aad))
+        plain = _aesgcm(key).decrypt(bytes(data[:NONCE_SIZE]), data[NONCE_SIZE:], aad)
+        return plain if isinstance(plain, bytes) else bytes(plain)
     except InvalidTag:
         raise DecryptionError(
             f"the {name} does not decrypt (GCM tag mismatch): a wrong key or AAD prefix, or "
             "tampered bytes",
             module=name,
         ) from None
+
+
+def encrypt_gcm(plain: bytes | memoryview, key: bytes, aad: bytes) -> bytes:
+    """One GCM module as 5.1 serializes it: ``length | nonce | ciphertext | tag``, with a
+    fresh random nonce (4.1.3: a nonce is never reused with a key)."""
+    nonce = os.urandom(NONCE_SIZE)
+    sealed = bytes(_aesgcm(key).encrypt(nonce, bytes(plain), aad))
+    return struct.pack("<I", NONCE_SIZE + len(sealed)) + nonce + sealed
+
+
+def sign_footer(footer: bytes, key: bytes, aad: bytes) -> bytes:
+    """The 28-byte signature (nonce | tag) of a plaintext footer (5.5)."""
+    nonce = os.urandom(NONCE_SIZE)
+    return nonce + bytes(_aesgcm(key).encrypt(nonce, footer, aad)[-TAG_SIZE:])
+
+
+def decrypt_ctr(buf: bytes | memoryview, key: bytes, *, module_type: int) -> bytes:
+    """Decrypt one CTR module (a page under AES_GCM_CTR_V1, 4.2.2): ``buf`` is
+    ``nonce | ciphertext`` (after the length prefix), the counter block the nonce then
+    ``00 00 00 01``. CTR authenticates nothing: a page's integrity rests on its GCM header."""
+    data = memoryview(buf)
+    if len(data) < NONCE_SIZE:
+        raise CorruptFileError(
+            f"encrypted {MODULE_NAMES[module_type]} of {len(data)} bytes cannot hold a nonce "
+            f"({NONCE_SIZE} bytes)"
+        )
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+    counter = bytes(data[:NONCE_SIZE]) + b"\x00\x00\x00\x01"
+    decryptor = Cipher(algorithms.AES(key), modes.CTR(counter)).decryptor()
+    return bytes(decryptor.update(data[NONCE_SIZE:]) + decryptor.finalize())
 
 
 def verify_footer_signature(footer: bytes, signature: bytes, key: bytes, aad: bytes) -> bool:

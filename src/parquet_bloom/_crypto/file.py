@@ -123,6 +123,11 @@ class FileDecryptor:
     def column_metadata(self, chunk: Any, key: bytes, row_group: int, column: int) -> Any:
         """A column chunk's ``encrypted_column_metadata`` (a module as 5.1 serializes it,
         length prefix included, held in a Thrift binary field) decrypted and decoded."""
+        return fmt.decode_column_metadata(self.column_metadata_bytes(chunk, key, row_group, column))
+
+    def column_metadata_bytes(self, chunk: Any, key: bytes, row_group: int, column: int) -> bytes:
+        """A column chunk's ``encrypted_column_metadata`` decrypted: the ColumnMetaData's
+        Thrift bytes."""
         data = memoryview(bytes(chunk.encrypted_column_metadata))
         length = cipher.module_length(
             data,
@@ -130,8 +135,7 @@ class FileDecryptor:
             module_type=cipher.COLUMN_META_DATA,
         )
         body = data[cipher.LENGTH_SIZE : cipher.LENGTH_SIZE + length]
-        plain = self.decrypt_module(body, key, cipher.COLUMN_META_DATA, row_group, column)
-        return fmt.decode_column_metadata(plain)
+        return self.decrypt_module(body, key, cipher.COLUMN_META_DATA, row_group, column)
 
 
 def _algorithm(algorithm: Any) -> tuple[str, Any]:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from parquet_bloom._crypto.cipher import check_key
+from parquet_bloom._logical import hex_bytes
 from parquet_bloom.errors import DecryptionError
 
 KeyRetriever = Callable[[bytes], "bytes | None"]
@@ -144,13 +145,25 @@ class DecryptionKeys:
         "aad_prefix": TEXT, "allow_plaintext_files": BOOL}``, every member optional. A KEY is
         ``"hex:<hex digits>"`` or ``"base64:<base64>"``. ``key_ids`` makes a key retriever:
         the key whose id is the key metadata (as UTF-8). ``aad_prefix`` is a UTF-8 string, or
-        ``hex:``/``base64:``-prefixed bytes. Raises ValueError naming the bad member."""
+        ``hex:``/``base64:``-prefixed bytes. Raises ValueError naming the bad member.
+
+        Or, instead of keys, a KMS: ``{"kms": {"client": "package.module:Name", "connection":
+        {"kms_instance_id": ..., "kms_instance_url": ..., "key_access_token": ...,
+        "custom_kms_conf": {...}}}}`` (with ``aad_prefix`` and ``allow_plaintext_files`` as
+        above): ``Name`` is imported and called with a pyarrow ``KmsConnectionConfig`` of
+        ``connection`` (as pyarrow calls its ``kms_client_factory``, and parquet-java names its
+        ``parquet.encryption.kms.client.class``); the client it returns unwraps the keys
+        (:meth:`from_kms`)."""
         if not isinstance(config, Mapping):
             raise ValueError("a decryption config is a JSON object")
         members = {"footer_key", "column_keys", "key_ids", "aad_prefix", "allow_plaintext_files"}
-        unknown = set(config) - members
+        unknown = set(config) - members - {"kms"}
         if unknown:
             raise ValueError(f"unknown decryption config members: {', '.join(sorted(unknown))}")
+        if "kms" in config:
+            explicit = sorted({"footer_key", "column_keys", "key_ids"} & set(config))
+            if explicit:
+                raise ValueError(f"kms cannot be combined with {', '.join(explicit)}")
         footer = config.get("footer_key")
         columns = config.get("column_keys") or {}
         ids = config.get("key_ids") or {}
@@ -163,17 +176,26 @@ class DecryptionKeys:
         plaintext_ok = config.get("allow_plaintext_files", False)
         if not isinstance(plaintext_ok, bool):
             raise ValueError("allow_plaintext_files must be true or false")
-        by_id = {str(k).encode(): _config_bytes(v, f"key_ids[{k!r}]") for k, v in ids.items()}
-        return cls(
-            None if footer is None else _config_bytes(footer, "footer_key"),
-            {str(k): _config_bytes(v, f"column_keys[{k!r}]") for k, v in columns.items()},
-            aad_prefix=None
+        aad_prefix = (
+            None
             if prefix is None
             else (
                 _config_bytes(prefix, "aad_prefix")
                 if prefix.startswith(("hex:", "base64:"))
                 else prefix.encode()
-            ),
+            )
+        )
+        if "kms" in config:
+            factory, connection = _kms_config(config["kms"])
+            client = factory(connection)  # a class has unwrap_key too: make the client here
+            if not hasattr(client, "unwrap_key"):
+                raise ValueError(f"kms.client made {type(client).__name__!r}, without unwrap_key")
+            return cls.from_kms(client, aad_prefix=aad_prefix, allow_plaintext_files=plaintext_ok)
+        by_id = {str(k).encode(): _config_bytes(v, f"key_ids[{k!r}]") for k, v in ids.items()}
+        return cls(
+            None if footer is None else _config_bytes(footer, "footer_key"),
+            {str(k): _config_bytes(v, f"column_keys[{k!r}]") for k, v in columns.items()},
+            aad_prefix=aad_prefix,
             key_retriever=by_id.get if by_id else None,
             allow_plaintext_files=plaintext_ok,
         )
@@ -307,14 +329,54 @@ def parse_key_material_file(data: bytes) -> dict[str, bytes]:
     return {k: v.encode() for k, v in store.items() if isinstance(v, str)}
 
 
+_KMS_MEMBERS = {"client", "connection"}
+_CONNECTION_MEMBERS = {"kms_instance_id", "kms_instance_url", "key_access_token", "custom_kms_conf"}
+
+
+def _kms_config(kms: Any) -> tuple[Callable[[Any], Any], Any]:
+    """The client factory a decryption config's ``kms`` names, imported, and the pyarrow
+    ``KmsConnectionConfig`` it is to be called with. ValueError naming what is wrong."""
+    import importlib
+
+    if not isinstance(kms, Mapping):
+        raise ValueError('kms must be a JSON object: {"client": "module:Name", "connection": {}}')
+    unknown = set(kms) - _KMS_MEMBERS
+    if unknown:
+        raise ValueError(f"unknown kms members: {', '.join(sorted(unknown))}")
+    client = kms.get("client")
+    module_name, _, name = client.partition(":") if isinstance(client, str) else ("", "", "")
+    if not module_name or not name:
+        raise ValueError('kms.client must name the client as "package.module:Name"')
+    try:
+        factory = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"kms.client {client!r} cannot be imported: {err}") from None
+    if not callable(factory):
+        raise ValueError(f"kms.client {client!r} is not a class or a function")
+    connection = kms.get("connection") or {}
+    if not isinstance(connection, Mapping) or set(connection) - _CONNECTION_MEMBERS:
+        raise ValueError(
+            f"kms.connection must be a JSON object of {', '.join(sorted(_CONNECTION_MEMBERS))}"
+        )
+    custom = connection.get("custom_kms_conf") or {}
+    texts = [v for k, v in connection.items() if k != "custom_kms_conf"]
+    if not isinstance(custom, Mapping) or not all(
+        isinstance(v, str) for v in [*texts, *custom.keys(), *custom.values()]
+    ):
+        raise ValueError("kms.connection's members are strings (custom_kms_conf: string to string)")
+    import pyarrow.parquet.encryption as pe
+
+    return factory, pe.KmsConnectionConfig(**{**connection, "custom_kms_conf": dict(custom)})
+
+
 def _config_bytes(value: Any, what: str) -> bytes:
     """``hex:...`` or ``base64:...`` from a decryption config, as bytes."""
     if not isinstance(value, str):
         raise ValueError(f"{what} must be a string, 'hex:...' or 'base64:...'")
     kind, _, text = value.partition(":")
+    if kind == "hex":
+        return hex_bytes(value, "hex:", name=what)
     try:
-        if kind == "hex":
-            return bytes.fromhex(text)
         if kind == "base64":
             return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError) as err:

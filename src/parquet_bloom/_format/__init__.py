@@ -40,6 +40,8 @@ from parquet_bloom._format.footer import (
     decode_file_crypto_metadata,
     decode_file_metadata,
     decode_footer_encryption,
+    encode_column_metadata,
+    encode_file_crypto_metadata,
     encode_file_metadata,
     parse_footer_trailer,
     with_column_metadata,
@@ -50,6 +52,7 @@ from parquet_bloom._format.page_header import (
     Encoding,
     PageHeader,
     PageType,
+    encode_page_header,
     parse_page_header,
 )
 from parquet_bloom._format.schema import (
@@ -93,8 +96,11 @@ __all__ = [
     "decode_footer_encryption",
     "decode_offset_index",
     "encode_bloom_filter_header",
+    "encode_column_metadata",
+    "encode_file_crypto_metadata",
     "encode_file_metadata",
     "encode_offset_index",
+    "encode_page_header",
     "leaf_from_type_properties",
     "leaf_type_properties",
     "parse_bloom_filter_header",

@@ -688,6 +688,17 @@ def decode_column_metadata(buf: bytes | memoryview) -> Any:
     )  # fmt: skip
 
 
+def encode_column_metadata(meta: Any) -> bytes:
+    """A ColumnMetaData serialized on its own (to be encrypted into
+    ``encrypted_column_metadata``)."""
+    return compact.encode_struct(meta, _tt.ColumnMetaData, _COLUMN_META_DATA_SPEC)
+
+
+def encode_file_crypto_metadata(crypto: Any) -> bytes:
+    """A FileCryptoMetaData serialized, as it starts an encrypted footer."""
+    return compact.encode_struct(crypto, _tt.FileCryptoMetaData, _FILE_CRYPTO_META_DATA_SPEC)
+
+
 def with_column_metadata(info: ColumnChunkInfo, meta: Any, leaf: SchemaLeaf) -> ColumnChunkInfo:
     """``info`` with the facts of ``meta`` (a column chunk's decrypted ColumnMetaData),
     checked against its schema leaf as the footer's own are."""

@@ -121,3 +121,9 @@ def parse_page_header(buf: bytes | memoryview) -> tuple[Any, int]:
             if value is None or value < 0:
                 raise CorruptFileError(f"page header {name}.{count} is {value}")
     return header, consumed
+
+
+def encode_page_header(header: Any) -> bytes:
+    """Serialize a PageHeader (the fields :func:`parse_page_header` decodes) with the Thrift
+    compact protocol: a decrypted page's header re-encoded with its plaintext size."""
+    return compact.encode_struct(header, _tt.PageHeader, _tt.PageHeader.thrift_spec)  # type: ignore[attr-defined]

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from parquet_bloom._extras import require
 from parquet_bloom._hudi.filter import filter_from_metadata
 from parquet_bloom._hudi.footer import read_hudi_metadata
 from parquet_bloom._hudi.keys import encode_keys
@@ -148,12 +149,7 @@ def _join(table_uri: str, relative: str) -> str:
 def base_files(table_uri: str, hudi_options: Mapping[str, str] | None = None) -> list[BaseFile]:
     """The base files of the table's latest file slices (a snapshot at the latest commit),
     from the ``hudi`` package."""
-    try:
-        import hudi
-    except ImportError as e:  # pragma: no cover - the extra is a test dependency
-        raise ImportError(
-            "a Hudi table's file listing needs the hudi package: pip install 'parquet-bloom[hudi]'"
-        ) from e
+    hudi = require("hudi", "a Hudi table's file listing")
     uri = table_uri if location.is_url(table_uri) else os.path.abspath(table_uri)
     table = hudi.HudiTable(uri, dict(hudi_options or {}))
     found = []

@@ -9,17 +9,21 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import pyarrow as pa
 
 from parquet_bloom import __version__
 from parquet_bloom import _format as fmt
 from parquet_bloom._index import entries as ent
-from parquet_bloom._index import layout, puffin, slices, store
+from parquet_bloom._index import layout, puffin, slices, store, text_build
 from parquet_bloom._index.files import IndexedFile, dataset_files, file_columns
+from parquet_bloom._index.text import TextFilter
+from parquet_bloom._index.text_build import TextSummary
 from parquet_bloom._io import location
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._prune.dataset import file_schema
@@ -45,9 +49,13 @@ __all__ = [
     "check_read_columns",
     "create_index",
     "create_index_with",
+    "data_sizing",
     "entries_blob",
     "files_blob",
+    "filters_from_data",
+    "needs_data",
     "read_file",
+    "reporting_progress",
     "segment_blobs",
     "target_fpp",
     "write_blobs",
@@ -74,7 +82,8 @@ class IndexBuildReport:
     files (``reads``, ``bytes_read``), ``unreadable`` (``(path, reason)`` of files whose footer
     could not be read: each is in the index as a whole file every lookup returns; and of files
     whose values could not be read to build filters: those row groups have none), and
-    ``built_from_data`` (the filters built from the values)."""
+    ``built_from_data`` (the filters built from the values), ``text`` (each token or n-gram
+    filter: :class:`TextSummary`)."""
 
     location: str
     files: int = 0
@@ -85,6 +94,7 @@ class IndexBuildReport:
     bytes_read: int = 0
     unreadable: list[tuple[str, str]] = field(default_factory=list)
     built_from_data: int = 0
+    text: list[TextSummary] = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [
@@ -98,6 +108,11 @@ class IndexBuildReport:
             lines.append(
                 f"  {name}: {sizes or 'no filters'}; {c.unfiltered} without a filter; "
                 f"slices {c.slice_bytes:,} B from filters of {c.filter_bytes:,} B"
+            )
+        for t in self.text:
+            lines.append(
+                f"  {t.column}: {t.spec} over {t.filtered} row groups; {t.unfiltered} without "
+                f"one; slices {t.slice_bytes:,} B"
             )
         for path, reason in self.unreadable:
             lines.append(f"  unreadable, always a candidate: {path}: {reason}")
@@ -121,6 +136,7 @@ class FileRead:
     sizes: dict[str, list[int | None]] | None = None
     error: str | None = None
     data_error: str | None = None  # why filters could not be built from the values
+    built: int = 0  # filters built from the values (a distributed build's count)
     reads: int = 0
     bytes_read: int = 0
 
@@ -159,6 +175,7 @@ def build_index(
     index_storage_options: Mapping[str, Any] | None = None,
     from_data: FromData = None,
     fpp: float | None = None,
+    text: Sequence[TextFilter] = (),
 ) -> IndexBuildReport:
     """Build a Bloom index of ``columns`` over the Parquet files of ``source`` (a file, a
     directory, a prefix or glob, or a list of them, as :func:`parquet_bloom.prune` takes) from
@@ -168,12 +185,15 @@ def build_index(
     it, which ``refresh_index`` and ``compact_index`` maintain). ``from_data``: also build,
     from the values, the filters of row groups that have none (``"missing"``) or replace every
     filter (``"all"``), at ``fpp`` (default about 1/N for N row groups, see
-    docs/index.md#lookups-and-their-cost); None: only the filters the files hold.
+    docs/index.md#lookups-and-their-cost); None: only the filters the files hold. ``text``:
+    token and n-gram filters (:class:`TextFilter`) to build from the string columns' values
+    (docs/index.md#token-and-n-gram-filters); ``columns`` may then be empty.
 
     Raises ValueError for no column, or a column no file has, and the read error of a file
     that could not be fetched (nothing is written then). A file that is not a readable Parquet
     file is recorded as a whole file every lookup returns."""
-    wanted = check_columns(columns)
+    texts = text_build.check_text_filters(text)
+    wanted = check_columns(columns, allow_empty=bool(texts))
     check_from_data(from_data, fpp)
     files = dataset_files(source, storage_options)
     options = storage_options if index_storage_options is None else index_storage_options
@@ -181,10 +201,12 @@ def build_index(
     what = os.fspath(source) if isinstance(source, str | os.PathLike) else "the dataset"
     if store.is_single_file(target):
         report, _ = write_segment(
-            files, wanted, target, options, what=what, from_data=from_data, fpp=fpp
+            files, wanted, target, options, what=what, from_data=from_data, fpp=fpp, text=texts
         )
         return report
-    return create_index(target, files, wanted, options, what=what, from_data=from_data, fpp=fpp)
+    return create_index(
+        target, files, wanted, options, what=what, from_data=from_data, fpp=fpp, text=texts
+    )
 
 
 def check_from_data(from_data: FromData, fpp: float | None) -> None:
@@ -206,13 +228,21 @@ def create_index(
     what: str,
     from_data: FromData = None,
     fpp: float | None = None,
+    text: Sequence[TextFilter] = (),
 ) -> IndexBuildReport:
     """A new index in ``directory``: one segment, then the pointer to it alone (an index there
     before is replaced: its segments stay until :func:`compact_index` removes them)."""
 
     def write(target: str) -> tuple[IndexBuildReport, Segment]:
         return write_segment(
-            files, columns, target, storage_options, what=what, from_data=from_data, fpp=fpp
+            files,
+            columns,
+            target,
+            storage_options,
+            what=what,
+            from_data=from_data,
+            fpp=fpp,
+            text=text,
         )
 
     return create_index_with(directory, columns, storage_options, write)
@@ -230,17 +260,25 @@ def create_index_with(
     name = store.new_segment_name()
     report, segment = write(store.join(directory, name))
     ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
-    generation = 1 if previous is None else previous.generation + 1
-    store.write_pointer(
-        directory, store.Pointer(generation, tuple(columns), (ref,)), storage_options
-    )
+    replaced = set() if previous is None else {s.name for s in previous.segments}
+
+    def change(current: store.Pointer | None) -> store.Pointer:
+        # The segments the build read are replaced; those another writer added since (a
+        # refresh that went in first) stay after it, for the same columns.
+        kept: tuple[store.SegmentRef, ...] = ()
+        if current is not None and current.columns == tuple(columns):
+            kept = tuple(s for s in current.segments if s.name not in replaced)
+        return store.Pointer(0, tuple(columns), (ref, *kept))
+
+    store.commit(directory, previous, change, storage_options)
     report.location = directory
     return report
 
 
-def check_columns(columns: Sequence[str]) -> list[str]:
-    """``columns`` as a list without repeats; a mistake is a ValueError or TypeError."""
-    if isinstance(columns, str) or not columns:
+def check_columns(columns: Sequence[str], *, allow_empty: bool = False) -> list[str]:
+    """``columns`` as a list without repeats; a mistake is a ValueError or TypeError
+    (``allow_empty``: no column is fine, an index of text filters only)."""
+    if isinstance(columns, str) or (not columns and not allow_empty):
         raise ValueError("columns must be a non-empty list of column names")
     if not all(isinstance(c, str) for c in columns):
         raise TypeError("columns must be column names (str)")
@@ -259,25 +297,73 @@ def write_segment(
     fpp: float | None = None,
     fields: Mapping[str, int] | None = None,
     snapshot: tuple[int, int] = (-1, -1),
+    text: Sequence[TextFilter] = (),
 ) -> tuple[IndexBuildReport, Segment]:
     """Read ``files``' filters of ``columns`` and write them as one Puffin file at ``target``
     (``require_columns``: a column no file has is a ValueError). ``from_data``: build from the
     values the filters of the row groups that have none (``"missing"``) or of every row group
     (``"all"``), at false-positive rate ``fpp`` (default about 1/N for N row groups: a lookup
     over the whole index then expects about one false candidate). ``fields`` and ``snapshot``
-    as :func:`write_blobs` takes them."""
-    reads = list(read_pool().map(partial(read_file, columns), files))
+    as :func:`write_blobs` takes them. ``text``: token and n-gram filters built from the
+    values (:mod:`.text_build`)."""
+    reads = _tracked("reading", read_pool().map(partial(read_file, columns), files), len(files))
     check_read_columns(reads, columns, what, require_columns)
     built = 0
     if from_data is not None:
-        total = sum(len(r.rows) for r in reads)
-        sizing = check_sizing(fpp if fpp is not None else target_fpp(total), "exact", None, None)
-        fill = partial(_filters_from_data, columns, sizing, from_data == "all")
-        built = sum(read_pool().map(fill, [r for r in reads if r.error is None]))
+        sizing = data_sizing(reads, fpp)
+        every = from_data == "all"
+        fill = partial(filters_from_data, columns, sizing, every)
+        todo = [r for r in reads if needs_data(r, columns, every)]
+        built = sum(_tracked("building from the values", read_pool().map(fill, todo), len(todo)))
     report, blobs = segment_blobs(reads, columns, target, built_from_data=built)
+    if text:
+        texts = text_build.read_all(text, files)
+        missing = [f.column for i, f in enumerate(text) if not any(i in t.pairs for t in texts)]
+        if require_columns and missing and any(t.error is None for t in texts):
+            raise ValueError(f"no file of {what} has the column(s) {', '.join(map(repr, missing))}")
+        members = [
+            (r.entry(rg, rows), i, rg) if r.error is None else (r.entry(-1, -1), i, -1)
+            for i, r in enumerate(reads)
+            for rg, rows in (enumerate(r.rows) if r.error is None else [(-1, -1)])
+        ]
+        report.text, more = text_build.text_blobs(text, texts, members)
+        blobs[-1:-1] = more  # before the files blob
+        report.reads += sum(t.reads for t in texts)
+        report.bytes_read += sum(t.bytes_read for t in texts)
+        report.unreadable += [
+            (r.path, t.error) for r, t in zip(reads, texts, strict=True) if t.error
+        ]
     segment = write_blobs(target, blobs, columns, storage_options, fields=fields, snapshot=snapshot)
     report.index_bytes = segment.size
     return report, segment
+
+
+# Who is told of a build's progress in this context (the command's progress bar): called in
+# the building thread with the stage, the files done and the files of the stage.
+Progress = Callable[[str, int, int], None]
+_progress: ContextVar[Progress | None] = ContextVar("parquet_bloom_index_progress", default=None)
+_T = TypeVar("_T")
+
+
+@contextmanager
+def reporting_progress(report: Progress) -> Iterator[None]:
+    """Within the block, builds in this context call ``report(stage, done, total)`` as each
+    file's tail is read ("reading") and each file's filters are built from the values."""
+    token = _progress.set(report)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
+
+
+def _tracked(stage: str, results: Iterable[_T], total: int) -> list[_T]:
+    report = _progress.get()
+    out: list[_T] = []
+    for result in results:
+        out.append(result)
+        if report is not None:
+            report(stage, len(out), total)
+    return out
 
 
 def check_read_columns(
@@ -326,7 +412,24 @@ def target_fpp(row_groups: int) -> float:
     return min(0.01, 1.0 / max(row_groups, 1))
 
 
-def _filters_from_data(columns: list[str], sizing: Sizing, every: bool, got: FileRead) -> int:
+def data_sizing(reads: Sequence[FileRead], fpp: float | None) -> Sizing:
+    """How filters built from the values are sized: exactly for each row group's distinct
+    values, at ``fpp`` (default :func:`target_fpp` of every row group of ``reads``)."""
+    total = sum(len(r.rows) for r in reads)
+    return check_sizing(fpp if fpp is not None else target_fpp(total), "exact", None, None)
+
+
+def needs_data(read: FileRead, columns: Sequence[str], every: bool) -> bool:
+    """Whether :func:`filters_from_data` would build a filter of ``read``'s (``every``: for
+    every row group, else for those without one)."""
+    if read.error is not None:
+        return False
+    return any(
+        every or size is None for c in columns if c in read.types for size in read.filter_sizes(c)
+    )
+
+
+def filters_from_data(columns: list[str], sizing: Sizing, every: bool, got: FileRead) -> int:
     """Build, from the values, the filters of ``got``'s row groups that have none (``every``:
     all of them); how many were built. The values are hashed from the pages by the rewrite's
     builds (its page reader, on the build threads)."""

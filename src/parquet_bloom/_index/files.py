@@ -12,6 +12,7 @@ from typing import Any
 
 from parquet_bloom._format import SchemaLeaf
 from parquet_bloom._io import location
+from parquet_bloom._tables.directories import list_live_files
 
 __all__ = ["IndexedFile", "dataset_files", "file_columns", "file_key", "same_file"]
 
@@ -45,10 +46,21 @@ def dataset_files(
     source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     storage_options: Mapping[str, Any] | None,
 ) -> list[IndexedFile]:
-    """The files of a dataset, listed, each named by :func:`file_key`, in that order."""
-    listed = location.list_files(source, storage_options=storage_options)
-    files = [IndexedFile(file_key(e.name), e.path, e.filesystem, e.size) for e in listed]
+    """The files of a dataset, listed (a table directory standing for the table's live
+    files: :mod:`parquet_bloom._tables.directories`), each named by :func:`file_key`, in that
+    order; a local file named rather than listed has its size looked up (it tells the file)."""
+    listed = list_live_files(source, storage_options=storage_options).files
+    files = [IndexedFile(file_key(e.name), e.path, e.filesystem, _size(e)) for e in listed]
     return sorted(files, key=lambda f: f.key)
+
+
+def _size(entry: location.Entry) -> int | None:
+    if entry.size is not None or entry.filesystem is not None:
+        return entry.size
+    try:
+        return os.stat(entry.path).st_size
+    except OSError:
+        return None  # opening it says why
 
 
 def file_columns(

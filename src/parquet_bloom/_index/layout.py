@@ -24,11 +24,18 @@ __all__ = [
     "FILES_BLOB",
     "FILTERS",
     "FORMAT_VERSION",
+    "HASHES",
+    "KIND",
+    "NGRAM",
     "NUM_BYTES",
     "PATH_WIDTH",
     "ROW_GROUPS",
     "ROW_GROUPS_BLOB",
+    "SEED",
     "SLICES_BLOB",
+    "TEXT",
+    "TEXT_ROW_GROUPS_BLOB",
+    "TEXT_SLICES_BLOB",
     "TYPE_PREFIX",
     "VERSION_PROPERTY",
 ]
@@ -36,6 +43,11 @@ __all__ = [
 SLICES_BLOB = "parquet-bloom-sbbf-slices-v1"
 ROW_GROUPS_BLOB = "parquet-bloom-row-groups-v1"
 FILES_BLOB = "parquet-bloom-files-v1"
+# A token or n-gram filter of a column (docs/index.md#token-and-n-gram-filters): the slices of
+# its row groups' filters, and the entries of its class ("0") and of the row groups without one
+# ("none"), joined by ``column``, ``text`` and ``class``.
+TEXT_SLICES_BLOB = "parquet-bloom-text-slices-v1"
+TEXT_ROW_GROUPS_BLOB = "parquet-bloom-text-row-groups-v1"
 
 # Blob properties.
 COLUMN = "column"  # the column's dotted path
@@ -45,6 +57,13 @@ ROW_GROUPS = "row-groups"  # N
 PATH_WIDTH = "path-width"  # the entries' path field width
 FILTERS = "filters"  # "sbbf", or "none" for the class without filters
 TYPE_PREFIX = "type."  # the column's type (parquet_bloom._format.leaf_type_properties)
+# A text filter's blob properties: ``text``, its ClickHouse index type (``tokenbf_v1(size,
+# hashes,seed)``, ``ngrambf_v1(n,size,hashes,seed)``), and the parts of it, each on its own.
+TEXT = "text"
+KIND = "kind"
+NGRAM = "ngram-size"
+HASHES = "hashes"
+SEED = "seed"
 # The column's top-level Arrow field as pyarrow reads the first file that has it (an Arrow IPC
 # schema of that one field, hex): what a scan's comparison is checked against.
 ARROW_FIELD = "arrow-field"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ import pyarrow as pa
 from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
 from parquet_bloom._index import entries as ent
-from parquet_bloom._index import layout, puffin, slices, store
+from parquet_bloom._index import layout, puffin, slices, store, text
 from parquet_bloom._index.entries import Entry
 from parquet_bloom._io.ranges import MAX_GAP, ByteRange, ReadBuffer, coalesce
 from parquet_bloom._io.source import ByteSource
@@ -133,7 +133,10 @@ class IndexSegment:
         self._types: dict[str, fmt.SchemaLeaf] = {}
         self._files_blob: puffin.BlobMetadata | None = None
         self._file_rows: list[tuple[str, int, int, int]] | None = None
+        # Token and n-gram filters: (column, spec key) -> the spec and its classes.
+        self._text: dict[tuple[str, str], tuple[text.TextSpec, list[IndexClass]]] = {}
         self._gather()
+        self._gather_text()
 
     def _gather(self) -> None:
         name = self._source.name
@@ -192,7 +195,85 @@ class IndexSegment:
             column, _ = next(iter(slices_by))
             raise CorruptFileError(f"a class of column {column!r} has no entries", source=name)
 
+    def _gather_text(self) -> None:
+        name = self._source.name
+        slices_by: dict[tuple[str, str], puffin.BlobMetadata] = {}
+        entries_by: dict[tuple[str, str, str], puffin.BlobMetadata] = {}
+        for meta in self.footer.blobs:
+            if meta.type == layout.TEXT_SLICES_BLOB:
+                slices_by[(_prop(meta, layout.COLUMN, name), _prop(meta, layout.TEXT, name))] = meta
+            elif meta.type == layout.TEXT_ROW_GROUPS_BLOB:
+                where = (
+                    _prop(meta, layout.COLUMN, name),
+                    _prop(meta, layout.TEXT, name),
+                    _prop(meta, layout.CLASS, name),
+                )
+                entries_by[where] = meta
+        for (column, key, number), entries in entries_by.items():
+            n = _int(entries, layout.ROW_GROUPS, name)
+            width = _int(entries, layout.PATH_WIDTH, name)
+            if entries.length != n * ent.record_size(width):
+                raise CorruptFileError(
+                    f"the text entries of column {column!r} have {entries.length} bytes, not "
+                    f"{n} x {ent.record_size(width)}",
+                    source=name,
+                    offset=entries.offset,
+                )
+            blob = slices_by.get((column, key)) if number != "none" else None
+            if number != "none" and blob is None:
+                raise CorruptFileError(
+                    f"the text filter {key} of column {column!r} has entries but no slices",
+                    source=name,
+                )
+            spec = _spec_of_key(key, name)
+            if blob is not None:
+                self._check_text(blob, spec, column, n)
+            self._text.setdefault((column, key), (spec, []))[1].append(
+                IndexClass(column, None if blob is None else spec.size, n, blob, entries, width)
+            )
+
+    def _check_text(
+        self, blob: puffin.BlobMetadata, spec: text.TextSpec, column: str, n: int
+    ) -> None:
+        """A text filter's slices blob agrees with its key and has the bytes it must."""
+        name = self._source.name
+        parts = (
+            _prop(blob, layout.KIND, name),
+            _int(blob, layout.NGRAM, name) if spec.n is not None else None,
+            _int(blob, layout.NUM_BYTES, name),
+            _int(blob, layout.HASHES, name),
+            _int(blob, layout.SEED, name),
+        )
+        expected = slices.slice_bytes(n) * spec.num_bits
+        if (
+            parts != (spec.kind, spec.n, spec.size, spec.hashes, spec.seed)
+            or spec.size == 0
+            or spec.hashes == 0
+            or blob.length != expected
+            or _int(blob, layout.ROW_GROUPS, name) != n
+        ):
+            raise CorruptFileError(
+                f"the text filter {spec.key} of column {column!r} ({n} row groups) has "
+                f"{blob.length} bytes of slices, not {expected}, or does not match its parts",
+                source=name,
+                offset=blob.offset,
+            )
+
     # -- what it holds -----------------------------------------------------------------------
+
+    def text_filters(self, column: str) -> list[text.TextSpec]:
+        """The token and n-gram filters the segment holds for ``column``."""
+        return [spec for (c, _), (spec, _) in self._text.items() if c == column]
+
+    @property
+    def text_columns(self) -> list[str]:
+        return list(dict.fromkeys(c for c, _ in self._text))
+
+    def text_classes(self, column: str, spec: text.TextSpec) -> list[IndexClass]:
+        """The classes of ``column``'s ``spec`` filter (none: the segment has no such filter):
+        the filtered class (``slices`` set) and the one without filters."""
+        found = self._text.get((column, spec.key))
+        return [] if found is None else list(found[1])
 
     @property
     def columns(self) -> list[str]:
@@ -357,6 +438,49 @@ class IndexSegment:
                 out.append((c, [int(i) for i in found]))
         return out
 
+    def lookup_tokens(
+        self, column: str, spec: text.TextSpec, tokens: Sequence[bytes]
+    ) -> IndexLookup:
+        """The row groups whose ``spec`` filter of ``column`` may hold every one of ``tokens``
+        (at least one), and every row group without such a filter. A segment without that
+        filter returns each of its files whole."""
+        reads, read_bytes = self._source.reads, self._source.bytes_read
+        answer = IndexLookup(column)
+        found = self._text.get((column, spec.key))
+        if found is None:
+            answer.row_groups = sorted(
+                Entry(path, -1, size, -1, modified, sequence)
+                for path, size, modified, sequence in self.file_rows()
+            )
+            answer.unfiltered = len(answer.row_groups)
+        else:
+            classes = found[1]
+            wanted: list[tuple[IndexClass, list[int]]] = []
+            ranges: list[ByteRange] = []
+            plans = []
+            pairs = text.hash_pairs(list(tokens), spec.seed)
+            positions = np.unique(text.positions(pairs, spec.hashes, spec.num_bits))
+            for c in classes:
+                if c.slices is None:
+                    wanted.append((c, list(range(c.row_groups))))
+                    answer.unfiltered += c.row_groups
+                    continue
+                answer.filtered += c.row_groups
+                s = slices.slice_bytes(c.row_groups)
+                plan = {int(p): ByteRange(c.slices.offset + int(p) * s, s) for p in positions}
+                plans.append((c, plan))
+                ranges += plan.values()
+            held = self._read(ranges)
+            for c, plan in plans:
+                got = {p: held.get(r) for p, r in plan.items()}
+                rows = slices.candidates(positions.reshape(1, -1), got, c.row_groups)
+                if rows.size:
+                    wanted.append((c, [int(i) for i in rows]))
+            answer.row_groups = sorted(self._entries(wanted))
+        answer.reads = self._source.reads - reads
+        answer.bytes_read = self._source.bytes_read - read_bytes
+        return answer
+
     def _entries(self, wanted: Sequence[tuple[IndexClass, list[int]]]) -> list[Entry]:
         """Round two: the entries of ``wanted`` (a class and its row groups' places in it)."""
         ranges = [c.entry_range(i) for c, rows in wanted for i in rows]
@@ -397,6 +521,22 @@ def _prop(blob: puffin.BlobMetadata, key: str, source: str) -> str:
     return value
 
 
+def _spec_of_key(key: str, source: str) -> text.TextSpec:
+    """A text filter's spec from its key alone (a class without filters names it so)."""
+    kind, _, rest = key.partition("(")
+    try:
+        parts = [int(p) for p in rest.rstrip(")").split(",")]
+        if kind == text.TOKENBF and len(parts) == 3:
+            return text.TextSpec(kind, None, *parts)
+        if kind == text.NGRAMBF and len(parts) == 4:
+            return text.TextSpec(kind, *parts)
+    except ValueError:
+        pass
+    raise CorruptFileError(
+        f"a text filter named {key!r} is not one this library writes", source=source
+    )
+
+
 def _int(blob: puffin.BlobMetadata, key: str, source: str) -> int:
     text = _prop(blob, key, source)
     try:
@@ -418,7 +558,9 @@ class BloomIndex:
     ``columns``; ``row_groups(column)``; ``classes(column)`` (filter size, None for the row
     groups without filters -> row groups, over all segments); ``segments``; ``num_bytes``
     (the segments' sizes); ``generation`` (the pointer's; 0 for one file); ``reads`` and
-    ``bytes_read`` (every read so far, the pointer's included).
+    ``bytes_read`` (every read so far, the pointer's included). ``pointer``: for an index
+    directory, the pointer to open it at, already read (the library's writers); its reads are
+    not counted.
     """
 
     def __init__(
@@ -426,6 +568,7 @@ class BloomIndex:
         index_location: str | os.PathLike[str],
         *,
         storage_options: Mapping[str, Any] | None = None,
+        pointer: store.Pointer | None = None,
     ) -> None:
         target = os.fspath(index_location)
         self.location = target
@@ -435,13 +578,14 @@ class BloomIndex:
         if store.is_single_file(target):
             self.segments.append(IndexSegment(target, storage_options=storage_options))
             return
-        pointer = store.read_pointer(target, storage_options)
         if pointer is None:
-            raise FileNotFoundError(
-                f"no Bloom index at {target}: it has no {store.POINTER} (build one with "
-                "parquet_bloom.index.build_index)"
-            )
-        self._extra_reads, self._extra_bytes = 1, pointer.size
+            pointer = store.read_pointer(target, storage_options)
+            if pointer is None:
+                raise FileNotFoundError(
+                    f"no Bloom index at {target}: it has no {store.POINTER} (build one with "
+                    "parquet_bloom.index.build_index)"
+                )
+            self._extra_reads, self._extra_bytes = pointer.reads, pointer.size
         self.generation = pointer.generation
         try:
             for ref in pointer.segments:
@@ -516,15 +660,40 @@ class BloomIndex:
                 out[path] = (size, modified, sequence)
         return out
 
+    @property
+    def text_columns(self) -> list[str]:
+        """The columns with a token or n-gram filter in some segment."""
+        return list(dict.fromkeys(c for s in self.segments for c in s.text_columns))
+
+    def text_filters(self, column: str) -> list[text.TextSpec]:
+        """The token and n-gram filters of ``column``, over every segment."""
+        return list(dict.fromkeys(t for s in self.segments for t in s.text_filters(column)))
+
+    def lookup_tokens(
+        self, column: str, spec: text.TextSpec, tokens: Sequence[bytes]
+    ) -> IndexLookup:
+        """The row groups whose ``spec`` filter of ``column`` may hold every one of ``tokens``
+        (tokens or n-grams as ``spec`` splits values; at least one), and every row group the
+        filter does not cover, over every segment (a segment without the filter: each of its
+        files whole)."""
+        if not tokens:
+            raise ValueError("a token lookup needs at least one token")
+        if spec not in self.text_filters(column):
+            raise ValueError(f"the index has no {spec.key} filter of column {column!r}")
+        return self._merged(column, lambda s: s.lookup_tokens(column, spec, tokens))
+
     def lookup(self, column: str, values: Any) -> IndexLookup:
         """The row groups that may hold ``column = value`` for any of ``values`` (one literal,
         or a list: ``IN``), encoded as the files store the column (see
         :meth:`parquet_bloom.BloomFilterReader.row_groups_might_contain`), over every segment
         (asked at once)."""
         self._check(column)
+        return self._merged(column, lambda s: s.lookup(column, values))
+
+    def _merged(self, column: str, ask: Callable[[IndexSegment], IndexLookup]) -> IndexLookup:
         if len(self.segments) == 1:
-            return self.segments[0].lookup(column, values)
-        answers = list(read_pool().map(lambda s: s.lookup(column, values), self.segments))
+            return ask(self.segments[0])
+        answers = list(read_pool().map(ask, self.segments))
         merged = IndexLookup(column)
         for a in answers:
             merged.row_groups += a.row_groups
@@ -532,7 +701,8 @@ class BloomIndex:
             merged.unfiltered += a.unfiltered
             merged.reads += a.reads
             merged.bytes_read += a.bytes_read
-        merged.row_groups.sort()
+        # A file in two segments at the same size (indexed by two writers at once) answers once.
+        merged.row_groups = sorted(set(merged.row_groups))
         return merged
 
     def _check(self, column: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,8 @@ from parquet_bloom._index.build import (
 )
 from parquet_bloom._index.files import IndexedFile, dataset_files, same_file
 from parquet_bloom._index.lookup import BloomIndex, IndexSegment
+from parquet_bloom._index.text import TextFilter, TextSpec
+from parquet_bloom._index.text_build import TextSummary, class_blobs
 from parquet_bloom._io import location
 from parquet_bloom._sbbf import BITS_PER_BLOCK, BYTES_PER_BLOCK
 
@@ -38,6 +41,7 @@ __all__ = [
     "CompactReport",
     "compact_files",
     "compact_index",
+    "index_text_filters",
     "merge_segments",
     "refresh_files",
     "refresh_index",
@@ -69,6 +73,16 @@ def refresh_index(
     return refresh_files(directory, files, options, from_data=from_data, fpp=fpp)
 
 
+def index_text_filters(idx: BloomIndex) -> list[TextFilter]:
+    """The index's token and n-gram filters, at the very shape it has them (what a refresh
+    builds for new files: a lookup ANDs the same positions in every segment)."""
+    return [
+        TextFilter(column, spec.kind, spec.n, spec.size, spec.hashes, spec.seed)
+        for column in idx.text_columns
+        for spec in idx.text_filters(column)
+    ]
+
+
 def refresh_files(
     directory: str,
     files: Sequence[IndexedFile],
@@ -77,36 +91,56 @@ def refresh_files(
     from_data: FromData = None,
     fpp: float | None = None,
 ) -> IndexBuildReport:
-    """Add a segment of the ``files`` the index in ``directory`` does not know as they are."""
+    """Add a segment of the ``files`` the index in ``directory`` does not know as they are.
+    When another writer changes the index first, the files are compared with its index
+    again: the segment is added as it is if they are still the ones it lacks, else written
+    again for those it lacks (none: nothing is added)."""
     pointer = store.read_pointer(directory, storage_options)
     if pointer is None:
         raise FileNotFoundError(f"no Bloom index at {directory} to refresh: build one first")
-    with BloomIndex(directory, storage_options=storage_options) as idx:
-        known = idx.file_rows()
-        indexed = max((idx.row_groups(c) for c in idx.columns), default=0)
-    new = [f for f in files if f.key not in known or not same_file(known[f.key], f)]
-    if not new:
-        return IndexBuildReport(location=directory)
-    if from_data is not None and fpp is None:
-        # About one false candidate over the whole index, with what this segment adds (its
-        # row groups are not known before their footers are read: counted as one a file).
-        fpp = target_fpp(indexed + len(new))
-    name = store.new_segment_name()
-    report, segment = write_segment(
-        new,
-        list(pointer.columns),
-        store.join(directory, name),
-        storage_options,
-        require_columns=False,
-        from_data=from_data,
-        fpp=fpp,
-    )
-    ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
-    store.write_pointer(
-        directory,
-        store.Pointer(pointer.generation + 1, pointer.columns, (*pointer.segments, ref)),
-        storage_options,
-    )
+    report = IndexBuildReport(location=directory)
+    written: list[tuple[store.Pointer, frozenset[str], store.SegmentRef]] = []
+
+    def change(current: store.Pointer | None) -> store.Pointer | None:
+        nonlocal report
+        if current is None:
+            raise FileNotFoundError(f"the Bloom index at {directory} was removed during a refresh")
+        with BloomIndex(directory, storage_options=storage_options, pointer=current) as idx:
+            known = idx.file_rows()
+            indexed = max((idx.row_groups(c) for c in idx.columns), default=0)
+            text = index_text_filters(idx)
+        new = [f for f in files if f.key not in known or not same_file(known[f.key], f)]
+        keys = frozenset(f.key for f in new)
+        if written:
+            made, made_keys, ref = written[-1]
+            if made.columns == current.columns and made_keys == keys:
+                return store.Pointer(0, current.columns, (*current.segments, ref))
+            _remove(directory, ref.name, storage_options)  # named by no pointer
+            written.clear()
+        if not new:
+            report = IndexBuildReport(location=directory)
+            return None
+        want = fpp
+        if from_data is not None and want is None:
+            # About one false candidate over the whole index, with what this segment adds
+            # (its row groups are not known before their footers are read: one a file).
+            want = target_fpp(indexed + len(new))
+        name = store.new_segment_name()
+        report, segment = write_segment(
+            new,
+            list(current.columns),
+            store.join(directory, name),
+            storage_options,
+            require_columns=False,
+            from_data=from_data,
+            fpp=want,
+            text=text,
+        )
+        ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
+        written.append((current, keys, ref))
+        return store.Pointer(0, current.columns, (*current.segments, ref))
+
+    store.commit(directory, pointer, change, storage_options)
     report.location = directory
     return report
 
@@ -116,7 +150,7 @@ class CompactReport:
     """What :func:`compact_index` did: ``segments_before``, the ``row_groups`` kept and
     ``row_groups_dropped`` (of files gone, or superseded by a newer segment's), ``index_bytes``
     (the new segment's size; 0 when there was nothing to merge), ``removed`` (segment files
-    deleted), ``columns`` (as a build reports them)."""
+    deleted), ``columns`` and ``text`` (as a build reports them)."""
 
     location: str
     segments_before: int = 0
@@ -125,6 +159,7 @@ class CompactReport:
     index_bytes: int = 0
     removed: list[str] = field(default_factory=list)
     columns: dict[str, ColumnSummary] = field(default_factory=dict)
+    text: list[TextSummary] = field(default_factory=list)
 
     def __str__(self) -> str:
         return (
@@ -163,8 +198,44 @@ def compact_files(
     pointer = store.read_pointer(directory, storage_options)
     if pointer is None:
         raise FileNotFoundError(f"no Bloom index at {directory} to compact")
-    report = CompactReport(location=directory, segments_before=len(pointer.segments))
-    with BloomIndex(directory, storage_options=storage_options) as idx:
+    report = CompactReport(location=directory)
+    written: list[tuple[store.Pointer, store.SegmentRef]] = []
+
+    def change(current: store.Pointer | None) -> store.Pointer:
+        nonlocal report
+        if current is None:
+            raise FileNotFoundError(
+                f"the Bloom index at {directory} was removed during a compaction"
+            )
+        if written:
+            merged, ref = written[-1]
+            k = len(merged.segments)
+            if current.columns == merged.columns and current.segments[:k] == merged.segments:
+                # Another writer added segments after those merged: they stay after it.
+                return store.Pointer(0, current.columns, (ref, *current.segments[k:]))
+            _remove(directory, ref.name, storage_options)  # named by no pointer
+            written.clear()
+        report = CompactReport(location=directory, segments_before=len(current.segments))
+        ref = _merge_all(directory, current, live, storage_options, report)
+        written.append((current, ref))
+        return store.Pointer(0, current.columns, (ref,))
+
+    made = store.commit(directory, pointer, change, storage_options)
+    assert made is not None
+    report.removed = _remove_unnamed(directory, made, storage_options, retain_seconds)
+    return report
+
+
+def _merge_all(
+    directory: str,
+    pointer: store.Pointer,
+    live: Sequence[IndexedFile] | None,
+    storage_options: Mapping[str, Any] | None,
+    report: CompactReport,
+) -> store.SegmentRef:
+    """One new segment of every segment ``pointer`` names: each file's newest version, or
+    (``live``) only the files live as they are."""
+    with BloomIndex(directory, storage_options=storage_options, pointer=pointer) as idx:
         rows_by_path = idx.file_rows()
         if live is None:
             keep = {path: size for path, (size, _, _) in rows_by_path.items()}
@@ -175,23 +246,34 @@ def compact_files(
                 if f.key in rows_by_path and same_file(rows_by_path[f.key], f)
             }
         name = store.new_segment_name()
-        target = store.join(directory, name)
         segment = merge_segments(
             idx.segments,
-            [keep] * len(idx.segments),
+            newest_versions(idx.segments, keep),
             rows_by_path,
             list(pointer.columns),
-            target,
+            store.join(directory, name),
             storage_options,
             report,
         )
     report.index_bytes = segment.size
-    ref = store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
-    store.write_pointer(
-        directory, store.Pointer(pointer.generation + 1, pointer.columns, (ref,)), storage_options
-    )
-    report.removed = _remove_unnamed(directory, {name}, storage_options, retain_seconds)
-    return report
+    return store.SegmentRef(name, segment.size, segment.footer_offset, segment.footer)
+
+
+def newest_versions(
+    segments: Sequence[IndexSegment], keep: Mapping[str, int]
+) -> list[dict[str, int]]:
+    """What each segment keeps of ``keep`` (path -> size): a path's row groups from the newest
+    segment that knows it at that size only (two segments may know one file: two writers
+    indexed it at once)."""
+    keeps: list[dict[str, int]] = [{} for _ in segments]
+    owner: dict[str, int] = {}
+    for i, segment in enumerate(segments):
+        for path, size, _, _ in segment.file_rows():
+            if keep.get(path) == size:
+                owner[path] = i
+    for path, i in owner.items():
+        keeps[i][path] = keep[path]
+    return keeps
 
 
 def merge_segments(
@@ -221,6 +303,16 @@ def merge_segments(
         for path, (size, modified, sequence) in sorted(file_rows.items())
         if kept.get(path) == size
     ]
+    text_filters = dict.fromkeys(
+        (name, spec)
+        for segment in segments
+        for name in segment.text_columns
+        for spec in segment.text_filters(name)
+    )
+    for column, spec in text_filters:
+        merged, more = _merged_text(column, spec, segments, keeps, file_rows)
+        report.text.append(merged)
+        blobs += more
     blobs.append(files_blob(rows))
     return write_blobs(target, blobs, columns, storage_options, fields=fields, snapshot=snapshot)
 
@@ -285,7 +377,7 @@ def _merged_column(
             length=length,
             properties={**common, layout.NUM_BYTES: str(num_bytes), **type_properties},
         )
-        out.append((meta, _merged_slices(parts, num_blocks)))
+        out.append((meta, _merged_slices(parts, num_blocks * BITS_PER_BLOCK)))
         out.append(entries_blob(members, common, "sbbf"))
         summary.classes[num_bytes] = n
         summary.slice_bytes += length
@@ -299,13 +391,46 @@ def _merged_column(
     return out
 
 
+def _merged_text(
+    column: str,
+    spec: TextSpec,
+    segments: Sequence[IndexSegment],
+    keeps: Sequence[Mapping[str, int]],
+    file_rows: Mapping[str, tuple[int, int, int]],
+) -> tuple[TextSummary, list[tuple[puffin.BlobMetadata, Iterable[bytes]]]]:
+    """One text filter merged over the segments: the kept row groups of its class, and the
+    rest without a filter: those of its own, and every kept file of a segment without the
+    filter, whole (its row groups are not known here)."""
+    parts: list[tuple[bytes, list[ent.Entry], npt.NDArray[np.intp], int]] = []
+    none: list[ent.Entry] = []
+    for segment, keep_size in zip(segments, keeps, strict=True):
+        classes = segment.text_classes(column, spec)
+        if not classes:
+            for path, size, _, _ in segment.file_rows():
+                if keep_size.get(path) == size:
+                    _, modified, sequence = file_rows.get(path, (size, -1, -1))
+                    none.append(ent.Entry(path, -1, size, -1, modified, sequence))
+            continue
+        for c in classes:
+            entries = segment.read_entries(c)
+            kept = [i for i, e in enumerate(entries) if keep_size.get(e.path) == e.file_size]
+            if c.slices is None:
+                none += [entries[i] for i in kept]
+            else:
+                data = segment.read_blob(c.slices)
+                parts.append(
+                    (data, [entries[i] for i in kept], np.asarray(kept, np.intp), c.row_groups)
+                )
+    filtered = [e for _, entries, _, _ in parts for e in entries]
+    return class_blobs(column, spec, filtered, _merged_slices(parts, spec.num_bits), none)
+
+
 def _merged_slices(
-    parts: list[tuple[bytes, list[ent.Entry], npt.NDArray[np.intp], int]], num_blocks: int
+    parts: list[tuple[bytes, list[ent.Entry], npt.NDArray[np.intp], int]], positions: int
 ) -> Iterable[bytes]:
-    """The slices of the kept row groups of several classes of one size, in their order: each
-    position's bits, part after part, a run of blocks at a time."""
+    """The slices of the kept row groups of several classes of one size (``positions`` bit
+    positions), in their order: each position's bits, part after part, a run at a time."""
     total = sum(len(kept) for _, _, kept, _ in parts)
-    positions = num_blocks * BITS_PER_BLOCK
     step = max(
         BITS_PER_BLOCK, (slices.PASS_BITS // max(total, 1)) // BITS_PER_BLOCK * BITS_PER_BLOCK
     )
@@ -324,28 +449,41 @@ def _merged_slices(
 
 
 def _remove_unnamed(
-    directory: str, named: set[str], storage_options: Mapping[str, Any] | None, retain: float
+    directory: str, made: store.Pointer, storage_options: Mapping[str, Any] | None, retain: float
 ) -> list[str]:
-    """Delete the directory's segment files not in ``named`` older than ``retain`` seconds."""
+    """Delete the directory's segment files that neither ``made`` nor the newest pointer name,
+    and its pointers older than ``made``, once older than ``retain`` seconds."""
+    newest = store.read_pointer(directory, storage_options)
+    named = {s.name for p in (made, newest) if p is not None for s in p.segments}
     removed = []
     now = time.time()
-    try:
-        listed = location.list_files(directory, storage_options=storage_options, list_plain=True)
-    except FileNotFoundError:
-        return []
-    for entry in listed:
-        base = entry.name.rstrip("/").rsplit("/", 1)[-1]
-        if not (base.startswith("segment-") and base.endswith(".puffin")) or base in named:
+    for base, entry in store.directory_files(directory, storage_options):
+        segment = base.startswith("segment-") and base.endswith(".puffin") and base not in named
+        generation = store.pointer_generation(base)
+        if not (segment or (generation is not None and generation < made.generation)):
             continue
         modified = _modified(entry)
         if modified is None or now - modified < retain:
             continue
-        if entry.filesystem is None:
-            os.remove(entry.path)
-        else:
-            entry.filesystem.rm_file(entry.path)
+        _delete(entry)
         removed.append(entry.name)
     return removed
+
+
+def _remove(directory: str, name: str, storage_options: Mapping[str, Any] | None) -> None:
+    """Delete the segment ``name`` this process wrote and no pointer names."""
+    filesystem, path = location.resolve(
+        store.join(directory, name), storage_options=storage_options
+    )
+    with suppress(FileNotFoundError):
+        _delete(location.Entry(path, None, filesystem))
+
+
+def _delete(entry: location.Entry) -> None:
+    if entry.filesystem is None:
+        os.remove(entry.path)
+    else:
+        entry.filesystem.rm_file(entry.path)
 
 
 def _modified(entry: location.Entry) -> float | None:

@@ -1,34 +1,53 @@
-"""An index directory: segments (Puffin files, never changed once written) and the pointer that
-names the current ones (docs/index.md#index-directories).
+"""An index directory: segments (Puffin files, never changed once written) and the pointers that
+name the current ones (docs/index.md#index-directories).
 
-The pointer, ``latest.json``, is replaced whole (a local file by rename, an object by one PUT),
-so a reader sees the old list of segments or the new one, never a mixture. It carries each
-segment's size and footer, so that a lookup reads the pointer, then slices, then entries:
-three rounds from cold. Segments are written before the pointer that names them.
+Each change of the index writes a pointer of the next generation ``n``, ``latest.<n>.json``,
+only if no writer made that generation first (a local file by a hard link of the complete
+file, an S3 object by a PutObject with ``If-None-Match: *``, any other fsspec store by its
+``pipe_file(mode="create")``): two writers that read generation ``n - 1`` cannot both win,
+and the loser reads the winner's pointer and applies its change to it again
+(:func:`commit`). The newest generation is the index. A copy of it, ``latest.json``, is then
+replaced whole: readers read it and list the pointers at once, and read the newest pointer
+only when the copy is behind it (a writer that stopped between the two writes, or two
+writers' copies crossing). An index written before versioned pointers has ``latest.json``
+alone, which is read as its generation.
+
+A pointer carries each segment's size and footer, so that a lookup reads the pointer, then
+slices, then entries: three rounds from cold. Segments are written before the pointer that
+names them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from parquet_bloom import __version__
 from parquet_bloom._io import location
+from parquet_bloom._io.object_sink import S3Sink
+from parquet_bloom._io.sink import FileSink
 from parquet_bloom._io.source import ByteSource
-from parquet_bloom._rewrite.output import open_sink
-from parquet_bloom.errors import CorruptFileError
+from parquet_bloom._rewrite.output import is_s3, open_sink
+from parquet_bloom._threads import read_pool
+from parquet_bloom.errors import BloomFilterError, CorruptFileError
 
 __all__ = [
     "POINTER",
     "Pointer",
     "SegmentRef",
+    "commit",
+    "directory_files",
     "is_single_file",
     "join",
     "new_segment_name",
+    "pointer_files",
+    "pointer_generation",
+    "pointer_name",
     "read_pointer",
     "write_pointer",
 ]
@@ -40,6 +59,11 @@ _FORMAT_VERSION = 1
 # size class; thousands of segments fit. A larger one is a corrupt (or hostile) pointer.
 MAX_POINTER_SIZE = 64 << 20
 _FIRST_READ = 1 << 20
+# A pointer of one generation: latest.<n>.json.
+_VERSIONED = re.compile(r"^latest\.([1-9][0-9]{0,17})\.json$")
+# Changes that lose the race for a generation this many times in a row give up (an error
+# saying so): each loss means another writer's change went in.
+MAX_COMMIT_ATTEMPTS = 32
 
 
 @dataclass(frozen=True)
@@ -61,7 +85,8 @@ class Pointer:
     generation: int
     columns: tuple[str, ...]
     segments: tuple[SegmentRef, ...]
-    size: int = 0  # the pointer's own bytes, when read
+    size: int = 0  # the bytes read to find it (its copy's, and its own when read too)
+    reads: int = 0  # the requests made to find it (the copy, the listing, the pointer)
 
 
 def is_single_file(target: str) -> bool:
@@ -79,11 +104,128 @@ def new_segment_name() -> str:
     return f"segment-{uuid.uuid4().hex}.puffin"
 
 
+def pointer_name(generation: int) -> str:
+    """The name of the pointer of ``generation``."""
+    return f"latest.{generation}.json"
+
+
+@dataclass(frozen=True)
+class _Directory:
+    """An index directory resolved once: its ``name`` as given, its ``filesystem`` (None:
+    local) and its ``root`` path there, so that the reads of one pointer share one client."""
+
+    name: str
+    filesystem: Any | None
+    root: str
+
+    @classmethod
+    def of(cls, directory: str, storage_options: Mapping[str, Any] | None) -> _Directory:
+        if not location.is_url(directory):
+            return cls(directory, None, directory)
+        filesystem, root = location.resolve(directory, storage_options=storage_options)
+        return cls(directory, filesystem, root)
+
+    def path(self, name: str) -> str:
+        if self.filesystem is None:
+            return os.path.join(self.root, name)
+        return f"{self.root.rstrip('/')}/{name}"
+
+
 def read_pointer(directory: str, storage_options: Mapping[str, Any] | None) -> Pointer | None:
-    """The directory's pointer, or None when it has none (no index there yet)."""
-    target = join(directory, POINTER)
+    """The directory's newest pointer, or None when it has none (no index there yet): its copy
+    ``latest.json`` read while the directory is listed (at once on a remote store), and the
+    newest versioned pointer read when the copy is behind it."""
+    where = _Directory.of(directory, storage_options)
+    for _ in range(3):
+        gone, found = _read_newest(where)
+        if not gone:
+            return found
+    raise CorruptFileError(
+        "the newest index pointer was removed three times between listing and reading it",
+        source=directory,
+    )
+
+
+def _read_newest(where: _Directory) -> tuple[bool, Pointer | None]:
+    """:func:`read_pointer` once: (gone, pointer); ``gone`` when the newest pointer listed was
+    removed (by a compaction, once newer ones were written) before it was read."""
+    if where.filesystem is not None:
+        listing = read_pool().submit(_newest_generation, where)
+        try:
+            copy = _read_one(where, POINTER)
+        finally:
+            newest = listing.result()
+    else:
+        copy = _read_one(where, POINTER)
+        newest = _newest_generation(where)
+    reads = (0 if copy is None else 1) + 1
+    size = 0 if copy is None else copy.size
+    if newest is None or (copy is not None and copy.generation >= newest):
+        return False, None if copy is None else replace(copy, reads=reads)
+    found = _read_one(where, pointer_name(newest))
+    if found is None:
+        return True, None
+    if found.generation != newest:
+        raise CorruptFileError(
+            f"not an index pointer: its generation is {found.generation}, its name says {newest}",
+            source=join(where.name, pointer_name(newest)),
+        )
+    return False, replace(found, size=size + found.size, reads=reads + 1)
+
+
+def _newest_generation(where: _Directory) -> int | None:
+    """The highest ``n`` of the directory's ``latest.<n>.json`` (None: none, or no directory)."""
+    return max(_pointers(_files(where)), default=None)
+
+
+def pointer_files(
+    directory: str, storage_options: Mapping[str, Any] | None
+) -> dict[int, location.Entry]:
+    """The directory's versioned pointers: generation -> file."""
+    return _pointers(directory_files(directory, storage_options))
+
+
+def _pointers(listed: list[tuple[str, location.Entry]]) -> dict[int, location.Entry]:
+    found = {}
+    for name, entry in listed:
+        generation = pointer_generation(name)
+        if generation is not None:
+            found[generation] = entry
+    return found
+
+
+def pointer_generation(name: str) -> int | None:
+    """The generation of a versioned pointer's base name (None: not one)."""
+    matched = _VERSIONED.match(name)
+    return None if matched is None else int(matched.group(1))
+
+
+def directory_files(
+    directory: str, storage_options: Mapping[str, Any] | None
+) -> list[tuple[str, location.Entry]]:
+    """The directory's files (base name, entry), listed once, without caching."""
+    return _files(_Directory.of(directory, storage_options))
+
+
+def _files(where: _Directory) -> list[tuple[str, location.Entry]]:
+    if where.filesystem is None:
+        try:
+            with os.scandir(where.root) as names:
+                return [(e.name, location.Entry(e.path, None, None)) for e in names if e.is_file()]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
     try:
-        source = ByteSource(target, storage_options=storage_options)
+        listed = location.list_files(where.root, filesystem=where.filesystem, list_plain=True)
+    except FileNotFoundError:
+        return []
+    return [(e.name.rstrip("/").rsplit("/", 1)[-1], e) for e in listed]
+
+
+def _read_one(where: _Directory, name: str) -> Pointer | None:
+    """The pointer in the directory's file ``name``, or None when there is none."""
+    target = join(where.name, name)
+    try:
+        source = ByteSource(where.path(name), filesystem=where.filesystem)
     except FileNotFoundError:
         return None
     with source:
@@ -143,10 +285,56 @@ def _decode(data: bytes, name: str) -> Pointer:
     return Pointer(generation, tuple(columns), tuple(refs), len(data))
 
 
+def commit(
+    directory: str,
+    base: Pointer | None,
+    change: Callable[[Pointer | None], Pointer | None],
+    storage_options: Mapping[str, Any] | None,
+) -> Pointer | None:
+    """Write ``change(current)`` as the pointer of the generation after ``current``, starting
+    from ``base`` (the pointer the caller read), only if no other writer wrote that generation
+    first; when one did, read the newest pointer and apply ``change`` to it again. ``change``
+    returns None when there is nothing to write (then nothing is, and None is returned); it
+    may do work of its own (write a segment) for a current pointer it was not made for. The
+    pointer written is returned."""
+    current = base
+    for _ in range(MAX_COMMIT_ATTEMPTS):
+        wanted = change(current)
+        if wanted is None:
+            return None
+        generation = 1 if current is None else current.generation + 1
+        made = replace(wanted, generation=generation)
+        data = _encode(made)
+        try:
+            _create(join(directory, pointer_name(generation)), data, storage_options)
+        except FileExistsError:
+            current = read_pointer(directory, storage_options)
+            continue
+        # The copy readers read first; behind the newest when another writer's crosses it,
+        # which a reader's listing tells.
+        _replace(join(directory, POINTER), data, storage_options)
+        return made
+    raise BloomFilterError(
+        f"the index changed {MAX_COMMIT_ATTEMPTS} times while this change was being made "
+        "(other builds, refreshes or compactions at once): run it again",
+        source=directory,
+    )
+
+
 def write_pointer(
     directory: str, pointer: Pointer, storage_options: Mapping[str, Any] | None
 ) -> None:
-    """Replace the directory's pointer with ``pointer``, whole."""
+    """Make ``pointer`` the directory's index as the generation after the current one,
+    whatever the current one names (a new index that replaces any there)."""
+    commit(
+        directory,
+        read_pointer(directory, storage_options),
+        lambda current: pointer,
+        storage_options,
+    )
+
+
+def _encode(pointer: Pointer) -> bytes:
     doc = {
         "format": _FORMAT,
         "format-version": _FORMAT_VERSION,
@@ -163,10 +351,26 @@ def write_pointer(
             for s in pointer.segments
         ],
     }
-    data = json.dumps(doc, separators=(",", ":")).encode()
-    filesystem, path = location.resolve(join(directory, POINTER), storage_options=storage_options)
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def _create(target: str, data: bytes, storage_options: Mapping[str, Any] | None) -> None:
+    """Write the object ``target`` only if it does not exist (FileExistsError if it does)."""
+    filesystem, path = location.resolve(target, storage_options=storage_options)
     if filesystem is None:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with FileSink(path, exclusive=True) as sink:
+            sink.write(data)
+    elif is_s3(filesystem):
+        with S3Sink(filesystem, path, if_none_match=True) as s3_sink:
+            s3_sink.write(data)
+    else:  # the backend's exclusive create where it has one, else fsspec's check, then write
+        filesystem.pipe_file(path, data, mode="create")
+
+
+def _replace(target: str, data: bytes, storage_options: Mapping[str, Any] | None) -> None:
+    """Replace the object ``target`` whole with ``data``."""
+    filesystem, path = location.resolve(target, storage_options=storage_options)
     with open_sink(filesystem, path) as sink:
         sink.write(data)
 

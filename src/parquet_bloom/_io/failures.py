@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from parquet_bloom._io import limits
+from parquet_bloom._io.advice import what_to_do
 from parquet_bloom.errors import BloomFilterError, FileReadError
 
 __all__ = ["describe_range", "fetching"]
@@ -65,7 +66,8 @@ def fetching(
     ``name``. Once a request about it succeeded (``found``), a "not found" means the object
     was deleted or replaced while it was being read: a read error like any other, located.
     A refusal (PermissionError) stays one, naming ``name``. A timeout says after how long, and
-    how to allow more (:func:`limits.timeout_error`)."""
+    how to allow more (:func:`limits.timeout_error`); credentials missing or refused and an
+    endpoint where nothing answers say what to do (:func:`advice.what_to_do`)."""
     start = time.monotonic()
     try:
         yield
@@ -90,9 +92,10 @@ def fetching(
         timed_out = limits.timeout_error(err, name, offset, length, time.monotonic() - start)
         if timed_out is not None:
             raise timed_out from err
+        advice = what_to_do(err)
         raise FileReadError(
             f"cannot {action}{describe_range(offset, length)}: {type(err).__name__}: "
-            f"{_detail(err)}",
+            f"{_detail(err)}" + (f"; {advice}" if advice else ""),
             source=name,
             offset=offset,
         ) from err

@@ -16,8 +16,9 @@ listing of the root, each file with its size, so that opening it needs no size l
 without hidden and metadata entries (:func:`is_hidden`, the rule of pyarrow's dataset
 discovery), in sorted order. See docs/object-storage.md for what each costs in requests.
 
-fsspec and its backends are optional: a missing one raises ImportError naming the extra to
-install (:func:`install_hint`).
+fsspec and its backends are optional: a missing one raises
+:class:`~parquet_bloom.errors.MissingExtraError` naming the extra to install
+(:func:`install_hint`).
 
 Every filesystem made here gets the request budget in force (:mod:`parquet_bloom._io.limits`)
 through its backend's own options, under the ``storage_options`` given; a listing stops
@@ -34,8 +35,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from parquet_bloom._extras import require
 from parquet_bloom._io import limits
 from parquet_bloom._io.failures import fetching
+from parquet_bloom.errors import MissingExtraError
 
 __all__ = [
     "Entry",
@@ -62,6 +65,9 @@ _EXTRAS = {
     "http": "http",
     "https": "http",
 }
+# The package fsspec needs for each protocol (what its registry asks to install).
+_BACKENDS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "http": "aiohttp"}
+_BACKENDS |= {"https": "aiohttp", "abfs": "adlfs", "abfss": "adlfs", "az": "adlfs", "adl": "adlfs"}
 # A URL's scheme (RFC 3986): a letter, then letters, digits, "+", "-", ".". A Windows drive
 # letter ("C:\\...") has no "//" after its colon, so it is not taken for one.
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
@@ -202,21 +208,16 @@ def _is_arrow(filesystem: Any) -> bool:
 
 def _url_to_fs(url: str, storage_options: Mapping[str, Any]) -> tuple[Any, str]:
     protocol = url.split("::")[-1].split("://", 1)[0] if "://" in url else url.split("::")[0]
-    try:
-        import fsspec.core
-    except ImportError as err:
-        raise ImportError(
-            f"reading {url} needs fsspec: {install_hint(protocol)}", name=err.name
-        ) from err
+    extra = _EXTRAS.get(protocol.lower(), "fsspec")
+    fsspec_core = require("fsspec.core", f"reading {url}", extra=extra)
     try:
         options = limits.storage_options_with_limits(url, storage_options)
-        fs, path = fsspec.core.url_to_fs(url, **options)
+        fs, path = fsspec_core.url_to_fs(url, **options)
         limits.configure_filesystem(fs)
     except ImportError as err:
-        raise ImportError(
-            f"reading {protocol}:// URLs needs the {protocol} backend of fsspec: "
-            f"{install_hint(protocol)} ({err})",
-            name=err.name,
+        package = _BACKENDS.get(protocol.lower()) or err.name or f"fsspec's {protocol} backend"
+        raise MissingExtraError(
+            f"reading {protocol}:// URLs", package=package, extra=extra
         ) from err
     except ValueError as err:
         if "Protocol not known" in str(err):
@@ -266,6 +267,7 @@ def list_files(
     filesystem: Any | None = None,
     storage_options: Mapping[str, Any] | None = None,
     list_plain: bool = False,
+    hidden: list[Entry] | None = None,
 ) -> list[Entry]:
     """The files ``source`` stands for, each as an :class:`Entry`.
 
@@ -278,6 +280,10 @@ def list_files(
     name's files. An empty listing raises FileNotFoundError. A listing that fails (the store's
     error, a reset, a timeout) raises :class:`~parquet_bloom.errors.FileReadError` naming
     ``source``; a name the store says is not there, FileNotFoundError naming it.
+
+    ``hidden``: a list that receives the entries the listings left out as hidden or metadata
+    (a table's ``_delta_log/`` among them: how :mod:`parquet_bloom._tables.directories` tells a
+    table from the same listing, no request more).
     """
     if not isinstance(source, str | os.PathLike):
         entries = []
@@ -288,6 +294,7 @@ def list_files(
                     filesystem=filesystem,
                     storage_options=storage_options,
                     list_plain=list_plain,
+                    hidden=hidden,
                 )
             )
         return entries
@@ -297,19 +304,22 @@ def list_files(
     if fs is None:
         if has_glob(path):
             entries = _glob(
-                path, as_directory, lambda root: _walk(root or ".", keep_prefix=bool(root))
+                path,
+                as_directory,
+                lambda root: _walk(root or ".", keep_prefix=bool(root)),
+                hidden,
             )
         elif as_directory or os.path.isdir(path):
             if not os.path.isdir(path):
                 raise NotADirectoryError(f"{path} is not a directory")
-            entries = [e for rel, e in _walk(path) if not is_hidden(rel.split("/"))]
+            entries = _visible(_walk(path), hidden)
         else:
             return [Entry(path, None, None)]  # opening it reports a missing file
     elif has_glob(path):
-        entries = _glob(path, as_directory, lambda root: _listing(text, fs, root))
+        entries = _glob(path, as_directory, lambda root: _listing(text, fs, root), hidden)
     elif as_directory or list_plain:
         listed = _listing(text, fs, path.rstrip("/"))
-        entries = [e for rel, e in listed if not is_hidden(rel.split("/"))]
+        entries = _visible(listed, hidden)
     else:
         return [Entry(path, None, fs, listed=False)]
     if not entries:
@@ -318,20 +328,35 @@ def list_files(
     return entries
 
 
+def _visible(
+    listed: Iterable[tuple[str, Entry]], hidden: list[Entry] | None, named: Sequence[str] = ()
+) -> list[Entry]:
+    """The entries of a listing that are not hidden (:func:`is_hidden`); the others go to
+    ``hidden`` when it is a list."""
+    visible = []
+    for rel, entry in listed:
+        if not is_hidden(rel.split("/"), named):
+            visible.append(entry)
+        elif hidden is not None:
+            hidden.append(entry)
+    return visible
+
+
 def _glob(
-    path: str, as_directory: bool, lister: Callable[[str], list[tuple[str, Entry]]]
+    path: str,
+    as_directory: bool,
+    lister: Callable[[str], list[tuple[str, Entry]]],
+    hidden: list[Entry] | None,
 ) -> list[Entry]:
     """The files a glob selects, from one listing (``lister``) of the directory before its
-    first glob component."""
+    first glob component (those hidden to ``hidden``)."""
     root, pattern = split_glob(path.rstrip("/"))
     regex = translate_glob(pattern)
     named = pattern.split("/")
-    return [
-        e
-        for rel, e in lister(root)
-        if _matches(regex, rel, directories_only=as_directory)
-        and not is_hidden(rel.split("/"), named)
+    matched = [
+        (rel, e) for rel, e in lister(root) if _matches(regex, rel, directories_only=as_directory)
     ]
+    return _visible(matched, hidden, named)
 
 
 def _walk(root: str, *, keep_prefix: bool = True) -> list[tuple[str, Entry]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import email.utils
+import errno
 import secrets
 import tempfile
 import threading
@@ -280,9 +281,10 @@ class S3Sink(ObjectSink):
     conditional on the ETag).
     ``if_match``: the ETag the object being replaced must still have (an in-place rewrite);
     if it changed, a located :class:`~parquet_bloom.errors.BloomFilterError` and nothing
-    written. Requests go through the filesystem's own client (s3fs ``call_s3``: its
-    credentials, endpoint and retries); a failed request is an OSError naming the object's
-    URL (``target``).
+    written. ``if_none_match``: the object must not exist (If-None-Match: ``*``), else
+    FileExistsError and nothing written. Requests go through the filesystem's own client (s3fs
+    ``call_s3``: its credentials, endpoint and retries); a failed request is an OSError naming
+    the object's URL (``target``).
 
     Lost replies (docs/object-storage.md): what the sink writes carries a token of its own in
     user metadata (:data:`WRITE_TOKEN_KEY`), so that when the request that makes the object
@@ -301,6 +303,7 @@ class S3Sink(ObjectSink):
         copy_source: dict[str, str] | None = None,
         source_etag: str | None = None,
         if_match: str | None = None,
+        if_none_match: bool = False,
         upload_part: int = UPLOAD_PART_SIZE,
         copy_part: int = COPY_PART_SIZE,
         workers: int = PART_WORKERS,
@@ -312,6 +315,7 @@ class S3Sink(ObjectSink):
         self._copy_source = copy_source
         self._source_etag = source_etag
         self._if_match = if_match
+        self._if_none_match = if_none_match
         self._upload_part = upload_part
         self._copy_part = copy_part
         self._workers = workers
@@ -401,6 +405,8 @@ class S3Sink(ObjectSink):
         if len(parts) > MAX_PARTS:
             raise OSError(f"{self.target}: {len(parts)} parts, more than S3's {MAX_PARTS}")
         condition = {} if self._if_match is None else {"IfMatch": self._if_match}
+        if self._if_none_match:
+            condition["IfNoneMatch"] = "*"
         metadata = {"Metadata": {WRITE_TOKEN_KEY: self._token}}
         if len(parts) <= 1 and not (parts and parts[0].server_copy):
             body = self._assemble(parts[0]) if parts else b""
@@ -539,10 +545,18 @@ class S3Sink(ObjectSink):
 
     def _conditional(self, method: str, **kwargs: Any) -> Any:
         """A call that makes the object appear: with ``IfMatch``, a changed object is refused
-        by the store (412), which is reported as such."""
+        by the store (412), which is reported as such; with ``IfNoneMatch``, an object that
+        exists (412) or is being written by another conditional request (409) is a
+        FileExistsError."""
         try:
             return self._call(method, **kwargs)
         except OSError as err:
+            if self._if_none_match and (
+                _precondition_failed(err)
+                or _error_code(err) in ("ConditionalRequestConflict", "409")
+            ):
+                # 412: the object exists; 409: another conditional write of it is under way.
+                raise FileExistsError(errno.EEXIST, "it exists already", self.target) from err
             if self._if_match is None or not _precondition_failed(err):
                 raise
             raise BloomFilterError(

@@ -124,6 +124,40 @@ _OUTPUT_ERRNOS = frozenset(
 )
 
 
+# What os.link says on a filesystem without hard links (FAT, some network and FUSE mounts).
+_NO_LINKS = frozenset(
+    getattr(errno, name)
+    for name in ("EPERM", "ENOTSUP", "EOPNOTSUPP", "ENOSYS", "EMLINK", "EXDEV")
+    if hasattr(errno, name)
+)
+
+
+def _create_new(written: str, target: str) -> None:
+    """Make the complete file ``written`` appear as ``target`` only if no ``target`` exists
+    (FileExistsError naming it otherwise)."""
+    try:
+        os.link(written, target)
+        return
+    except FileExistsError:
+        raise FileExistsError(errno.EEXIST, "it exists already", target) from None
+    except OSError as err:
+        if err.errno not in _NO_LINKS:
+            raise
+    with open(written, "rb") as source:
+        data = source.read()
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except FileExistsError:
+        raise FileExistsError(errno.EEXIST, "it exists already", target) from None
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class Cancelled(Exception):
     """A copy was told to stop (its caller failed elsewhere): the sink is to be aborted."""
 
@@ -133,14 +167,20 @@ class FileSink:
 
     ``like``: the stat of the file being replaced, whose permissions the new file takes, and
     its owner and group where we may give them (root may; anyone may keep their own).
+    ``exclusive``: the file must not exist yet; it appears by a hard link of the complete
+    temporary file (atomic, and refused when the name exists: FileExistsError), or, where the
+    filesystem has no hard links, by an exclusive create (O_EXCL) written whole.
     """
 
     bytes_uploaded = 0  # nothing is sent to a store (an object sink's counts)
     bytes_copied = 0
 
-    def __init__(self, target: str, like: os.stat_result | None = None) -> None:
+    def __init__(
+        self, target: str, like: os.stat_result | None = None, *, exclusive: bool = False
+    ) -> None:
         self.target = target
         self._like = like
+        self._exclusive = exclusive
         self._directory = os.path.dirname(os.path.abspath(target))
         self._tmp_path: str | None = None
         self._out: IO[bytes] | None = None
@@ -181,7 +221,10 @@ class FileSink:
             if exc_type is None:
                 if self._like is not None:
                     _take_ownership_and_mode(self._tmp_path, self._like)
-                os.replace(self._tmp_path, self.target)
+                if self._exclusive:
+                    _create_new(self._tmp_path, self.target)
+                else:
+                    os.replace(self._tmp_path, self.target)
                 committed = True
         except OSError as err:  # the final sync, close or rename
             named = self._named(err, written)
@@ -189,7 +232,7 @@ class FileSink:
                 raise
             raise named from err
         finally:
-            if not committed:
+            if not committed or self._exclusive:  # a link leaves the temporary name too
                 with suppress(FileNotFoundError):
                     os.unlink(self._tmp_path)
         if isinstance(exc, OSError) and exc.errno in _OUTPUT_ERRNOS and exc.filename is None:

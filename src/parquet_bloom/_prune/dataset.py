@@ -53,10 +53,11 @@ from parquet_bloom._prune.expression import (
     members,
     translate,
 )
-from parquet_bloom._prune.indexed import Decision, decide, scan_probe
+from parquet_bloom._prune.indexed import Decision, decide, scan_probe, text_probe
 from parquet_bloom._prune.report import FileCost, PruneReport, PruneResult
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom._sbbf import FilterBlocks, SplitBlockBloomFilter
+from parquet_bloom._tables.directories import list_live_files
 from parquet_bloom._threads import prune_pool
 from parquet_bloom.errors import BloomFilterError, FileReadError
 
@@ -98,11 +99,14 @@ def prune(
     ``storage_options``), a directory or prefix, a glob (``lake/day=*/``), or a list of them,
     on ``filesystem`` (pyarrow or fsspec) if given. Those are listed once
     (:func:`parquet_bloom._io.location.list_files`: hidden and metadata entries such as
-    ``_delta_log/`` and ``_SUCCESS`` left out), the dataset is made of the files listed, and
+    ``_SUCCESS`` left out; a directory that is or holds a Delta or Iceberg table stands for
+    the table's live files, never the replaced ones, and ``report.tables`` says so:
+    docs/cli.md#table-directories), the dataset is made of the files listed, and
     each file's filters are read knowing its size from the listing. Row groups are never
     dropped unless every matching row is provably absent, so
     ``prune(d, f).dataset.to_table(filter=f)`` equals ``d.to_table(filter=f)``; a filter that
     cannot be read keeps its row group and warns with :class:`BloomFilterWarning`.
+    ``prune(d, f).to_table()`` gives the same rows, read late (the filter's columns first).
 
     The pruned dataset holds ``ParquetFileFragment`` row-group subsets (files with nothing
     left are dropped) with their partition expressions. Two pyarrow behaviours to know: a
@@ -131,6 +135,7 @@ def prune(
     """
     sizes: dict[str, int] = {}  # each listed file's size, so that opening it costs no lookup
     names: dict[str, str] = {}  # each listed file's name as an index knows it
+    tables: tuple[str, ...] = ()  # the tables whose live files stand for their directories
     if isinstance(dataset, ds.Dataset):
         if filesystem is not None or storage_options is not None:
             raise ValueError(
@@ -140,7 +145,7 @@ def prune(
     elif isinstance(dataset, str | os.PathLike) or (
         isinstance(dataset, Sequence) and all(isinstance(p, str | os.PathLike) for p in dataset)
     ):
-        dataset, sizes, names = _listed_dataset(dataset, filesystem, storage_options)
+        dataset, sizes, names, tables = _listed_dataset(dataset, filesystem, storage_options)
     else:
         raise TypeError(
             "dataset must be a pyarrow.dataset.Dataset, a path or a list of paths, "
@@ -157,12 +162,14 @@ def prune(
         elif index is not None:
             options = storage_options if index_storage_options is None else index_storage_options
             opened = stack.enter_context(BloomIndex(index, storage_options=options))
-        return prune_with(
+        result = prune_with(
             dataset,
             tree,
             _Reading(sizes, tail_size, identities, opened, decryption=decryption),
             max_workers,
         )
+    # the filter, for result.to_table(); the tables read as their live files, for the report
+    return replace(result, filter=filter, report=replace(result.report, tables=tables))
 
 
 def prune_with(
@@ -180,12 +187,13 @@ def _listed_dataset(
     source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     filesystem: Any | None,
     storage_options: Mapping[str, Any] | None,
-) -> tuple[ds.Dataset, dict[str, int], dict[str, str]]:
-    """The dataset of the files ``source`` names, listed once, their sizes, and their names as
-    an index knows them."""
-    entries = location.list_files(
+) -> tuple[ds.Dataset, dict[str, int], dict[str, str], tuple[str, ...]]:
+    """The dataset of the files ``source`` names, listed once (a table directory standing for
+    its live files), their sizes, their names as an index knows them, and the tables read."""
+    listing = list_live_files(
         source, filesystem=filesystem, storage_options=storage_options, list_plain=True
     )
+    entries = listing.files
     if not entries:
         raise ValueError("no paths given: a dataset needs at least one file")
     fs = entries[0].filesystem
@@ -211,7 +219,7 @@ def _listed_dataset(
         if schema is None:
             raise
         dataset = ds.dataset(paths, schema=schema, format="parquet", filesystem=fs)
-    return dataset, sizes, names
+    return dataset, sizes, names, tuple(str(t) for t in listing.tables)
 
 
 def _same_filesystem(a: Any | None, b: Any | None) -> bool:
@@ -308,7 +316,7 @@ def _prune_files(
     dataset: ds.FileSystemDataset, tree: Node, max_workers: int | None, reading: _Reading
 ) -> tuple[ds.Dataset, PruneReport, list[str]]:
     fragments = _fragments(dataset)
-    if isinstance(tree, Unknown):
+    if isinstance(tree, Unknown) or (reading.index is None and not any(members(tree))):
         # Nothing to decide: read nothing, return the dataset as it is.
         return dataset, PruneReport(files=len(fragments)), []
     reader_filesystem = _reader_filesystem(dataset.filesystem)
@@ -360,7 +368,7 @@ def _by_index(
 
     reads, read_bytes = idx.reads, idx.bytes_read
     known = idx.file_rows()
-    decision, complete = decide(tree, probe, idx)
+    decision, complete = decide(tree, probe, idx, text_probe(idx, dataset.schema, keys))
     index_reads, index_bytes = idx.reads - reads, idx.bytes_read - read_bytes
     cost = PruneReport(
         reads=index_reads,
@@ -631,6 +639,7 @@ def _file_report(
         bytes_read=bytes_read,
         per_file=(FileCost(path, requests, bytes_read),),
         unreadable_files=() if unreadable is None else (unreadable,),
+        tables=(),
         **outcome,
     )
 

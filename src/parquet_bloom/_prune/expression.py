@@ -23,6 +23,8 @@ from typing import TypeAlias
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from parquet_bloom._prune.text import HAS_TOKEN, SUBSTRING_FUNCTIONS, token_of_regex
+
 # -- the filter as a tree --------------------------------------------------------------------
 
 
@@ -58,6 +60,17 @@ class IsIn:
 
 
 @dataclass(frozen=True)
+class TextMatch:
+    """A case-sensitive string match of ``column``: ``function`` (``match_substring``,
+    ``starts_with``, ``ends_with``, ``match_like`` or ``has_token``) with ``pattern`` (the
+    token, for has_token). Only a token or n-gram filter decides it."""
+
+    column: tuple[str, ...]
+    function: str
+    pattern: str
+
+
+@dataclass(frozen=True)
 class And:
     children: tuple[Node, ...]
 
@@ -67,7 +80,7 @@ class Or:
     children: tuple[Node, ...]
 
 
-Node: TypeAlias = "Unknown | Equal | IsIn | And | Or"
+Node: TypeAlias = "Unknown | Equal | IsIn | TextMatch | And | Or"
 
 
 def conjunction(children: Sequence[Node]) -> Node:
@@ -98,9 +111,10 @@ def disjunction(children: Sequence[Node]) -> Node:
 def translate(expression: pc.Expression) -> Node:
     """The part of ``expression`` that Bloom filters can decide, as a tree.
 
-    Only ``equal`` between a field and a scalar, ``is_in`` on a field and AND/OR (Kleene or
-    not) are understood; every other call, and any expression Arrow cannot serialize (a field
-    referenced by position), becomes :class:`Unknown`.
+    Only ``equal`` between a field and a scalar, ``is_in`` on a field, the case-sensitive
+    string matches of a field a token or n-gram filter decides (:class:`TextMatch`) and
+    AND/OR (Kleene or not) are understood; every other call, and any expression Arrow cannot
+    serialize (a field referenced by position), becomes :class:`Unknown`.
     """
     if not isinstance(expression, pc.Expression):
         raise TypeError(
@@ -126,6 +140,8 @@ _EQUAL_FUNCTION = "equal"
 _IS_IN_FUNCTION = "is_in"
 # The name SetLookupOptions serializes under, and its field holding the values.
 _SET_LOOKUP_OPTIONS = b"SetLookupOptions"
+_MATCH_OPTIONS = b"MatchSubstringOptions"
+_REGEX_FUNCTION = "match_substring_regex"
 
 
 class _ArrowSchemaStruct(ctypes.Structure):
@@ -295,6 +311,8 @@ def _call_node(call: _OpenCall) -> Node:
             left, right = right, left
         if isinstance(left, _Field) and isinstance(right, _Literal):
             return Equal(left.path, _plain(right.value))
+    if call.function in (*SUBSTRING_FUNCTIONS, _REGEX_FUNCTION):
+        return _text_match(call)
     if call.function == _IS_IN_FUNCTION and len(args) == 1 and isinstance(args[0], _Field):
         options = call.options
         value_set = None
@@ -313,9 +331,60 @@ def _call_node(call: _OpenCall) -> Node:
     return UNKNOWN
 
 
+def _text_match(call: _OpenCall) -> Node:
+    """A string match of a field, case-sensitive, as a :class:`TextMatch`; a regular
+    expression only in the shape ``has_token`` writes."""
+    options = call.options
+    if (
+        len(call.arguments) != 1
+        or not isinstance(call.arguments[0], _Field)
+        or not isinstance(options, pa.StructScalar)
+        or "_type_name" not in options
+        or options["_type_name"].as_py() != _MATCH_OPTIONS
+        or options["ignore_case"].as_py() is not False
+    ):
+        return UNKNOWN
+    pattern = options["pattern"].as_py()
+    if not isinstance(pattern, str):
+        return UNKNOWN
+    function = call.function
+    if function == _REGEX_FUNCTION:
+        token = token_of_regex(pattern)
+        if token is None:
+            return UNKNOWN
+        function, pattern = HAS_TOKEN, token
+    return TextMatch(call.arguments[0].path, function, pattern)
+
+
+def text_matches(node: Node) -> Iterator[TextMatch]:
+    """The string matches of the tree (what only a token or n-gram filter decides)."""
+    if isinstance(node, TextMatch):
+        yield node
+    elif isinstance(node, And | Or):
+        for child in node.children:
+            yield from text_matches(child)
+
+
 def members(node: Node) -> Iterator[Equal | IsIn]:
     if isinstance(node, Equal | IsIn):
         yield node
     elif isinstance(node, And | Or):
         for child in node.children:
             yield from members(child)
+
+
+def referenced_columns(expression: pc.Expression) -> frozenset[str] | None:
+    """The top-level fields ``expression`` reads, by name; None when that cannot be told: a
+    nested field reference, a field referenced by position (which Arrow cannot serialize), or
+    a serialization this module does not know."""
+    try:
+        pairs, _ = _serialized(expression)
+    except pa.ArrowNotImplementedError:
+        return None
+    names = set()
+    for key, value in pairs:
+        if key == _FIELD_REF:
+            names.add(value)
+        elif key not in (_CALL, _END, _OPTIONS, _LITERAL):
+            return None
+    return frozenset(names)

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
+
+from parquet_bloom._prune.rows import matching_rows
 
 __all__ = ["FileCost", "PruneReport", "PruneResult"]
 
@@ -41,7 +46,9 @@ class PruneReport:
     it without opening them (``files`` and ``files_skipped`` count them, the row group and
     byte counts do not: their footers were not read), and ``index_reads`` and
     ``index_bytes_read`` are the index's reads (also in ``requests``, ``reads`` and
-    ``bytes_read``).
+    ``bytes_read``). ``tables``: a directory that was a Delta or Iceberg table (or held one)
+    was read as the table's live files; one sentence a table says which and how many files
+    it left out.
     """
 
     files: int = 0
@@ -60,6 +67,7 @@ class PruneReport:
     index_files: int = 0
     index_reads: int = 0
     index_bytes_read: int = 0
+    tables: tuple[str, ...] = ()
 
     def __add__(self, other: PruneReport) -> PruneReport:
         return PruneReport(
@@ -78,7 +86,7 @@ class PruneReport:
                 + (f" of the {opened} files opened" if self.index_files else "")
             )
         return (
-            ", ".join(parts) + "; "
+            "".join(f"{table}; " for table in self.tables) + ", ".join(parts) + "; "
             f"{self.requests} requests ({self.reads} reads, {self.filter_reads} for filters "
             f"alone), {self.bytes_read:,} bytes read"
             + (f"; {self.filters_unreadable} filters unreadable" if self.filters_unreadable else "")
@@ -106,3 +114,14 @@ class PruneResult:
 
     dataset: ds.Dataset
     report: PruneReport
+    filter: pc.Expression | None = None  # the filter pruned for
+
+    def to_table(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """The rows the filter keeps: ``dataset.to_table(filter=filter, columns=columns)``,
+        the same rows in the same order and schema, read late (the filter's columns of each
+        row group left first, the other columns only of the row groups holding a match, and
+        of those only the matching rows' pages where the file's offset index says where they
+        lie: docs/performance.md, "The point lookup without an index")."""
+        if self.filter is None:
+            return self.dataset.to_table(columns=columns)
+        return matching_rows(self.dataset, self.filter, columns)

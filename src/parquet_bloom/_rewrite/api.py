@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from parquet_bloom import _format as fmt
+from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._io import limits, location
 from parquet_bloom._io.ranges import ByteRange, ReadBuffer, coalesce
 from parquet_bloom._io.source import ByteSource, fetching, read_footer
-from parquet_bloom._rewrite import plan
+from parquet_bloom._rewrite import encryption, plan
 from parquet_bloom._rewrite.build import FilterBuilds, Ndv, Sizing, check_sizing
 from parquet_bloom._rewrite.output import BodyCopy, is_s3, open_sink, write_filters, write_footer
 from parquet_bloom._tables import markers
@@ -101,19 +102,25 @@ def _check_columns(columns: list[str], leaves: dict[str, fmt.SchemaLeaf], source
         raise ValueError(f"no leaf column {column!r} in {source}: {hint}")
 
 
-def _check_supported(md: Any) -> None:
-    if md.encryption_algorithm is not None:
+def _check_supported(md: Any, *, decrypted: bool) -> None:
+    """Refuse what cannot be rewritten: an encrypted file without its keys (``decrypted``:
+    opened with them), chunks whose data lives in another file."""
+    if md.encryption_algorithm is not None and not decrypted:
         raise UnsupportedFileError(
-            "encrypted Parquet files (plaintext footer mode) are not supported: their "
-            "filters and page indexes are encrypted, and the footer is signed"
+            "the file is encrypted (plaintext footer mode): pass its keys, "
+            "decryption=DecryptionKeys(...), to rewrite it encrypted (docs/encryption.md)"
         )
     for i, rg in enumerate(md.row_groups):
         for chunk in rg.columns:
             path = chunk.meta_data.path_in_schema if chunk.meta_data else None
             column = ".".join(path) if path else None  # a missing path is reported later
-            if chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None:
+            encrypted = chunk.crypto_metadata is not None or chunk.encrypted_column_metadata
+            if encrypted is not None and not decrypted:
                 raise UnsupportedFileError(
-                    "encrypted column chunks are not supported", row_group=i, column=column
+                    "the column chunk is encrypted: pass the file's keys, "
+                    "decryption=DecryptionKeys(...), to rewrite it encrypted",
+                    row_group=i,
+                    column=column,
                 )
             if chunk.file_path is not None:
                 raise UnsupportedFileError(
@@ -130,8 +137,10 @@ def _resolve_targets(
     columns: Sequence[str] | Literal["existing"] | None,
     remove: Sequence[str] | Literal["all"],
     source: str,
+    existing_only: bool = False,
 ) -> tuple[list[fmt.ColumnChunkInfo], set[str]]:
-    """The chunks to build filters for and the columns whose filters go."""
+    """The chunks to build filters for and the columns whose filters go (``existing_only``:
+    of ``columns``, the chunks that have a filter; a column with none is refused)."""
     if remove == "all":
         removed = set(leaves)
     else:
@@ -164,6 +173,18 @@ def _resolve_targets(
                 "arrow-rs hashes one byte), so no reader can use such a filter"
             )
     chosen = set(wanted)
+    if existing_only:
+        having = {c.path for c in chunks if c.bloom_filter_offset is not None}
+        missing = [column for column in wanted if column not in having]
+        if missing:
+            raise ValueError(
+                f"column {missing[0]!r} has no Bloom filter in {source} to resize: a resize "
+                "rebuilds the filters a file has and adds none; add one with "
+                f"columns=[{missing[0]!r}] (parquet-bloom add --column {missing[0]})"
+            )
+        return [
+            c for c in chunks if c.path in chosen and c.bloom_filter_offset is not None
+        ], removed
     return [c for c in chunks if c.path in chosen], removed
 
 
@@ -181,6 +202,8 @@ def rewrite_bloom_filters(
     force: bool = False,
     storage_options: Mapping[str, Any] | None = None,
     ignore_table: bool = False,
+    decryption: DecryptionKeys | None = None,
+    existing_only: bool = False,
 ) -> RewriteReport:
     """Write ``src`` to ``dst`` with Bloom filters added, re-sized or removed; the pages are
     copied byte for byte, only the filters and the footer change.
@@ -188,7 +211,10 @@ def rewrite_bloom_filters(
     ``columns``: dotted leaf paths to build filters for (replacing any they have), ``None`` to
     build none (only ``remove``), or ``"existing"`` to rebuild every filter the file already
     has, sized for its chunk. ``remove``: dotted leaf paths whose filters go, or ``"all"``.
-    Every other filter is copied unchanged.
+    Every other filter is copied unchanged. ``existing_only=True`` (a resize of ``columns``):
+    only the chunks of ``columns`` that have a filter are rebuilt, chunks without one stay
+    without, and a column with no filter in the file is a ValueError (nothing is added
+    unasked).
 
     Sizing, per chunk: ``num_bytes`` if given; else for ``ndv`` distinct values (``"exact"``:
     the chunk's own count of distinct hashes) at false-positive rate ``fpp``, rounded as
@@ -200,7 +226,14 @@ def rewrite_bloom_filters(
     same way (the file a symlink names, not the link), keeping its permissions and, where
     allowed, its owner; other hard links to it keep the old file. The footer must re-encode to
     its exact bytes, else :class:`~parquet_bloom.errors.UnsupportedFileError` unless
-    ``force=True``. Encrypted files and files whose chunks live in other files are refused.
+    ``force=True``. Files whose chunks live in other files are refused.
+
+    ``decryption``: the keys of an encrypted file (:class:`~parquet_bloom.DecryptionKeys`,
+    docs/encryption.md), which the rewrite keeps encrypted with them: new filters of encrypted
+    columns encrypted with their column's key, the footer encrypted or signed again, the pages
+    copied as they are. The footer key and every encrypted column's key are needed
+    (:class:`~parquet_bloom.errors.MissingKeyError` otherwise); without ``decryption`` an
+    encrypted file is refused.
 
     A file of a table (a Delta ``_delta_log/``, an Iceberg ``metadata/``, a Hudi ``.hoodie/``
     or a Paimon ``snapshot/`` in an ancestor directory) is never replaced, in place or as an
@@ -232,6 +265,8 @@ def rewrite_bloom_filters(
         elif _same_object(source_fs, source_path, target_fs, target):
             raise ValueError(f"dst {os.fspath(dst)!r} is src; pass in_place=True to replace src")
     sizing = check_options(columns, remove, fpp, ndv, num_bytes, flavor)
+    if decryption is not None and not isinstance(decryption, DecryptionKeys):
+        raise TypeError(f"decryption must be a DecryptionKeys, not {type(decryption).__name__}")
     if not ignore_table:
         _refuse_table_file(target_fs, target, replacing=in_place)
     report = RewriteReport(source, source if in_place else os.fspath(dst or source))
@@ -255,16 +290,27 @@ def rewrite_bloom_filters(
     with opened as file:
         report.bytes_before = file.size
         try:
-            footer = read_footer(file)
+            footer = read_footer(file, encrypted=True)
+            if decryption is None and footer.tail[-len(fmt.MAGIC) :] != fmt.MAGIC:
+                raise UnsupportedFileError(
+                    "the file's footer is encrypted: pass its keys, "
+                    "decryption=DecryptionKeys(...), to rewrite it encrypted (docs/encryption.md)"
+                )
             head = file.read_exact(0, len(fmt.MAGIC))
-            if head != fmt.MAGIC:
+            # An encrypted footer's file starts as it ends, with PARE (Encryption.md 5.4).
+            magic = footer.tail[-len(fmt.MAGIC) :]
+            if head != magic:
                 raise CorruptFileError(
-                    f"not a Parquet file: leading magic is {head!r}, expected {fmt.MAGIC!r}",
+                    f"not a Parquet file: leading magic is {head!r}, expected {magic!r}",
                     offset=0,
                 )
-            md = fmt.decode_file_metadata(footer.data, full=True)
-            _check_supported(md)
-            if not force:
+            crypt = None
+            if decryption is None:
+                md = fmt.decode_file_metadata(footer.data, full=True)
+            else:
+                md, crypt = encryption.open_footer(footer, decryption, force=force, source=source)
+            _check_supported(md, decrypted=crypt is not None)
+            if not force and decryption is None:
                 plan.check_lossless(footer.data, md, fmt.encode_file_metadata, "the footer")
         except BloomFilterError as err:
             raise err.located(source=source) from err.__cause__
@@ -272,14 +318,19 @@ def rewrite_bloom_filters(
         leaf_list = fmt.schema_leaves(md)
         chunks = fmt.column_chunks(md, leaf_list)
         leaves = {leaf.path: leaf for leaf in leaf_list}
-        targets, removed = _resolve_targets(chunks, leaves, columns, remove, source)
+        targets, removed = _resolve_targets(chunks, leaves, columns, remove, source, existing_only)
 
         # Plan, read what the plan asks for, plan on: nothing below opens a file but the sink.
         protected = plan.layout_ranges(md, footer_start, source)
-        locations = plan.filter_locations(chunks, footer_start, source)
+        if crypt is None:
+            locations = plan.filter_locations(chunks, footer_start, source)
+        else:
+            locations = encryption.locations(chunks, crypt, footer_start, source)
         headers = _fetch(file, plan.header_ranges(locations, footer_start))
         old_filters = plan.old_filters(locations, headers, footer_start, source)
         cuts = plan.filter_splices(old_filters.values(), protected, source)
+        if crypt is not None:
+            crypt.check_cuts(md, cuts, source)
         indexes = _fetch(file, plan.offset_index_ranges(md, cuts))
         moves = plan.relocation(md, cuts, indexes, force, source)
 
@@ -305,14 +356,27 @@ def rewrite_bloom_filters(
         with (
             output as sink,
             BodyCopy(sink, file, moves, footer_start) as body,
-            FilterBuilds(file, targets, leaf_list, md, sizing) as builds,
+            FilterBuilds(
+                file,
+                targets,
+                leaf_list,
+                md,
+                sizing,
+                encrypted=crypt,
+                arrow_decryption=None if crypt is None else crypt.arrow_decryption(),
+            ) as builds,
         ):
             at = moves(footer_start)
             body.finish()  # the builds go on meanwhile, on their own threads
-            placements, report.filters_written = write_filters(sink, file, chunks, builds, kept, at)
+            placements, report.filters_written = write_filters(
+                sink, file, chunks, builds, kept, at, None if crypt is None else crypt.seal_filter
+            )
             plan.relocate_footer(md, moves, footer_start, placements)
+            if crypt is not None:
+                crypt.seal_metadata(md, moves, footer_start)
             filters_end = at + sum(length for _, length in placements.values())
-            report.bytes_after = filters_end + write_footer(sink, md)
+            seal = None if crypt is None else crypt.footer
+            report.bytes_after = filters_end + write_footer(sink, md, seal)
         report.bytes_downloaded = file.bytes_read
         report.bytes_uploaded = output.bytes_uploaded
         report.bytes_copied = output.bytes_copied
@@ -375,8 +439,10 @@ def rewrite_files(
     force: bool = False,
     storage_options: Mapping[str, Any] | None = None,
     ignore_table: bool = False,
+    existing_only: bool = False,
     progress: Callable[[RewriteReport], None] | None = None,
     on_error: Callable[[str, Exception], None] | None = None,
+    decryption: DecryptionKeys | None = None,
 ) -> list[RewriteReport]:
     """:func:`rewrite_bloom_filters` over many ``(src, dst)`` pairs (``dst`` None with
     ``in_place=True``), one file at a time, with the same options for all.
@@ -405,6 +471,8 @@ def rewrite_files(
                 force=force,
                 storage_options=storage_options,
                 ignore_table=ignore_table,
+                decryption=decryption,
+                existing_only=existing_only,
             )
         except (BloomFilterError, OSError, ValueError) as err:
             if on_error is None:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, wait
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from parquet_bloom._sbbf import (
 )
 from parquet_bloom._threads import BUILD_THREADS, build_pool
 from parquet_bloom.errors import BloomFilterError
+
+if TYPE_CHECKING:
+    from parquet_bloom._rewrite.encryption import EncryptedRewrite
 
 __all__ = [
     "BUILD_THREADS",
@@ -286,8 +289,14 @@ class FilterBuilds:
         leaves: Sequence[fmt.SchemaLeaf],
         md: Any,
         sizing: Sizing,
+        encrypted: EncryptedRewrite | None = None,
+        arrow_decryption: Any | None = None,
     ) -> None:
+        """``encrypted``: an encrypted file's rewrite, which hashes its encrypted chunks from
+        their pages decrypted; ``arrow_decryption``: pyarrow's decryption properties, for the
+        plaintext chunks of a file with an encrypted footer that only pyarrow reads."""
         self._source = source
+        self._encrypted = encrypted
         self._targets = targets
         self._leaves = leaves
         self._md = md
@@ -297,7 +306,7 @@ class FilterBuilds:
         self._arrow_lock = threading.Lock()
         # pyarrow parses the footer again: it opens the file only when a chunk needs it.
         byte_arrays = sorted({c.path for c in targets if c.physical_type == "BYTE_ARRAY"})
-        self._arrow_reader = arrow_chunks.ChunkReader(source, byte_arrays)
+        self._arrow_reader = arrow_chunks.ChunkReader(source, byte_arrays, arrow_decryption)
         # Each thread's hashes buffer, reused from chunk to chunk: a fresh one of megabytes for
         # every chunk costs page faults, and freed ones linger in each thread's malloc arena.
         self._scratch = threading.local()
@@ -337,7 +346,11 @@ class FilterBuilds:
         buffer = getattr(self._scratch, "hashes", None)
         try:
             hashes = None
-            if chunk.column_index not in self._arrow_columns:
+            key = (chunk.row_group, chunk.column_index)
+            if self._encrypted is not None and key in self._encrypted:
+                leaf = self._leaves[chunk.column_index]
+                hashes = self._encrypted.chunk_hashes(self._source, meta, leaf, key, buffer)
+            elif chunk.column_index not in self._arrow_columns:
                 hashes = self._hashes_from_pages(chunk, meta, buffer)
             if hashes is None:
                 hashes = self._hashes_with_arrow(chunk, meta, buffer)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, wait
 from typing import Any
 
@@ -146,10 +146,12 @@ def write_filters(
     builds: FilterBuilds,
     kept: dict[tuple[int, int], OldFilter],
     at: int,
+    seal: Callable[[tuple[int, int], bytes, memoryview], bytes | None] | None = None,
 ) -> tuple[Placements, list[tuple[int, str, int]]]:
     """Write each chunk's filter at ``at`` on: the one built, else the old one in ``kept``
     (copied from ``source``), else none. Returns where each went and (row group, column,
-    num_bytes) of each built one, in file order."""
+    num_bytes) of each built one, in file order. ``seal(key, header, bitset)``: a built
+    filter's bytes encrypted, for a chunk of an encrypted column (None: written as it is)."""
     placements: Placements = {}
     written: list[tuple[int, str, int]] = []
     for chunk in chunks:
@@ -157,10 +159,17 @@ def write_filters(
         if key in builds:
             bloom_filter = builds.result(key)
             header = fmt.encode_bloom_filter_header(bloom_filter.num_bytes)
-            # serialize_bloom_filter's bytes, written from the filter's own words.
-            sink.write(header)
-            sink.write(bloom_filter.words.data.cast("B"))
-            length = len(header) + bloom_filter.num_bytes
+            bitset = bloom_filter.words.data.cast("B")
+            sealed = None if seal is None else seal(key, header, bitset)
+            if sealed is None:
+                # serialize_bloom_filter's bytes, written from the filter's own words.
+                sink.write(header)
+                sink.write(bitset)
+                length = len(header) + bloom_filter.num_bytes
+            else:
+                sink.write(sealed)
+                length = len(sealed)
+            del bitset
             written.append((chunk.row_group, chunk.path, bloom_filter.num_bytes))
             del bloom_filter
         elif key in kept:
@@ -174,8 +183,13 @@ def write_filters(
     return placements, written
 
 
-def write_footer(sink: Sink, md: Any) -> int:
-    """Write ``md`` and the trailer; returns how many bytes that took."""
+def write_footer(sink: Sink, md: Any, seal: Callable[[Any], bytes] | None = None) -> int:
+    """Write ``md`` and the trailer (``seal(md)``: both, encrypted or signed, for an
+    encrypted file); returns how many bytes that took."""
+    if seal is not None:
+        sealed = seal(md)
+        sink.write(sealed)
+        return len(sealed)
     footer = fmt.encode_file_metadata(md)
     sink.write(footer)
     sink.write(len(footer).to_bytes(4, "little") + fmt.MAGIC)

@@ -33,6 +33,9 @@ from parquet_bloom._index.maintain import (
     compact_files,
     refresh_files,
 )
+from parquet_bloom._index.text import TextFilter
+from parquet_bloom._index.text_build import check_text_filters
+from parquet_bloom._index.text_lookup import TextLookup, lookup_text_files
 from parquet_bloom._io import location
 from parquet_bloom._tables.delta_snapshot import (
     file_location,
@@ -48,8 +51,10 @@ __all__ = [
     "compact_index",
     "has_index",
     "index_location",
+    "latest_files",
     "lookup",
     "lookup_opened",
+    "lookup_text",
     "refresh_index",
     "snapshot_indexed_files",
 ]
@@ -97,12 +102,14 @@ def build_index(
     storage_options: Mapping[str, str] | None = None,
     from_data: FromData = None,
     fpp: float | None = None,
+    text: Sequence[TextFilter] = (),
 ) -> IndexBuildReport:
     """Build the table's index of ``columns`` from the filters in the files of its snapshot
     (``version``, default the latest), into ``<table>/_bloom_index/`` (an index there before
-    is replaced). ``storage_options`` are deltalake's. ``from_data`` and ``fpp``: as for
-    :func:`parquet_bloom.index.build_index`."""
-    wanted = check_columns(columns)
+    is replaced). ``storage_options`` are deltalake's. ``from_data``, ``fpp`` and ``text``
+    (token and n-gram filters): as for :func:`parquet_bloom.index.build_index`."""
+    texts = check_text_filters(text)
+    wanted = check_columns(columns, allow_empty=bool(texts))
     check_from_data(from_data, fpp)
     table = load_table(table_or_uri, version, storage_options)
     options = _options(table, _loaded_options(table_or_uri, storage_options))
@@ -113,6 +120,9 @@ def build_index(
         wanted,
         options,
         what=f"the Delta table at {table_root(table)}",
+        from_data=from_data,
+        fpp=fpp,
+        text=texts,
     )
 
 
@@ -174,12 +184,41 @@ def lookup_opened(
     opened_here: bool = False,
 ) -> DatasetLookup:
     """:func:`lookup` through an index already open (the latest snapshot's files)."""
+    files = latest_files(table_or_uri, storage_options)
+    return lookup_files(files, column, values, idx, opened_here=opened_here)
+
+
+def latest_files(
+    table_or_uri: DeltaTable | str | os.PathLike[str], storage_options: Mapping[str, str] | None
+) -> list[IndexedFile]:
+    """The latest snapshot's live files as the index knows them."""
     table = load_table(
         table_or_uri, None, None if isinstance(table_or_uri, DeltaTable) else storage_options
     )
+    return snapshot_indexed_files(
+        table, _options(table, _loaded_options(table_or_uri, storage_options))
+    )
+
+
+def lookup_text(
+    table_or_uri: DeltaTable | str | os.PathLike[str],
+    column: str,
+    patterns: str | Sequence[str],
+    *,
+    function: str = "has_token",
+    version: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> TextLookup:
+    """The row groups of the snapshot's data files (``version``, default the latest) whose
+    ``column`` may hold a value matching ``function(value, pattern)`` for one of
+    ``patterns``, through the index's token and n-gram filters
+    (:func:`parquet_bloom.index.lookup_text` says the functions); live files the index does
+    not know are candidates whole. ``files`` are keyed by the path under the table's root."""
+    table = load_table(table_or_uri, version, storage_options)
     options = _options(table, _loaded_options(table_or_uri, storage_options))
     files = snapshot_indexed_files(table, options)
-    return lookup_files(files, column, values, idx, opened_here=opened_here)
+    with BloomIndex(index_location(table), storage_options=options) as idx:
+        return lookup_text_files(files, column, patterns, idx, function=function, opened_here=True)
 
 
 def _loaded_options(

@@ -35,8 +35,9 @@ from parquet_bloom._index.lookup import BloomIndex
 from parquet_bloom._io.limits import delta_storage_options
 from parquet_bloom._prune.dataset import Reading, prune_with
 from parquet_bloom._prune.expression import Node, Unknown, translate
-from parquet_bloom._prune.indexed import decide, scan_probe
+from parquet_bloom._prune.indexed import decide, scan_probe, text_probe
 from parquet_bloom._prune.report import PruneReport
+from parquet_bloom._prune.rows import matching_rows
 from parquet_bloom._tables.delta_index import index_location
 from parquet_bloom._tables.delta_snapshot import (
     deletion_vectors,
@@ -68,6 +69,15 @@ class DeltaPruneResult:
     files: tuple[str, ...]
     report: TablePruneReport
     version: int
+    filter: pc.Expression | None = None  # the filter pruned for
+
+    def to_table(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """The rows the filter keeps, as ``dataset.to_table(filter=filter, columns=columns)``
+        gives them (rows, order, schema), read late: see
+        :meth:`parquet_bloom.PruneResult.to_table`."""
+        if self.filter is None:
+            return self.dataset.to_table(columns=columns)
+        return matching_rows(self.dataset, self.filter, columns)
 
 
 def prune(
@@ -91,7 +101,8 @@ def prune(
     ``tail_size`` the first read of each) drops the row groups whose Bloom
     filters rule it out. ``result.dataset.to_table(filter=expr)`` holds the rows of
     ``DeltaTable(uri).to_pyarrow_dataset().to_table(filter=expr)``, with its schema, partition
-    columns included.
+    columns included; ``result.to_table()`` gives them too, read late (the filter's columns
+    first: faster for a lookup).
 
     A table with the ``deletionVectors`` reader feature, which deltalake's pyarrow dataset
     refuses, is read from its log (partition values prune it; its statistics do not), and each
@@ -141,30 +152,24 @@ def prune(
         # The table's own pruning: partition values (pyarrow's, from each fragment's
         # partition expression) and the exact min/max statistics (vectorised over the add
         # actions).
-        dataset = _log_dataset(table, root, sizes, deltalake_options, skip=unmade)
+        dataset, under_root = _log_dataset(table, root, sizes, deltalake_options, skip=unmade)
         every = list(dataset.get_fragments())
         stats_keep = matching_files(actions, tree, partition_columns)
         logged = actions.column("path").to_pylist()
         in_range = {unquote(k) for k, keep in zip(logged, stats_keep, strict=True) if keep}
-        chosen = [f for f in dataset.get_fragments(filter=expr) if f.path in in_range]
+        chosen = [f for f in dataset.get_fragments(filter=expr) if under_root[f.path] in in_range]
         unmade_left = [path for path in unmade if path in in_range]
-        local = is_local(root)
-        filesystem = pafs.LocalFileSystem() if local else dataset.filesystem
+        filesystem = dataset.filesystem
         paths = {}  # a fragment's path here -> its path under the root
         fragments = []
         skipped = len(unmade_left)
         for fragment in chosen:
-            path = fragment.path
+            path = under_root[fragment.path]
             if path in ruled_out:
                 skipped += 1
                 continue
-            opened = file_location(root, path) if local else path
-            paths[opened] = path
-            fragments.append(
-                dataset.format.make_fragment(
-                    opened, filesystem, fragment.partition_expression, file_size=sizes.get(path)
-                )
-            )
+            paths[fragment.path] = path
+            fragments.append(fragment)
         files = ds.FileSystemDataset(fragments, dataset.schema, dataset.format, filesystem)
         identities = {
             opened: IndexedFile(path, opened, size=sizes.get(path), modified=modified.get(path, -1))
@@ -194,15 +199,15 @@ def prune(
     unmade_bytes = sum(sizes.get(path, 0) for path in unmade)
     report = TablePruneReport(
         table_files=len(every) + len(unmade),
-        table_bytes=sum(sizes.get(f.path, 0) for f in every) + unmade_bytes,
+        table_bytes=sum(sizes.get(under_root[f.path], 0) for f in every) + unmade_bytes,
         files_after_table=len(chosen) + len(unmade_left),
-        bytes_after_table=sum(sizes.get(f.path, 0) for f in chosen)
+        bytes_after_table=sum(sizes.get(under_root[f.path], 0) for f in chosen)
         + sum(sizes.get(path, 0) for path in unmade_left),
         bloom=bloom,
         files_with_deletes=len(with_deletes),
     )
     return DeltaPruneResult(
-        result, tuple(keys[paths[f.path]] for f in left), report, table.version()
+        result, tuple(keys[paths[f.path]] for f in left), report, table.version(), expr
     )
 
 
@@ -221,7 +226,7 @@ def _ruled_out_by_index(
     schema = pa.schema(table.schema().to_arrow())
     partitions = set(table.metadata().partition_columns or [])
     probe = scan_probe(idx, schema, partitions)
-    decision, _ = decide(tree, probe, idx)
+    decision, _ = decide(tree, probe, idx, text_probe(idx, schema, partitions))
     if decision is None:
         return set()
     known = idx.file_rows()
@@ -260,19 +265,21 @@ def _log_dataset(
     sizes: Mapping[str, int],
     options: Mapping[str, str] | None,
     skip: AbstractSet[str] = frozenset(),
-) -> ds.FileSystemDataset:
+) -> tuple[ds.FileSystemDataset, dict[str, str]]:
     """The table's files as a pyarrow dataset made from its log (deltalake's pyarrow dataset
     refuses tables that may have deletion vectors), but those in ``skip`` (paths under the
-    root): each file with the expression of its partition values."""
+    root): each file with the expression of its partition values, named as it is opened (a
+    local path, or its path under the root on the table's store); and each fragment's path
+    under the root, by its name there."""
     schema = pa.schema(table.schema().to_arrow())
     file_format = ds.ParquetFileFormat(
         default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True)
     )
-    # Paths under the root, as deltalake's own dataset has them.
     filesystem: pafs.FileSystem
-    if is_local(root):
-        filesystem = pafs.SubTreeFileSystem(root, pafs.LocalFileSystem())
-    else:
+    local = is_local(root)
+    if local:
+        filesystem = pafs.LocalFileSystem()
+    else:  # paths under the root, as deltalake's own dataset has them
         handler = DeltaStorageHandler(
             table.table_uri, delta_storage_options(table.table_uri, options), dict(sizes)
         )
@@ -284,15 +291,22 @@ def _log_dataset(
         else [None] * actions.num_rows
     )
     fragments = []
+    under_root = {}
+    expressions: dict[tuple[tuple[str, Any], ...], pc.Expression] = {}  # a few distinct ones
     for key, values in zip(actions.column("path").to_pylist(), partitions, strict=True):
         path = unquote(key)
         if path in skip:
             continue
-        expression = _partition_expression(values or {}, schema)
+        items = tuple((values or {}).items())
+        expression = expressions.get(items)
+        if expression is None:
+            expression = expressions[items] = _partition_expression(dict(items), schema)
+        opened = file_location(root, path) if local else path
+        under_root[opened] = path
         fragments.append(
-            file_format.make_fragment(path, filesystem, expression, file_size=sizes.get(path))
+            file_format.make_fragment(opened, filesystem, expression, file_size=sizes.get(path))
         )
-    return ds.FileSystemDataset(fragments, schema, file_format, filesystem)
+    return ds.FileSystemDataset(fragments, schema, file_format, filesystem), under_root
 
 
 # The expression of a file without partition values (one for all: pc.scalar costs 7 us a call).

@@ -32,6 +32,7 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.fs import DeltaStorageHandler
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction
 
+from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._io.limits import delta_storage_options
 from parquet_bloom._rewrite.build import Ndv
 from parquet_bloom._tables.delta_snapshot import (
@@ -513,12 +514,15 @@ def rewrite_bloom_filters(
     max_workers: int = DEFAULT_MAX_WORKERS,
     progress: Callable[[JobOutcome], None] | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    decryption: DecryptionKeys | None = None,
 ) -> TableRewriteReport:
     """:func:`plan_rewrite`, the jobs run here ``max_workers`` at once
     (:func:`parquet_bloom._tables.jobs.run_jobs`, ``progress(outcome)`` after each file), then
     :func:`commit_rewrite`. ``storage_options`` are deltalake's, for the log;
     ``file_storage_options`` fsspec's, for the data files (default: derived from
-    ``storage_options`` by :func:`parquet_bloom._tables.delta_snapshot.file_storage_options`)."""
+    ``storage_options`` by :func:`parquet_bloom._tables.delta_snapshot.file_storage_options`).
+    ``decryption``: the keys of encrypted data files, rewritten encrypted with them
+    (docs/encryption.md#rewriting-encrypted-files)."""
     table = load_table(uri, None, storage_options)
     plan = plan_rewrite(
         table,
@@ -540,8 +544,9 @@ def rewrite_bloom_filters(
         file_storage_options or None,
         max_workers=max_workers,
         progress=progress,
+        decryption=decryption,
     )
-    return commit_rewrite(
+    report = commit_rewrite(
         plan,
         outcomes,
         storage_options=storage_options,
@@ -549,3 +554,6 @@ def rewrite_bloom_filters(
         max_attempts=max_attempts,
         snapshot=None if isinstance(uri, DeltaTable) else table,  # (a caller's own: not ours)
     )
+    if not isinstance(uri, DeltaTable):
+        report.table = os.fspath(uri)  # named as the caller named it (a relative path stays so)
+    return report

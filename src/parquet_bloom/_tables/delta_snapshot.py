@@ -25,8 +25,11 @@ from urllib.request import url2pathname
 
 import pyarrow as pa
 from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError, TableNotFoundError
 
+from parquet_bloom._io.advice import what_to_do
 from parquet_bloom._io.limits import delta_storage_options
+from parquet_bloom.errors import FileReadError, TableVersionError
 
 __all__ = [
     "DeltaFile",
@@ -137,8 +140,46 @@ def load_table(
             f"expected a DeltaTable, a path or a URI, not {type(table_or_uri).__name__}"
         )
     uri = os.fspath(table_or_uri)
-    return DeltaTable(
-        uri, version=version, storage_options=delta_storage_options(uri, storage_options)
+    options = delta_storage_options(uri, storage_options)
+    try:
+        return DeltaTable(uri, version=version, storage_options=options)
+    except DeltaError as err:
+        raise _opening_error(uri, version, options, err) from err
+
+
+def _opening_error(
+    uri: str, version: int | None, options: Mapping[str, str] | None, err: DeltaError
+) -> Exception:
+    """What opening the table at ``uri`` failed on, as the user's mistake it is: a version
+    the table does not have (TableVersionError), the store's credentials or endpoint
+    (FileReadError, with what to do); else ``err`` itself (deltalake's TableNotFoundError
+    for no table there)."""
+    if isinstance(err, TableNotFoundError):
+        return err
+    advice = what_to_do(err)
+    if advice is not None:
+        detail = " ".join(str(err).split())
+        return FileReadError(f"cannot open the Delta table: {detail}; {advice}", source=uri)
+    if version is None:
+        return err
+    try:
+        reopened = DeltaTable(uri, storage_options=None if options is None else dict(options))
+        latest: int | None = reopened.version()
+    except DeltaError:
+        latest = None
+    if latest is not None and version > latest:
+        return TableVersionError(
+            f"the Delta table at {uri} has no version {version}: its latest is {latest}",
+            table=uri,
+            asked=version,
+            latest=latest,
+        )
+    return TableVersionError(
+        f"version {version} of the Delta table at {uri} cannot be read (its log no longer "
+        f"holds it: checkpointed and cleaned up?): {' '.join(str(err).split())}",
+        table=uri,
+        asked=version,
+        latest=latest,
     )
 
 

@@ -31,9 +31,10 @@ import os
 import tempfile
 import uuid
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from pyiceberg.manifest import ManifestContent
@@ -58,22 +59,30 @@ from parquet_bloom._index.build import (
 from parquet_bloom._index.files import IndexedFile, same_file
 from parquet_bloom._index.live import DatasetLookup, lookup_files
 from parquet_bloom._index.lookup import BloomIndex, IndexSegment
-from parquet_bloom._index.maintain import CompactReport, merge_segments
+from parquet_bloom._index.maintain import CompactReport, index_text_filters, merge_segments
+from parquet_bloom._index.text import TextFilter
+from parquet_bloom._index.text_build import check_text_filters
+from parquet_bloom._index.text_lookup import TextLookup, lookup_text_files
 from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterWarning
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_for
-from parquet_bloom.errors import BloomFilterError
+from parquet_bloom.errors import BloomFilterError, TableVersionError
 
 __all__ = [
     "INDEX_PREFIX",
+    "SegmentWriter",
     "TableIndex",
     "build_index",
+    "build_index_with",
     "compact_index",
     "has_index",
+    "index_columns",
     "index_statistics",
     "lookup",
+    "lookup_text",
     "open_table_index",
     "refresh_index",
+    "table_snapshot",
 ]
 
 # The names of the index's Puffin files in the table's metadata directory: how a statistics
@@ -92,7 +101,9 @@ def _options(table: Table, storage_options: Mapping[str, Any] | None) -> dict[st
     return dict(storage_options if storage_options is not None else storage_options_for(table))
 
 
-def _snapshot(table: Table, snapshot_id: int | None) -> Snapshot:
+def table_snapshot(table: Table, snapshot_id: int | None) -> Snapshot:
+    """The snapshot ``snapshot_id`` of ``table`` (None: its current one); one it does not have
+    is the caller's mistake (TableVersionError), never an empty scan."""
     if snapshot_id is None:
         found = table.current_snapshot()
         if found is None:
@@ -100,7 +111,14 @@ def _snapshot(table: Table, snapshot_id: int | None) -> Snapshot:
         return found
     found = table.metadata.snapshot_by_id(snapshot_id)
     if found is None:
-        raise ValueError(f"the Iceberg table {table.name()} has no snapshot {snapshot_id}")
+        current = table.metadata.current_snapshot_id
+        raise TableVersionError(
+            f"the Iceberg table {'.'.join(table.name())} has no snapshot {snapshot_id} "
+            f"(its current one is {current})",
+            table=".".join(table.name()),
+            asked=snapshot_id,
+            latest=current,
+        )
     return found
 
 
@@ -216,7 +234,7 @@ def _register(table: Table, snapshot_id: int, uri: str, segment: Segment) -> Non
         update.set_statistics(statistics)
 
 
-def _index_fields(idx: BloomIndex) -> dict[int, str]:
+def index_columns(idx: BloomIndex) -> dict[int, str]:
     """Field id -> the index's column, from its blobs' ``fields``."""
     out: dict[int, str] = {}
     for segment in idx.segments:
@@ -244,6 +262,7 @@ def build_index(
     storage_options: Mapping[str, Any] | None = None,
     from_data: FromData = None,
     fpp: float | None = None,
+    text: Sequence[TextFilter] = (),
 ) -> IndexBuildReport:
     """Build the table's Bloom index of ``columns`` (names in the table's current schema;
     indexed by field id) from the filters in the data files of the snapshot (default the
@@ -252,25 +271,50 @@ def build_index(
     files (default :func:`parquet_bloom.iceberg.storage_options_for` the table).
     ``from_data`` and ``fpp``: as for :func:`parquet_bloom.index.build_index` (pyiceberg
     writes no filters: ``from_data="missing"`` builds them from the values for the index).
+    ``text``: token and n-gram filters (:class:`~parquet_bloom.index.TextFilter`) of string
+    columns, built from the values and found by field id as ``columns`` are
+    (docs/index.md#token-and-n-gram-filters); ``columns`` may then be empty.
 
     Raises ValueError for a column the schema lacks or no file has, and when the snapshot
     already has a statistics file that is not an index (it would be replaced)."""
-    wanted = check_columns(columns)
+    texts = check_text_filters(text)
     check_from_data(from_data, fpp)
-    snapshot = _snapshot(table, snapshot_id)
-    fields = _field_ids(table.schema(), wanted)
+    write = partial(write_segment, from_data=from_data, fpp=fpp, text=texts)
+    return build_index_with(
+        table, columns, write, snapshot_id=snapshot_id, storage_options=storage_options, text=texts
+    )
+
+
+# Writes one Puffin file of an Iceberg table's index: (files, columns, target, storage options,
+# what=, fields=, snapshot=) -> the report and the file written (write_segment's signature).
+SegmentWriter = Callable[..., tuple[IndexBuildReport, Segment]]
+
+
+def build_index_with(
+    table: Table,
+    columns: Sequence[str],
+    write: SegmentWriter,
+    *,
+    snapshot_id: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    text: Sequence[TextFilter] = (),
+) -> IndexBuildReport:
+    """:func:`build_index` with the Puffin file written by ``write`` (a distributed build
+    writes it from what its tasks send); ``text``: the token and n-gram filters ``write``
+    builds, whose columns are found by field id with ``columns``."""
+    wanted = check_columns(columns, allow_empty=bool(text))
+    snapshot = table_snapshot(table, snapshot_id)
+    fields = _field_ids(table.schema(), [*wanted, *(f.column for f in text)])
     _check_slot(table.metadata, snapshot.snapshot_id)
     options = _options(table, storage_options)
     files = snapshot_files(table, snapshot, fields, options)
     uri = _new_location(table, snapshot.snapshot_id)
-    report, segment = write_segment(
+    report, segment = write(
         files,
         wanted,
         local_or_url(uri),
         options,
         what=f"the Iceberg table {table.name()}",
-        from_data=from_data,
-        fpp=fpp,
         fields=fields,
         snapshot=(snapshot.snapshot_id, snapshot.sequence_number or 0),
     )
@@ -306,11 +350,11 @@ def lookup(
     index's answer for the files it knows as the snapshot has them (path, size, data sequence
     number), each other live file's own filters for the rest, its column found by field id.
     ``files`` are keyed by the data file paths the manifests give."""
-    snapshot = _snapshot(table, snapshot_id)
+    snapshot = table_snapshot(table, snapshot_id)
     field_id = _field_ids(table.schema(), [column])[column]
     options = _options(table, storage_options)
     with _open(table, _nearest(table, snapshot), options) as idx:
-        name = _index_fields(idx).get(field_id)
+        name = index_columns(idx).get(field_id)
         if name is None:
             raise ValueError(
                 f"the Bloom index has no column {column!r} (field id {field_id}); it has "
@@ -318,6 +362,36 @@ def lookup(
             )
         files = snapshot_files(table, snapshot, {name: field_id}, options)
         found = lookup_files(files, name, values, idx, opened_here=True)
+    found.column = column
+    return found
+
+
+def lookup_text(
+    table: Table,
+    column: str,
+    patterns: str | Sequence[str],
+    *,
+    function: str = "has_token",
+    snapshot_id: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> TextLookup:
+    """The row groups of the snapshot's data files (default the current snapshot) whose
+    ``column`` (its name in the table's current schema) may hold a value matching
+    ``function(value, pattern)`` for one of ``patterns``, through the index's token and n-gram
+    filters of that column's field id (:func:`parquet_bloom.index.lookup_text` says the
+    functions); live files the index does not know are candidates whole."""
+    snapshot = table_snapshot(table, snapshot_id)
+    field_id = _field_ids(table.schema(), [column])[column]
+    options = _options(table, storage_options)
+    with _open(table, _nearest(table, snapshot), options) as idx:
+        name = index_columns(idx).get(field_id)
+        if name is None or name not in idx.text_columns:
+            raise ValueError(
+                f"the Bloom index has no token or n-gram filter of column {column!r} (field id "
+                f"{field_id}): build one with build_index(..., text=[TextFilter({column!r})])"
+            )
+        files = snapshot_files(table, snapshot, {name: field_id}, options)
+        found = lookup_text_files(files, name, patterns, idx, function=function, opened_here=True)
     found.column = column
     return found
 
@@ -337,12 +411,12 @@ def refresh_index(
     counts the files read now (``files``) and the merged index (``row_groups``,
     ``columns``, ``index_bytes``)."""
     check_from_data(from_data, fpp)
-    snapshot = _snapshot(table, None)
+    snapshot = table_snapshot(table, None)
     _check_slot(table.metadata, snapshot.snapshot_id)
     options = _options(table, storage_options)
     statistics = _nearest(table, snapshot)
     with _open(table, statistics, options) as idx:
-        fields = {column: field_id for field_id, column in _index_fields(idx).items()}
+        fields = {column: field_id for field_id, column in index_columns(idx).items()}
         files = snapshot_files(table, snapshot, fields, options)
         known = idx.file_rows()
         new = [f for f in files if f.key not in known or not same_file(known[f.key], f)]
@@ -369,6 +443,7 @@ def refresh_index(
                 from_data=from_data,
                 fpp=fpp,
                 fields=fields,
+                text=index_text_filters(idx),
             )
             with IndexSegment(os.path.join(scratch, "new.puffin")) as added:
                 rows = {**known, **{p: (s, m, q) for p, s, m, q in added.file_rows()}}
@@ -397,13 +472,13 @@ def compact_index(
     """Register for the current snapshot the newest index without the row groups of files no
     longer live as it knows them (files it lacks stay unindexed: :func:`refresh_index` adds
     them)."""
-    snapshot = _snapshot(table, None)
+    snapshot = table_snapshot(table, None)
     _check_slot(table.metadata, snapshot.snapshot_id)
     options = _options(table, storage_options)
     statistics = _nearest(table, snapshot)
     uri = _new_location(table, snapshot.snapshot_id)
     with _open(table, statistics, options) as idx:
-        fields = {column: field_id for field_id, column in _index_fields(idx).items()}
+        fields = {column: field_id for field_id, column in index_columns(idx).items()}
         files = snapshot_files(table, snapshot, fields, options)
         known = idx.file_rows()
         kept = {
@@ -501,4 +576,4 @@ def open_table_index(
         yield None
         return
     with idx:
-        yield TableIndex(idx, _index_fields(idx), known, data_sequences(table, snapshot), identity)
+        yield TableIndex(idx, index_columns(idx), known, data_sequences(table, snapshot), identity)

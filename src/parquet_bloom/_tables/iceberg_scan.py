@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression
 from pyiceberg.expressions.visitors import bind, rewrite_not, translate_column_names
 from pyiceberg.io import FileIO, InputFile, InputStream, OutputFile
@@ -49,17 +50,28 @@ from pyiceberg.table import (
     Table,
 )
 from pyiceberg.table.name_mapping import NameMapping
+from pyiceberg.types import StringType
 from pyiceberg.utils.config import Config
 
 from parquet_bloom import _format as fmt
 from parquet_bloom._io import location
 from parquet_bloom._prune.compare import value_type
 from parquet_bloom._prune.dataset import DEFAULT_MAX_WORKERS, file_schema, prune_reader
-from parquet_bloom._prune.expression import UNKNOWN, Equal, IsIn, Node, Unknown, translate
+from parquet_bloom._prune.expression import (
+    UNKNOWN,
+    Equal,
+    IsIn,
+    Node,
+    TextMatch,
+    conjunction,
+    members,
+    text_matches,
+    translate,
+)
 from parquet_bloom._prune.indexed import Decision, decide
 from parquet_bloom._prune.report import PruneReport
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
-from parquet_bloom._tables.iceberg_index import TableIndex, open_table_index
+from parquet_bloom._tables.iceberg_index import TableIndex, open_table_index, table_snapshot
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_for
 from parquet_bloom._tables.scan import TablePruneReport
 from parquet_bloom.errors import BloomFilterError
@@ -75,6 +87,8 @@ _CAN_MOVE_DELETES = callable(getattr(ArrowScan, _DELETES_HOOK, None))
 # What pyiceberg raises when it cannot project or translate a file's schema; its own scan of
 # that file raises the same, so the file is kept whole here and the scan reports the problem.
 _PROJECTION_ERRORS = (ValueError, TypeError, KeyError, NotImplementedError, pa.ArrowException)
+# The default row filter: every row (an arrow_filter alone).
+_EVERY_ROW = AlwaysTrue()
 
 
 @dataclass(frozen=True)
@@ -94,10 +108,12 @@ class IcebergPruneResult:
     report: TablePruneReport
     scan: DataScan
     _subsets: Mapping[str, _Subset] = field(repr=False, default_factory=dict)
+    arrow_filter: pc.Expression | None = None
 
     def to_arrow(self) -> pa.Table:
         """The rows ``table.scan(row_filter=...).to_arrow()`` returns (same schema, same rows
-        in the same order), read from the row groups kept only, deletes applied."""
+        in the same order), read from the row groups kept only, deletes applied; with an
+        ``arrow_filter``, those of them it keeps (``.filter(arrow_filter)``)."""
         scan = self.scan
         io: FileIO = _SubsetIO(scan.io, self._subsets) if self._subsets else scan.io
         arrow_scan = _SubsetScan(
@@ -110,12 +126,12 @@ class IcebergPruneResult:
             scan.limit,
         )
         table: pa.Table = arrow_scan.to_table(self.tasks)
-        return table
+        return table if self.arrow_filter is None else table.filter(self.arrow_filter)
 
 
 def prune(
     table: Table,
-    row_filter: str | BooleanExpression,
+    row_filter: str | BooleanExpression = _EVERY_ROW,
     *,
     snapshot_id: int | None = None,
     case_sensitive: bool = True,
@@ -124,6 +140,7 @@ def prune(
     tail_size: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
     index: bool | None = None,
+    arrow_filter: pc.Expression | None = None,
 ) -> IcebergPruneResult:
     """Plan ``table.scan(row_filter=row_filter, ...)`` and drop the files and row groups whose
     Bloom filters rule out every row the filter keeps.
@@ -157,10 +174,23 @@ def prune(
     without opening them: None uses it when the table's metadata lists one, True requires it
     (FileNotFoundError without), False never. Files it does not know are probed as without
     it; ``report.bloom.index_files``, ``index_reads`` and ``index_bytes_read`` say what it
-    decided and cost.
+    decided and cost. The index's token and n-gram filters (``build_index(..., text=...)``)
+    decide string matches: the ``starts_with`` of ``row_filter``, and those of
+    ``arrow_filter``.
+
+    ``arrow_filter``: a pyarrow expression on the table's columns (current names, among the
+    ``selected_fields``), ANDed with ``row_filter``: what pyiceberg's filters cannot say, such
+    as ``pc.match_substring``, ``ends_with``, ``match_like`` and
+    :func:`parquet_bloom.index.has_token`. pyiceberg plans and reads by ``row_filter`` alone;
+    :meth:`~IcebergPruneResult.to_arrow` then keeps the rows ``arrow_filter`` keeps (its
+    rows equal ``table.scan(row_filter=...).to_arrow().filter(arrow_filter)``), and the index's
+    text filters drop the row groups whose values cannot match it (docs/tables.md#iceberg).
+    ``row_filter`` defaults to every row (an ``arrow_filter`` alone).
     """
     if not isinstance(max_workers, int) or max_workers < 1:
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
+    if snapshot_id is not None:
+        table_snapshot(table, snapshot_id)  # pyiceberg scans an unknown snapshot as empty
     scan = table.scan(
         row_filter=row_filter,
         selected_fields=selected_fields,
@@ -184,14 +214,18 @@ def prune(
         ),
         tail_size=tail_size,
     )
-    decidable = not isinstance(_tree(schema, scan.row_filter, case_sensitive), Unknown)
+    extra = _arrow_tree(arrow_filter, selected_fields)
+    # Equality members are decided by the index or the files' filters, string matches by the
+    # index's text filters alone: without either, nothing to probe.
+    whole = conjunction([_tree(schema, scan.row_filter, case_sensitive), extra])
+    decidable = any(members(whole)) or any(text_matches(whole))
     decided: dict[int, _FileOutcome] = {}
     narrowed: dict[int, frozenset[int]] = {}
     index_cost = PruneReport()
     if decidable and tasks:
         with open_table_index(table, scan.snapshot(), index, probing.storage_options) as opened:
             if opened is not None:
-                decided, narrowed, index_cost = _by_index(tasks, opened, probing)
+                decided, narrowed, index_cost = _by_index(tasks, opened, probing, extra)
         probed = [(i, t) for i, t in enumerate(tasks) if i not in decided]
         with ThreadPoolExecutor(max_workers, thread_name_prefix="iceberg-prune") as pool:
             done = dict(
@@ -224,11 +258,32 @@ def prune(
         report=report,
         scan=scan,
         _subsets={o.task.file.file_path: o.subset for o in kept if o.subset is not None},
+        arrow_filter=arrow_filter,
     )
 
 
+def _arrow_tree(arrow_filter: pc.Expression | None, selected: tuple[str, ...]) -> Node:
+    """What the index may decide of ``arrow_filter``; a mistake is a TypeError or ValueError."""
+    if arrow_filter is None:
+        return UNKNOWN
+    if not isinstance(arrow_filter, pc.Expression):
+        raise TypeError(
+            f"arrow_filter must be a pyarrow.compute.Expression, not {type(arrow_filter).__name__}"
+        )
+    tree = translate(arrow_filter)
+    if "*" not in selected:
+        named = {m.column[0] for m in (*members(tree), *text_matches(tree))}
+        missing = sorted(named - set(selected))
+        if missing:
+            raise ValueError(
+                f"arrow_filter reads {', '.join(map(repr, missing))}, not among the "
+                "selected_fields: select them too"
+            )
+    return tree
+
+
 def _by_index(
-    tasks: list[FileScanTask], opened: TableIndex, probing: _Probing
+    tasks: list[FileScanTask], opened: TableIndex, probing: _Probing, extra: Node
 ) -> tuple[dict[int, _FileOutcome], dict[int, frozenset[int]], PruneReport]:
     """The tasks (by place) whose files the index knows as they are: those it decided alone
     (every member of the filter answered by its lookups), and those it narrowed that their
@@ -254,6 +309,25 @@ def _by_index(
             return None  # the files store another type than the scan compares (promoted)
         return column, values
 
+    def text(member: TextMatch) -> str | None:
+        # A string match of a top-level string column the index has token or n-gram filters of
+        # by its field id (a column dropped and added again is another id: not those).
+        if len(member.column) != 1:
+            return None
+        try:
+            found = schema.find_field(member.column[0], case_sensitive=True)
+        except ValueError:
+            return None
+        column = opened.columns.get(found.field_id)
+        if (
+            column is None
+            or found.field_id in opened.identity_sources
+            or not isinstance(found.field_type, StringType)
+            or column not in idx.text_columns
+        ):
+            return None
+        return column
+
     decisions: dict[str, tuple[Decision, bool]] = {}
     decided: dict[int, _FileOutcome] = {}
     narrowed: dict[int, frozenset[int]] = {}
@@ -263,14 +337,14 @@ def _by_index(
         if (
             data_file.file_format != FileFormat.PARQUET
             or (task.delete_files and not _CAN_MOVE_DELETES)
-            or task.residual == AlwaysTrue()
+            or (task.residual == AlwaysTrue() and not any(text_matches(extra)))
             or not opened.knows(path, data_file.file_size_in_bytes)
         ):
             continue
         key = repr(task.residual)
         if key not in decisions:
-            tree = _tree(schema, task.residual, probing.case_sensitive)
-            decisions[key] = decide(tree, probe, idx)
+            tree = conjunction([_tree(schema, task.residual, probing.case_sensitive), extra])
+            decisions[key] = decide(tree, probe, idx, text)
         decision, complete = decisions[key]
         if decision is None and not complete:
             continue  # the index decided nothing of this filter: the file's own filters

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._io import location, sink
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._rewrite.api import RewriteReport, check_options, rewrite_bloom_filters
@@ -127,7 +128,8 @@ class TableRewriteReport:
     new files were deleted, and a later call may retry them. ``version``: the table version
     (Delta) or snapshot id (Iceberg) committed, None when nothing was. ``attempts``: commits
     tried. ``leftovers``: new files that could not be deleted after a failure (to remove by
-    hand or by the table's vacuum).
+    hand or by the table's vacuum). ``table``: the table as the caller named it (a path or URL
+    as given; the table's root when it was given as a table object).
     """
 
     table: str
@@ -188,13 +190,16 @@ def run_job(
     storage_options: Mapping[str, Any] | None = None,
     *,
     in_place: bool = False,
+    decryption: DecryptionKeys | None = None,
 ) -> JobOutcome:
     """Rewrite one file into its new name (``in_place=True``: replace ``job.source`` itself,
     never a table's data file); a failure is returned, not raised (the rewrite leaves no
     partial file behind). Options naming columns by field id cost one more footer read, to
-    find their paths in this file."""
+    find their paths in this file. ``decryption``: the keys of encrypted files, which stay
+    encrypted (:func:`parquet_bloom.rewrite_bloom_filters`); kept out of ``options``, which
+    travel with the jobs."""
     try:
-        columns, remove = _file_columns(job, options, storage_options)
+        columns, remove = _file_columns(job, options, storage_options, decryption)
         report = rewrite_bloom_filters(
             job.source,
             None if in_place else job.target,
@@ -206,6 +211,7 @@ def run_job(
             flavor=options.flavor,
             remove=remove,
             storage_options=storage_options,
+            decryption=decryption,
         )
     except (BloomFilterError, OSError, ValueError) as err:
         return JobOutcome(job, error=f"{type(err).__name__}: {err}")
@@ -213,7 +219,10 @@ def run_job(
 
 
 def _file_columns(
-    job: RewriteJob, options: FilterOptions, storage_options: Mapping[str, Any] | None
+    job: RewriteJob,
+    options: FilterOptions,
+    storage_options: Mapping[str, Any] | None,
+    decryption: DecryptionKeys | None = None,
 ) -> tuple[Sequence[str] | Literal["existing"] | None, Sequence[str] | Literal["all"]]:
     """``columns`` and ``remove`` for this file: the options' paths, and the paths its schema
     gives the options' field ids (ids it lacks are left out: a column added after the file was
@@ -221,7 +230,8 @@ def _file_columns(
     if not (options.column_ids or options.remove_ids):
         return options.columns, options.remove
     url = location.is_url(job.source)
-    with BloomFilterReader(job.source, storage_options=storage_options if url else None) as r:
+    options_ = storage_options if url else None
+    with BloomFilterReader(job.source, storage_options=options_, decryption=decryption) as r:
         paths: dict[int, list[str]] = {}
         for leaf in r.schema_leaves:
             if leaf.field_id is not None:
@@ -242,6 +252,7 @@ def run_jobs(
     *,
     max_workers: int = DEFAULT_MAX_WORKERS,
     progress: Callable[[JobOutcome], None] | None = None,
+    decryption: DecryptionKeys | None = None,
 ) -> list[JobOutcome]:
     """:func:`run_job` over ``jobs``, ``max_workers`` at once; outcomes in the jobs' order.
     ``progress(outcome)`` is called, on the calling thread, as each file finishes. The local
@@ -257,7 +268,7 @@ def run_jobs(
 
     def one(job: RewriteJob) -> JobOutcome:
         with sink.deferred_directory_syncs(syncs):
-            return run_job(job, options, storage_options)
+            return run_job(job, options, storage_options, decryption=decryption)
 
     outcomes: list[JobOutcome] = []
     pool = ThreadPoolExecutor(max_workers, thread_name_prefix="table-rewrite")

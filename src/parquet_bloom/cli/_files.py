@@ -6,6 +6,7 @@ rewrite files through :mod:`parquet_bloom._rewrite`. Each ``run_*`` takes the pa
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 from collections import deque
@@ -16,6 +17,7 @@ from parquet_bloom import _audit as audit
 from parquet_bloom import _logical as logical
 from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterReader
+from parquet_bloom._tables.directories import list_live_files
 from parquet_bloom.cli._output import (
     EXIT_BAD_INPUT,
     EXIT_FOUND_NOTHING,
@@ -35,12 +37,31 @@ from parquet_bloom.cli._output import (
 from parquet_bloom.cli._values import parse_literal
 from parquet_bloom.errors import BloomFilterError
 
-__all__ = ["run_add", "run_check", "run_inspect", "run_probe", "run_remove", "run_resize"]
+__all__ = [
+    "run_add",
+    "run_check",
+    "run_inspect",
+    "run_probe",
+    "run_remove",
+    "run_resize",
+    "take_files",
+]
 
 
 def _options_for(name: str, args: argparse.Namespace) -> dict[str, Any] | None:
     """The storage options to open ``name`` with: those given, for a URL; none for a path."""
     return dict(args.storage_option) if location.is_url(name) and args.storage_option else None
+
+
+def _listed(name: str, args: argparse.Namespace, err: IO[str]) -> list[location.Entry]:
+    """The files ``name`` stands for: a table directory's live files, which it says on stderr
+    and keeps in ``args.tables`` for the JSON output (docs/cli.md#table-directories)."""
+    listing = list_live_files(name, storage_options=_options_for(name, args))
+    for found in listing.tables:
+        err.write(f"{PROG}: {found}\n")
+        err.flush()
+        args.tables = [*getattr(args, "tables", []), str(found)]
+    return listing.files
 
 
 def _each_file(
@@ -54,12 +75,14 @@ def _each_file(
     ``open_kwargs`` are ``storage_options`` and the ``size`` the listing found). ``work``
     returns the requests and bytes the file took. A file that cannot be read is reported and
     the others go on. A remote URL taken for one object that is a directory (a prefix) after
-    all is listed then. Returns the exit status so far and each file's cost."""
+    all is listed then. A directory that is (or holds) a Delta or Iceberg table stands for the
+    table's live files, said on stderr (:func:`_listed`). Returns the exit status so far and
+    each file's cost."""
     status = EXIT_OK
     queue: deque[location.Entry] = deque()
     for arg in args.files:
         try:
-            queue.extend(location.list_files(arg, storage_options=_options_for(arg, args)))
+            queue.extend(_listed(arg, args, err))
         except BrokenPipeError:
             raise
         except INPUT_ERRORS as e:
@@ -83,7 +106,7 @@ def _each_file(
         except INPUT_ERRORS as e:
             if not entry.listed and isinstance(e, FileNotFoundError | IsADirectoryError):
                 try:
-                    inner = location.list_files(name + "/", storage_options=options)
+                    inner = _listed(name + "/", args, err)
                 except INPUT_ERRORS:  # not a prefix either: the first error says what
                     inner = []
                 if inner:
@@ -191,8 +214,35 @@ def _probe_file(
     return outcome, reader.requests, reader.bytes_read
 
 
+def take_files(args: argparse.Namespace, values: list[str], option: str) -> list[str]:
+    """``probe OPTION VALUE... FILE...``: with no FILE before the option, the files are the
+    trailing arguments of its values that name files (a path that exists, a URL, a glob that
+    matches), at least one value kept; they become ``args.files`` and the values left are
+    returned. Nothing that names a file there: a usage error saying where files go."""
+    if args.files:
+        return values
+    split = len(values)
+    while split > 1 and _names_files(values[split - 1]):
+        split -= 1
+    if split == len(values):
+        raise UsageError(
+            f"no FILE given: name the files before {option}, or end its values with -- "
+            f"({PROG} probe {option} ... -- FILE ...)"
+        )
+    args.files = values[split:]
+    return values[:split]
+
+
+def _names_files(text: str) -> bool:
+    if location.is_url(text) or os.path.lexists(text):
+        return True
+    return location.has_glob(text) and bool(glob.glob(text))
+
+
 def run_probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     column, *texts = args.column
+    if texts:
+        texts = take_files(args, texts, "--column")
     if not texts:
         raise UsageError(f"probe needs values after --column {column} (see {PROG} probe --help)")
     results: list[dict[str, Any]] = []
@@ -295,30 +345,30 @@ def run_check(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 # -- add, resize, remove (parquet_bloom.writer) ----------------------------------------------------
 
 
-def _sources(paths: Sequence[str], args: argparse.Namespace) -> list[str]:
-    """The files SRC arguments name: each a path, a URL, a directory, a prefix or a glob."""
-    return [
-        entry.name
-        for path in paths
-        for entry in location.list_files(path, storage_options=_options_for(path, args))
-    ]
+def _sources(paths: Sequence[str], args: argparse.Namespace, err: IO[str]) -> list[str]:
+    """The files SRC arguments name: each a path, a URL, a directory, a prefix or a glob (a
+    table directory: its live files)."""
+    return [entry.name for path in paths for entry in _listed(path, args, err)]
 
 
-def _rewrite_jobs(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+def _rewrite_jobs(args: argparse.Namespace, err: IO[str]) -> list[tuple[str, str | None]]:
     """(SRC, DST) pairs from the paths: SRC DST; SRC... DIR; or, with --in-place, the files.
     A SRC that is a directory, a prefix or a glob stands for the files under it; a DIR on
-    object storage ends in ``/``."""
+    object storage ends in ``/``. A local DIR named with a trailing ``/`` that does not exist
+    yet is made (as ``rsync`` and ``aws s3 cp`` make theirs); one without is not guessed at."""
     paths: list[str] = args.paths
     if args.in_place:
-        return [(path, None) for path in _sources(paths, args)]
+        return [(path, None) for path in _sources(paths, args, err)]
     if len(paths) < 2:
         raise UsageError(
             "pass SRC and DST, several SRC and the directory to write them into, "
             "or --in-place and the files to rewrite"
         )
     *sources, target = paths
-    sources = _sources(sources, args)
+    sources = _sources(sources, args, err)
     remote_dir = location.is_url(target) and target.endswith("/")
+    if not location.is_url(target) and target.endswith(("/", os.sep)):
+        os.makedirs(target, exist_ok=True)  # named as a directory: made if it is not there
     if remote_dir or os.path.isdir(target):
         names = [os.path.basename(os.path.normpath(source)) for source in sources]
         twice = sorted({name for name in names if names.count(name) > 1})
@@ -329,6 +379,11 @@ def _rewrite_jobs(args: argparse.Namespace) -> list[tuple[str, str | None]]:
             for src, name in zip(sources, names, strict=True)
         ]
     if len(sources) > 1:
+        if not location.is_url(target) and not os.path.lexists(target):
+            raise UsageError(
+                f"{target} does not exist: with several files, the last path is the directory "
+                f"to write them into; name it {target}/ to have it made (or pass --in-place)"
+            )
         raise UsageError(
             f"{target} is not a directory: with several files, the last path is the directory "
             "to write them into (or pass --in-place)"
@@ -383,7 +438,7 @@ def _transfer_text(reports: Sequence[Any]) -> str:
 
 def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any) -> int:
     """Rewrite each file in turn; a file that fails is reported and the others go on."""
-    jobs = _rewrite_jobs(args)
+    jobs = _rewrite_jobs(args, err)
     # Imported here so that inspect, probe and check never depend on the writer.
     from parquet_bloom._rewrite import rewrite_files
 
@@ -420,6 +475,7 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
         force=args.force,
         storage_options=options,
         ignore_table=args.ignore_table,
+        decryption=args.decryption_config,
         progress=done,
         on_error=failure,
         **kwargs,
@@ -453,7 +509,8 @@ def run_add(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 def run_resize(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    kwargs: dict[str, Any] = {"columns": args.column or "existing"}
+    # --column: the filters those columns have, none added (a column without is refused)
+    kwargs: dict[str, Any] = {"columns": args.column or "existing", "existing_only": True}
     if args.fpp is not None:
         kwargs["fpp"] = args.fpp
     return _rewrite(args, out, err, **kwargs)

@@ -33,6 +33,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 from parquet_bloom import _audit as audit
 from parquet_bloom._io import location
 from parquet_bloom._io.source import ByteSource
+from parquet_bloom.cli._files import take_files
 from parquet_bloom.cli._output import (
     EXIT_BAD_INPUT,
     EXIT_FOUND_NOTHING,
@@ -338,6 +339,7 @@ def _probe(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> in
         return run(args, out, err)
     if args.column is not None:
         raise ValueError("probe takes --column or --hudi-key, not both")
+    args.hudi_key = take_files(args, args.hudi_key, "--hudi-key")
     from parquet_bloom._hudi.footer import read_hudi_metadata
     from parquet_bloom._hudi.table import NOT_PARQUET_FORMATS, base_file_format
     from parquet_bloom.hudi import filter_from_metadata

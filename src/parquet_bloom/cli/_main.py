@@ -83,10 +83,19 @@ def _parser() -> argparse.ArgumentParser:
         p.set_defaults(run=run)
         return p
 
-    def reading(p: argparse.ArgumentParser) -> None:
+    def keys(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument(
+            "--decryption-config",
+            type=decryption_config,
+            metavar="FILE",
+            help=f"keys {what}: a JSON file with footer_key, column_keys, key_ids (keys as "
+            "'hex:...' or 'base64:...') and aad_prefix (docs/cli.md#encrypted-files)",
+        )
+
+    def reading(p: argparse.ArgumentParser, files: str = "+") -> None:
         p.add_argument(
             "files",
-            nargs="+",
+            nargs=files,  # probe: "*", its files may follow the values (_files.take_files)
             metavar="FILE",
             help="Parquet files: paths or URLs (s3://, gs://, abfs://, https://...); a "
             "directory, a prefix ending in / or a glob stands for the files under it",
@@ -96,13 +105,7 @@ def _parser() -> argparse.ArgumentParser:
         )
         tail = "the first read's size, from each file's end (default 1 MiB from a URL, 64 KiB)"
         p.add_argument("--tail-size", type=positive, metavar="BYTES", help=tail)
-        p.add_argument(
-            "--decryption-config",
-            type=decryption_config,
-            metavar="FILE",
-            help="keys of encrypted files: a JSON file with footer_key, column_keys, key_ids "
-            "(keys as 'hex:...' or 'base64:...') and aad_prefix (docs/cli.md#encrypted-files)",
-        )
+        keys(p, "of encrypted files")
         # inspect and check pass each file's report through this (an extension's: cli._hudi)
         p.set_defaults(report_hook=lambda report, kwargs: report)
 
@@ -114,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
         "Which row groups might contain any of the values (exit 1 if none might).",
         _files.run_probe,
     )
-    reading(p)
+    reading(p, files="*")
     p.add_argument(
         "--column",
         nargs="+",
@@ -152,6 +155,7 @@ def _parser() -> argparse.ArgumentParser:
             "--force", action="store_true", help="rewrite even if the footer does not round-trip"
         )
         p.add_argument("--ignore-table", action="store_true", help="replace a table's data file")
+        keys(p, "of encrypted files, which stay encrypted with them")
         p.add_argument(
             "--progress", action="store_true", help="show progress on stderr even if not a TTY"
         )

@@ -14,7 +14,8 @@ from typing import IO, Any
 import pyarrow as pa
 
 from parquet_bloom import _audit as audit
-from parquet_bloom.errors import BloomFilterError
+from parquet_bloom.cli._flags import in_flags
+from parquet_bloom.errors import BloomFilterError, MissingExtraError
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -50,7 +51,14 @@ EXIT_BROKEN_PIPE = 141  # the shell's status for a command killed by SIGPIPE (12
 
 # Errors that mean "this input is bad" (file, arguments, values), reported in one line. Anything
 # else is a bug in this library, reported in one line too, but saying so.
-INPUT_ERRORS = (BloomFilterError, OSError, ValueError, TypeError, pa.ArrowException)
+INPUT_ERRORS = (
+    BloomFilterError,
+    OSError,
+    ValueError,
+    TypeError,
+    pa.ArrowException,
+    MissingExtraError,  # the user's environment: the message names the pip line
+)
 
 _PROGRESS_WIDTH = 24  # characters of bar
 _PROGRESS_LINE = 79  # the whole line, so that it fits an 80-column terminal
@@ -100,8 +108,9 @@ def table(
 
 
 def one_line(err: BaseException) -> str:
+    """An error's message on one line, in the command's words (:func:`._flags.in_flags`)."""
     text = " ".join(str(err).split())
-    return text or type(err).__name__
+    return in_flags(text) if text else type(err).__name__
 
 
 class Progress:
@@ -177,8 +186,11 @@ def finish(
     document: dict[str, Any],
     stats: Sequence[Stats],
 ) -> None:
-    """Print the JSON document, or with ``--stats`` the table of costs after the text output."""
+    """Print the JSON document (with ``tables``: the table directories read as their live
+    files), or with ``--stats`` the table of costs after the text output."""
     if args.json:
+        if getattr(args, "tables", None):
+            document["tables"] = args.tables
         if args.stats:
             document["stats"] = stats_dict(stats)
         json.dump(document, out, indent=2)

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from parquet_bloom._io import limits, location
+from parquet_bloom._extras import require
+from parquet_bloom._io import location
+from parquet_bloom._tables.directories import VERSION_HINT, current_metadata
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_from_properties
 
-__all__ = ["DataFile", "Table", "TableError", "data_files", "open_table"]
+__all__ = ["DataFile", "Table", "TableError", "data_files", "detect_format", "open_table"]
 
 _ICEBERG_SUFFIX = ".metadata.json"
-# A metadata file's version: "00012-<uuid>.metadata.json" (catalogs), "v12.metadata.json".
-_METADATA_VERSION = re.compile(r"^v?(\d+)[-.]")
 
 
 class TableError(ValueError):
@@ -108,21 +107,21 @@ def open_table(args: argparse.Namespace, *, writing: bool = False) -> Table:
 
 
 def _open_delta(uri: str, version: int | None, options: dict[str, str]) -> Table:
-    from deltalake import DeltaTable
+    require("deltalake", "reading Delta Lake tables")  # without it: what to install
     from deltalake.exceptions import TableNotFoundError
 
     import parquet_bloom.delta as pbd
+    from parquet_bloom._tables.delta_snapshot import load_table
 
-    try:
-        handle = DeltaTable(
-            uri, version=version, storage_options=limits.delta_storage_options(uri, options or None)
-        )
+    try:  # a version the table does not have: TableVersionError, saying its latest
+        handle = load_table(uri, version, options or None)
     except TableNotFoundError:
         raise TableError(f"no Delta table at {uri} (no _delta_log/ there)") from None
     return Table("delta", uri, handle, uri, options, pbd.file_storage_options(uri, options))
 
 
 def _open_catalog(name: str, identifier: str, options: dict[str, str]) -> Table:
+    require("pyiceberg", "reading Iceberg tables")  # without it: what to install
     from pyiceberg.catalog import load_catalog
     from pyiceberg.utils.config import Config
 
@@ -149,6 +148,7 @@ def _open_catalog(name: str, identifier: str, options: dict[str, str]) -> Table:
 
 
 def _open_static(path: str, options: dict[str, str]) -> Table:
+    require("pyiceberg", "reading Iceberg tables")  # without it: what to install
     from pyiceberg.table import StaticTable
 
     import parquet_bloom.iceberg as pbi
@@ -186,6 +186,15 @@ def _children(filesystem: Any | None, path: str) -> list[str]:
     return sorted(str(e).rstrip("/").rsplit("/", 1)[-1] for e in filesystem.ls(path, detail=False))
 
 
+def detect_format(uri: str, options: dict[str, str]) -> str | None:
+    """``"delta"`` or ``"iceberg"`` when ``uri`` is a table's directory (or an Iceberg
+    ``metadata.json``), else None (a dataset, a file, nothing there)."""
+    try:
+        return _detect(uri, options)
+    except TableError:
+        return None
+
+
 def _detect(uri: str, options: dict[str, str]) -> str:
     """``"delta"`` or ``"iceberg"``, told by what the directory holds."""
     if uri.endswith(_ICEBERG_SUFFIX):
@@ -211,23 +220,29 @@ def _detect(uri: str, options: dict[str, str]) -> str:
 
 def _metadata_file(uri: str, options: dict[str, str]) -> str:
     """The metadata file of the Iceberg table at ``uri``: itself when it is one, else the
-    latest in its ``metadata/`` directory (by version number)."""
+    current one in its ``metadata/`` directory (``version-hint.text``'s, else the highest
+    version number: :func:`parquet_bloom._tables.directories.current_metadata`)."""
     if uri.endswith(_ICEBERG_SUFFIX):
         return uri
     filesystem, path = _filesystem(uri, options)
     directory = f"{path.rstrip('/')}/metadata"
     try:
-        names = [n for n in _children(filesystem, directory) if n.endswith(_ICEBERG_SUFFIX)]
+        names = _children(filesystem, directory)
     except (FileNotFoundError, NotADirectoryError):
         names = []
-    if not names:
-        raise TableError(f"no Iceberg table at {uri}: no metadata/*.metadata.json there")
-
-    def number(name: str) -> int:
-        match = _METADATA_VERSION.match(name)
-        return int(match[1]) if match else -1
-
-    return f"{uri.rstrip('/')}/metadata/{max(names, key=lambda n: (number(n), n))}"
+    hint = None
+    if VERSION_HINT in names:
+        where = f"{directory}/{VERSION_HINT}"
+        if filesystem is None:
+            with open(where, "rb") as f:
+                hint = f.read().decode("utf-8", "replace")
+        else:
+            hint = bytes(filesystem.cat_file(where)).decode("utf-8", "replace")
+    try:
+        name = current_metadata(names, hint)
+    except ValueError:
+        raise TableError(f"no Iceberg table at {uri}: no metadata/*.metadata.json there") from None
+    return f"{uri.rstrip('/')}/metadata/{name}"
 
 
 def data_files(table: Table) -> list[DataFile]:

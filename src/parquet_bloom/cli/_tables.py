@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import uuid
 import warnings
 from collections import Counter
@@ -29,11 +30,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from parquet_bloom._io import location
+from parquet_bloom._io.advice import what_to_do
+from parquet_bloom._logical import hex_bytes
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sizing import FLAVORS
 from parquet_bloom._tables.jobs import JobOutcome, TableRewriteReport, run_jobs
 from parquet_bloom.cli import _output as output
-from parquet_bloom.cli._options import add_limit_options, count, fpp
+from parquet_bloom.cli._options import add_limit_options, count, decryption_config, fpp
 from parquet_bloom.cli._table_open import DataFile, Table, TableError, data_files, open_table
 
 __all__ = ["extend"]
@@ -103,6 +106,13 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
             metavar="F",
             help="only these data files, named as 'table inspect' names them",
         )
+        p.add_argument(
+            "--decryption-config",
+            type=decryption_config,
+            metavar="FILE",
+            help="keys of encrypted data files (a Delta table's), which stay encrypted with "
+            "them (docs/cli.md#encrypted-files)",
+        )
         if sizing:
             p.add_argument("--fpp", type=fpp, help="false-positive rate (default 0.01)")
             p.add_argument("--ndv", type=count, help="size for this many values")
@@ -154,6 +164,15 @@ def _storage_option(text: str) -> tuple[str, str]:
     return key, value
 
 
+def _from_table_library(e: Exception) -> bool:
+    """Whether ``e`` is a table library's, or its store client's, own exception (deltalake's
+    are defined in its compiled module, ``_internal``: told by class)."""
+    if type(e).__module__.split(".")[0] in _TABLE_LIBRARIES:
+        return True
+    delta = sys.modules.get("deltalake.exceptions")
+    return delta is not None and isinstance(e, delta.DeltaError)
+
+
 def _guarded(run: output.Run, parser: argparse.ArgumentParser) -> output.Run:
     """``run`` with the table libraries' own exceptions reported as bad input (one line, exit
     2) and the warnings raised meanwhile printed one line each, after the output."""
@@ -165,9 +184,11 @@ def _guarded(run: output.Run, parser: argparse.ArgumentParser) -> output.Run:
             try:
                 return run(args, out, err)
             except Exception as e:
-                root = type(e).__module__.split(".")[0]
-                if root in _TABLE_LIBRARIES and not isinstance(e, ValueError | OSError):
-                    raise TableError(f"{args.table}: {type(e).__name__}: {e}") from e
+                if _from_table_library(e) and not isinstance(e, ValueError | OSError):
+                    advice = what_to_do(e)
+                    raise TableError(
+                        f"{args.table}: {type(e).__name__}: {e}" + (f"; {advice}" if advice else "")
+                    ) from e
                 raise
             finally:
                 seen = set()
@@ -355,9 +376,9 @@ def _value(text: str, type_: pa.DataType, column: str) -> Any:
         if pa.types.is_nested(type_):
             raise ValueError("not a leaf column: name one of its fields")
         if pa.types.is_binary(type_) or pa.types.is_large_binary(type_):
-            return bytes.fromhex(text[2:]) if text.startswith("0x") else text.encode()
+            return hex_bytes(text) if text.startswith("0x") else text.encode()
         if pa.types.is_fixed_size_binary(type_):
-            raw = bytes.fromhex(text[2:]) if text.startswith("0x") else text.encode()
+            raw = hex_bytes(text) if text.startswith("0x") else text.encode()
             if len(raw) != type_.byte_width:
                 raise ValueError(f"{len(raw)} bytes, not {type_.byte_width}")
             return raw
@@ -505,6 +526,12 @@ def _chosen_files(table: Table, names: Sequence[str] | None) -> list[str] | None
 def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any) -> int:
     """Plan, rewrite each file (a progress bar over files), commit once; print the report."""
     table = open_table(args, writing=True)
+    if args.decryption_config is not None and table.format != "delta":
+        raise TableError(
+            f"{args.table}: --decryption-config rewrites the encrypted files of Delta tables "
+            "only (an Iceberg commit reads the new files' footers with pyarrow, which cannot "
+            "decrypt them here)"
+        )
     files = _chosen_files(table, args.files)
     if table.format == "delta":
         import parquet_bloom.delta as pbd
@@ -526,7 +553,13 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
     if plan.jobs:
         progress.show(0, os.path.basename(plan.jobs[0].key))
     try:
-        outcomes = run_jobs(plan.jobs, plan.options, table.file_options or None, progress=step)
+        outcomes = run_jobs(
+            plan.jobs,
+            plan.options,
+            table.file_options or None,
+            progress=step,
+            decryption=args.decryption_config,
+        )
     finally:
         progress.close()
     if table.format == "delta":

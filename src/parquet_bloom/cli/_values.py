@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from parquet_bloom import _format as fmt
+from parquet_bloom._logical import hex_bytes
 
 __all__ = ["parse_literal"]
 
@@ -95,7 +96,7 @@ def parse_literal(text: str, leaf: fmt.SchemaLeaf) -> Any:
         if physical in ("INT32", "INT64"):
             return int(text)
         if physical in ("BYTE_ARRAY", "FIXED_LEN_BYTE_ARRAY") and text.startswith("0x"):
-            return bytes.fromhex(text[2:])
+            return hex_bytes(text)
     except (ValueError, decimal.InvalidOperation) as e:
         kind = name or physical
         raise ValueError(f"cannot read {text!r} as {kind} for column {leaf.path!r}: {e}") from None

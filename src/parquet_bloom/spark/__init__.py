@@ -16,12 +16,13 @@ docs/spark.md.
 
 from __future__ import annotations
 
+from parquet_bloom.errors import MissingExtraError
+
 try:
     import pyspark  # noqa: F401  # fail here, with what to install, rather than in a submodule
-except ImportError as err:  # pragma: no cover - exercised only without pyspark
-    raise ImportError(
-        "parquet_bloom.spark needs PySpark (and a Java 17+ runtime): "
-        "pip install 'parquet-bloom[spark]'"
+except ImportError as err:  # tests/test_extras.py makes it missing
+    raise MissingExtraError(
+        "parquet_bloom.spark (with a Java 17+ runtime)", package="pyspark", extra="spark"
     ) from err
 
 from parquet_bloom.spark._build import build_filter, build_filters

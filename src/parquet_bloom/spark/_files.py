@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from parquet_bloom import _format as fmt
+from parquet_bloom._extras import require
 from parquet_bloom._logical import literal_probe
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom.errors import BloomFilterError
@@ -224,13 +225,8 @@ def _hidden(name: str) -> bool:
 
 
 def _url_to_fs(url: str, storage_options: dict[str, Any]) -> tuple[Any, str]:
-    try:
-        import fsspec.core
-    except ImportError as err:
-        raise ImportError(
-            f"reading {url!r} needs fsspec: pip install 'parquet-bloom[fsspec]'"
-        ) from err
-    filesystem, path = fsspec.core.url_to_fs(url, **storage_options)
+    fsspec_core = require("fsspec.core", f"reading {url!r}")
+    filesystem, path = fsspec_core.url_to_fs(url, **storage_options)
     return filesystem, path
 
 

@@ -11,6 +11,9 @@ The index is the one :func:`parquet_bloom.index.build_index` and
    could not be read) and one row per row group and column with the filter's bitset. Only the
    metadata rows are collected: the driver orders each size class's row groups (its entries),
    exactly as the local build does (:func:`~parquet_bloom._index.build.segment_blobs`).
+   With ``from_data``, a second job reads again the files with row groups to build (N, the row
+   groups, now known, sizes them) and builds their filters from the values; its rows replace
+   those files' rows of the first (:func:`_with_built`).
 3. **Slices** (one job, kept on the executors): each class's blocks are cut into block ranges
    (:func:`range_plan`), one reduce task each. Map tasks cut the kept bitsets into their ranges'
    pieces, one row per Arrow batch, class and range; the rows are shuffled by range
@@ -50,16 +53,22 @@ from pyspark.sql import functions as F
 from parquet_bloom._index import slices, store
 from parquet_bloom._index.build import (
     FileRead,
+    FromData,
     IndexBuildReport,
     Segment,
     check_columns,
+    check_from_data,
     check_read_columns,
     create_index_with,
+    data_sizing,
+    filters_from_data,
+    needs_data,
     read_file,
     segment_blobs,
     write_blobs,
 )
 from parquet_bloom._index.files import IndexedFile, dataset_files
+from parquet_bloom._rewrite.build import Sizing
 from parquet_bloom._sbbf import BYTES_PER_BLOCK, WORDS_PER_BLOCK
 from parquet_bloom._threads import READ_THREADS, read_pool
 from parquet_bloom.spark._build import MAX_RECORDS_PER_BATCH_CONF, collect_batches
@@ -162,6 +171,8 @@ def build_index(
     index_storage_options: Mapping[str, Any] | None = None,
     version: int | None = None,
     reduce_tasks: int | None = None,
+    from_data: FromData = None,
+    fpp: float | None = None,
 ) -> IndexBuildReport:
     """Build a Bloom index of ``columns`` with the files read and the filters transposed on the
     executors: the index :func:`parquet_bloom.index.build_index` (with ``index_location``) or
@@ -172,7 +183,9 @@ def build_index(
         table_or_dataset: with ``index_location``, a dataset as
             :func:`parquet_bloom.index.build_index` takes it (a file, a directory, a prefix or
             glob, or a list of them); without, a Delta table (its URI or path, or a
-            ``deltalake.DeltaTable``), whose index goes to ``<table>/_bloom_index/``.
+            ``deltalake.DeltaTable``), whose index goes to ``<table>/_bloom_index/``, or a
+            pyiceberg ``Table``, whose index of its current snapshot is registered as that
+            snapshot's statistics file (:func:`parquet_bloom.iceberg.build_index`).
         columns: the columns to index (dotted paths).
         index_location: where a dataset's index goes: one Puffin file when the name ends in
             ``.puffin``, else an index directory (a segment and its pointer).
@@ -184,6 +197,12 @@ def build_index(
         reduce_tasks: about how many block ranges (one reduce task each) the slices are cut
             into; default one a core. Never more than one a block, at least one a class, and
             never a range of more than :data:`MAX_RANGE_BYTES` where a block is smaller.
+        from_data: also build filters from the values on the executors, for the row groups
+            without one (``"missing"``) or for every row group (``"all"``), as the local build
+            does: a second job reads those files' column chunks, after the tails have told
+            how many row groups there are.
+        fpp: the false-positive rate of the filters built from the values (default about
+            1/N for the N row groups indexed: about one false candidate a lookup).
 
     Returns:
         the report of the local build (its ``reads`` and ``bytes_read`` are the executors').
@@ -193,13 +212,22 @@ def build_index(
     the file's); a file whose footer cannot be read is a whole file every lookup returns.
     """
     wanted = check_columns(columns)
+    check_from_data(from_data, fpp)
+    data = (from_data, fpp)
     if reduce_tasks is not None and reduce_tasks < 1:
         raise ValueError(f"reduce_tasks must be at least 1, not {reduce_tasks}")
     tasks = reduce_tasks or max(int(spark.sparkContext.defaultParallelism), 1)
+    if type(table_or_dataset).__module__.startswith("pyiceberg"):
+        if index_location is not None or index_storage_options is not None or version is not None:
+            raise ValueError(
+                "an Iceberg table's index goes to its metadata, for its current snapshot: "
+                "leave index_location, index_storage_options and version out"
+            )
+        return _build_iceberg(spark, table_or_dataset, wanted, storage_options, tasks, data)
     if index_location is None:
         if index_storage_options is not None:
             raise ValueError("a Delta table's index takes the table's storage_options")
-        return _build_delta(spark, table_or_dataset, wanted, storage_options, version, tasks)
+        return _build_delta(spark, table_or_dataset, wanted, storage_options, version, tasks, data)
     if version is not None:
         raise ValueError("version= is a Delta table's; a dataset's index takes index_location")
     if type(table_or_dataset).__module__.startswith("deltalake"):
@@ -214,7 +242,7 @@ def build_index(
         if isinstance(table_or_dataset, str | os.PathLike)
         else "the dataset"
     )
-    write = partial(_write_segment, spark, files, wanted, options, what, tasks)
+    write = partial(_write_segment, spark, files, wanted, options, what, tasks, data)
     if store.is_single_file(target):
         report, _ = write(target)
         return report
@@ -228,6 +256,7 @@ def _build_delta(
     storage_options: Mapping[str, Any] | None,
     version: int | None,
     reduce_tasks: int,
+    data: tuple[FromData, float | None],
 ) -> IndexBuildReport:
     from parquet_bloom._tables import delta_index
     from parquet_bloom._tables.delta_snapshot import file_storage_options, load_table, table_root
@@ -238,8 +267,44 @@ def _build_delta(
     options = file_storage_options(table.table_uri, storage_options)
     files = delta_index.snapshot_indexed_files(table, options)
     what = f"the Delta table at {table_root(table)}"
-    write = partial(_write_segment, spark, files, columns, options, what, reduce_tasks)
+    write = partial(_write_segment, spark, files, columns, options, what, reduce_tasks, data)
     return create_index_with(delta_index.index_location(table), columns, options, write)
+
+
+def _build_iceberg(
+    spark: SparkSession,
+    table: Any,
+    columns: list[str],
+    storage_options: Mapping[str, Any] | None,
+    reduce_tasks: int,
+    data: tuple[FromData, float | None],
+) -> IndexBuildReport:
+    from parquet_bloom._tables.iceberg_index import build_index_with
+
+    def write(
+        files: list[IndexedFile],
+        wanted: list[str],
+        target: str,
+        options: Mapping[str, Any] | None,
+        *,
+        what: str,
+        fields: Mapping[str, int],
+        snapshot: tuple[int, int],
+    ) -> tuple[IndexBuildReport, Segment]:
+        return _write_segment(
+            spark,
+            files,
+            wanted,
+            options,
+            what,
+            reduce_tasks,
+            data,
+            target,
+            fields=fields,
+            snapshot=snapshot,
+        )
+
+    return build_index_with(table, columns, write, storage_options=storage_options)
 
 
 def _write_segment(
@@ -249,10 +314,17 @@ def _write_segment(
     storage_options: Mapping[str, Any] | None,
     what: str,
     reduce_tasks: int,
+    data: tuple[FromData, float | None],
     target: str,
+    *,
+    fields: Mapping[str, int] | None = None,
+    snapshot: tuple[int, int] = (-1, -1),
 ) -> tuple[IndexBuildReport, Segment]:
-    """The local build's write_segment, with the reads and the transposition on Spark."""
+    """The local build's write_segment, with the reads, the filters built from the values and
+    the transposition on Spark."""
     kept: list[DataFrame] = []
+    from_data, fpp = data
+    built = 0
     try:
         reads: list[FileRead] = []
         tails = None
@@ -260,9 +332,25 @@ def _write_segment(
             tails = _tails(spark, files, columns).persist(StorageLevel.MEMORY_AND_DISK)
             kept.append(tails)
             reads = _collect_reads(tails, files)
+        if from_data is not None and tails is not None:
+            every = from_data == "all"
+            redo = [i for i, r in enumerate(reads) if needs_data(r, columns, every)]
+            if redo:
+                sizing = data_sizing(reads, fpp)
+                tails = _with_built(spark, tails, files, redo, columns, sizing, every)
+                tails = tails.persist(StorageLevel.MEMORY_AND_DISK)
+                kept.append(tails)
+                first = reads
+                reads = _collect_reads(tails, files)
+                for i in redo:  # the tails read twice: both reads counted
+                    reads[i].reads += first[i].reads
+                    reads[i].bytes_read += first[i].bytes_read
+                built = sum(r.built for r in reads)
         check_read_columns(reads, columns, what, require_columns=True)
         planner = _Planner()
-        report, blobs = segment_blobs(reads, columns, target, class_slices=planner.add)
+        report, blobs = segment_blobs(
+            reads, columns, target, class_slices=planner.add, built_from_data=built
+        )
         if planner.classes:
             assert tails is not None
             placement = planner.placement(reads, columns, reduce_tasks)
@@ -272,7 +360,9 @@ def _write_segment(
             with _arrow_batches_of_at_most(spark, max(1, PIECES_BATCH_BYTES // largest)):
                 sliced.count()  # every reduce task at once, kept on the executors
             planner.receive(sliced.toLocalIterator(prefetchPartitions=False))
-        segment = write_blobs(target, blobs, columns, storage_options)
+        segment = write_blobs(
+            target, blobs, columns, storage_options, fields=fields, snapshot=snapshot
+        )
         planner.check_done()
     finally:
         for df in reversed(kept):
@@ -299,29 +389,66 @@ def _arrow_batches_of_at_most(spark: SparkSession, rows: int) -> Iterator[None]:
             spark.conf.set(MAX_RECORDS_PER_BATCH_CONF, before)
 
 
-def _tails(spark: SparkSession, files: list[IndexedFile], columns: list[str]) -> DataFrame:
-    """The tails job: TAILS_SCHEMA rows of every file, FILES_PER_TASK files a task."""
+def _tails(
+    spark: SparkSession,
+    files: list[IndexedFile],
+    columns: list[str],
+    numbers: Sequence[int] | None = None,
+    data: tuple[Sizing, bool] | None = None,
+) -> DataFrame:
+    """The tails job: TAILS_SCHEMA rows of every file (or of the files ``numbers``),
+    FILES_PER_TASK files a task; ``data``: also build filters from the values (sized so,
+    for every row group or those without one) for the files' row groups."""
     context = spark.sparkContext
     cores = max(int(context.defaultParallelism), 1)
-    num_tasks = min(len(files), max(cores, -(-len(files) // FILES_PER_TASK)))
-    described = [(i, pickle.dumps(f)) for i, f in enumerate(files)]
+    chosen = range(len(files)) if numbers is None else numbers
+    num_tasks = min(len(chosen), max(cores, -(-len(chosen) // FILES_PER_TASK)))
+    described = [(i, pickle.dumps(files[i])) for i in chosen]
     jobs = spark.createDataFrame(
         context.parallelize(described, num_tasks), "file int, description binary"
     )
     with without_pandas_warning():
-        return jobs.mapInArrow(partial(_read_tails, columns), TAILS_SCHEMA)
+        return jobs.mapInArrow(partial(_read_tails, columns, data), TAILS_SCHEMA)
 
 
-def _read_tails(columns: list[str], batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Executor side: the tails of a task's files, a few at a time on the read threads."""
+def _with_built(
+    spark: SparkSession,
+    tails: DataFrame,
+    files: list[IndexedFile],
+    redo: list[int],
+    columns: list[str],
+    sizing: Sizing,
+    every: bool,
+) -> DataFrame:
+    """``tails`` with the rows of the files ``redo`` replaced by those of a second job that
+    reads them again and builds their filters from the values."""
+    built = _tails(spark, files, columns, redo, (sizing, every))
+    redone = spark.createDataFrame([(i,) for i in redo], "file int")
+    return tails.join(F.broadcast(redone), "file", "left_anti").unionByName(built)
+
+
+def _read_tails(
+    columns: list[str], data: tuple[Sizing, bool] | None, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """Executor side: the tails of a task's files, a few at a time on the read threads; with
+    ``data``, their filters built from the values (on the build threads)."""
+    read = partial(read_file, columns) if data is None else partial(_read_and_build, columns, data)
     for batch in batches:
         numbers = batch.column(0).to_pylist()
         files = [pickle.loads(d) for d in batch.column(1).to_pylist()]
         for start in range(0, len(files), _FILES_AT_ONCE):
             chunk = files[start : start + _FILES_AT_ONCE]
-            reads = read_pool().map(partial(read_file, columns), chunk)
+            reads = read_pool().map(read, chunk)
             for number, got in zip(numbers[start:], reads, strict=False):
                 yield _tail_rows(number, got, columns)
+
+
+def _read_and_build(columns: list[str], data: tuple[Sizing, bool], file: IndexedFile) -> FileRead:
+    got = read_file(columns, file)
+    if got.error is None:
+        sizing, every = data
+        got.built = filters_from_data(columns, sizing, every, got)
+    return got
 
 
 def _tail_rows(number: int, got: FileRead, columns: list[str]) -> pa.RecordBatch:
@@ -332,6 +459,8 @@ def _tail_rows(number: int, got: FileRead, columns: list[str]) -> pa.RecordBatch
         "arrow": got.arrow,
         "sizes": {c: [None if b is None else len(b) for b in got.filters[c]] for c in got.filters},
         "error": got.error,
+        "data_error": got.data_error,
+        "built": got.built,
         "reads": got.reads,
         "bytes_read": got.bytes_read,
     }
@@ -370,6 +499,8 @@ def _collect_reads(tails: DataFrame, files: list[IndexedFile]) -> list[FileRead]
                 arrow=meta["arrow"],
                 sizes=meta["sizes"],
                 error=meta["error"],
+                data_error=meta["data_error"],
+                built=meta["built"],
                 reads=meta["reads"],
                 bytes_read=meta["bytes_read"],
             )

@@ -1,0 +1,118 @@
+"""The pages of one encrypted column chunk, decrypted: what a filter of the chunk is built from.
+
+Pure: the chunk's bytes and its key in, plaintext pages out. Each page of an encrypted chunk
+is two modules (Encryption.md 5.1, 4.4.2): its header, GCM-encrypted (module type 4 for a data
+page, with the page's ordinal in the AAD; 5 for the dictionary page, without), then its body
+(type 2 / 3 likewise), GCM-encrypted under AES_GCM_V1 and CTR-encrypted under AES_GCM_CTR_V1
+(4.2.2). The ordinal counts the chunk's data pages from 0; the dictionary page takes none.
+
+The plaintext header's ``compressed_page_size`` is the size of the encrypted body module, length
+prefix included (parquet-java's ColumnChunkPageWriter and Arrow C++'s SerializedPageWriter
+set it after encrypting); the pages returned here carry their plaintext size instead, so that
+the plaintext chunk reads as any other (:mod:`parquet_bloom._pages`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parquet_bloom import _format as fmt
+from parquet_bloom._crypto import cipher
+from parquet_bloom.errors import BloomFilterError, CorruptFileError, DecryptionError
+
+__all__ = ["decrypt_chunk"]
+
+
+def _module(data: memoryview, at: int, module_type: int, *, ctr: bool) -> tuple[memoryview, int]:
+    """The bytes after the length prefix of the module at ``at`` (a GCM module, or a CTR one),
+    and where the next begins; the length checked against what the chunk holds before
+    anything is sliced by it."""
+    available = len(data) - at - cipher.LENGTH_SIZE
+    if ctr:
+        length = _ctr_length(data, at, available, module_type)
+    else:
+        prefix = data[at : at + cipher.LENGTH_SIZE]
+        length = cipher.module_length(prefix, available=available, module_type=module_type)
+    start = at + cipher.LENGTH_SIZE
+    return data[start : start + length], start + length
+
+
+def _ctr_length(data: memoryview, at: int, available: int, module_type: int) -> int:
+    if available < 0:
+        raise CorruptFileError(
+            f"truncated encrypted {cipher.MODULE_NAMES[module_type]}: its length prefix is cut"
+        )
+    length = int.from_bytes(data[at : at + cipher.LENGTH_SIZE], "little")
+    if not cipher.NONCE_SIZE <= length <= available:
+        raise CorruptFileError(
+            f"encrypted {cipher.MODULE_NAMES[module_type]} claims {length} bytes; it holds a "
+            f"{cipher.NONCE_SIZE}-byte nonce and only {available} bytes follow in the chunk"
+        )
+    return length
+
+
+def decrypt_chunk(
+    data: bytes,
+    *,
+    key: bytes,
+    file_aad: bytes,
+    algorithm: str,
+    row_group: int,
+    column: int,
+    dictionary_first: bool,
+    base: int = 0,
+    prefix: bytes = b"",
+) -> bytes:
+    """The plaintext pages (headers re-encoded with the plaintext body sizes) of one encrypted
+    column chunk, ``data`` its ``total_compressed_size`` bytes from its first page.
+
+    ``dictionary_first``: the footer says the chunk starts with a dictionary page. Errors
+    carry the file offset of the page they are about (``base``: the chunk's). ``prefix`` is
+    put before the pages (joined once: a chunk may be tens of megabytes).
+    """
+    view = memoryview(data)
+    out = [prefix]
+    at = 0
+    ordinal = 0
+    ctr = algorithm == "AES_GCM_CTR_V1"
+    while at < len(view):
+        page_at = at
+        dictionary = dictionary_first and page_at == 0
+        try:
+            header_type = cipher.DICTIONARY_PAGE_HEADER if dictionary else cipher.DATA_PAGE_HEADER
+            page = None if dictionary else ordinal
+            body, at = _module(view, at, header_type, ctr=False)
+            aad = cipher.module_aad(file_aad, header_type, row_group, column, page)
+            plain = cipher.decrypt_gcm(body, key, aad, module_type=header_type)
+            # parquet-mr 1.14 leaves zero bytes after the header in its module: not read.
+            header, _ = fmt.parse_page_header(plain)
+            is_dictionary = header.type == fmt.PageType.DICTIONARY_PAGE
+            if is_dictionary != dictionary:
+                raise CorruptFileError(
+                    "a dictionary page that is not the chunk's first page, or a first page "
+                    "that is not the dictionary page the footer announces"
+                )
+            body_type = cipher.DICTIONARY_PAGE if dictionary else cipher.DATA_PAGE
+            if ctr:
+                body, at = _module(view, at, body_type, ctr=True)
+                page_body = cipher.decrypt_ctr(body, key, module_type=body_type)
+            else:
+                body, at = _module(view, at, body_type, ctr=False)
+                aad = cipher.module_aad(file_aad, body_type, row_group, column, page)
+                page_body = cipher.decrypt_gcm(body, key, aad, module_type=body_type)
+        except DecryptionError as err:
+            raise DecryptionError(err.reason, module=err.module, offset=base + page_at) from None
+        except BloomFilterError as err:
+            raise CorruptFileError(err.reason, offset=base + page_at) from None
+        header.compressed_page_size = len(page_body)
+        out += (fmt.encode_page_header(header), page_body)
+        if not dictionary:
+            ordinal += 1
+    return b"".join(out)
+
+
+def chunk_layout(meta: Any) -> tuple[int, int, bool]:
+    """(start, size, dictionary first) of a column chunk's pages, from its ColumnMetaData."""
+    start = fmt.chunk_start(meta)
+    dictionary = meta.dictionary_page_offset is not None and start == meta.dictionary_page_offset
+    return start, int(meta.total_compressed_size), dictionary

@@ -1,0 +1,252 @@
+"""An encrypted file's side of reading its Bloom filters (Parquet Modular Encryption,
+docs/encryption.md): the footer opened with the keys (decrypted, or its signature stripped and
+checked), the key material kept outside the file found beside it, the column chunks' keys found
+and their encrypted metadata decrypted, and the filters read as two GCM modules each. The
+cryptography itself is :mod:`parquet_bloom._crypto`'s; the reader
+(:class:`parquet_bloom._reader.BloomFilterReader`) holds the state these fill in.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from parquet_bloom import _format as fmt
+from parquet_bloom._crypto import cipher
+from parquet_bloom._crypto.file import FileDecryptor
+from parquet_bloom._crypto.keys import DecryptionKeys
+from parquet_bloom._filter_reads import FilterReads, overlapping, record_failure
+from parquet_bloom._format.footer import ENCRYPTED_MAGIC
+from parquet_bloom._io.ranges import ByteRange
+from parquet_bloom._io.source import ByteSource
+from parquet_bloom._locate import (
+    MAX_ENCRYPTED_HEADER_MODULE_SIZE,
+    MODULE_PREFIX,
+    FilterLocation,
+    check_header,
+)
+from parquet_bloom._sbbf import SplitBlockBloomFilter
+from parquet_bloom.errors import BloomFilterError, CorruptFileError, DecryptionError
+
+
+def open_footer(
+    data: bytes, tail: bytes, keys: DecryptionKeys, storage: tuple[Any, Any, Any]
+) -> tuple[bytes, FileDecryptor | None, bool]:
+    """The plaintext FileMetaData of a file read with keys: an encrypted footer decrypted,
+    a plaintext footer of an encrypted file stripped of its signature (checked when the
+    footer key is known); any other footer as it is. With it the file's decryptor (None
+    for a plaintext file) and whether the footer was encrypted. ``storage``: the reader's
+    source, filesystem and storage options, to find external key material by."""
+    from parquet_bloom._crypto.file import open_encrypted_footer, open_plaintext_footer
+
+    sidecar = sidecar_reader(*storage)
+    if tail[-len(ENCRYPTED_MAGIC) :] == ENCRYPTED_MAGIC:
+        plain, decryptor = open_encrypted_footer(data, keys, sidecar=sidecar)
+        return plain, decryptor, True
+    if fmt.decode_footer_encryption(data).encryption_algorithm is None:
+        if keys.allow_plaintext_files:
+            return data, None, False  # not encrypted: the keys are not needed
+        raise DecryptionError(
+            "the file is not encrypted, but was to be read with keys (pass "
+            "DecryptionKeys(allow_plaintext_files=True) to read plaintext files too)",
+            module="footer",
+        )
+    footer, decryptor = open_plaintext_footer(data, keys, sidecar=sidecar)
+    return footer, decryptor, False
+
+
+def sidecar_reader(source: Any, filesystem: Any, storage_options: Any) -> Any:
+    """A reader of this file's external key material (``_KEY_MATERIAL_FOR_<name>.json``
+    next to it), for sources named by a path; None for file objects."""
+    from parquet_bloom._crypto.keys import (
+        MAX_KEY_MATERIAL_FILE_SIZE,
+        external_key_material_name,
+        parse_key_material_file,
+    )
+
+    if not isinstance(source, str | os.PathLike):
+        return None
+    text = os.fspath(source)
+    if filesystem is None and "://" not in text:
+        directory, name = os.path.split(text)
+        sibling = os.path.join(directory, external_key_material_name(name))
+    else:
+        directory, _, name = text.rpartition("/")
+        sibling = f"{directory}/{external_key_material_name(name)}"
+    store: dict[str, bytes] | None = None
+
+    def read(reference: str) -> bytes | None:
+        nonlocal store
+        if store is None:
+            try:
+                with ByteSource(
+                    sibling, filesystem=filesystem, storage_options=storage_options
+                ) as material:
+                    if material.size > MAX_KEY_MATERIAL_FILE_SIZE:
+                        raise DecryptionError(
+                            f"key material file {sibling} of {material.size} bytes is too large"
+                        )
+                    data = material.read_exact(0, material.size)
+            except FileNotFoundError:
+                raise DecryptionError(
+                    f"the key material is stored outside the file, in {sibling}, which is missing"
+                ) from None
+            store = parse_key_material_file(data)
+        return store.get(reference)
+
+    return read
+
+
+def decrypt_chunks(
+    decryptor: FileDecryptor,
+    footer: fmt.FooterView,
+    leaves: list[fmt.SchemaLeaf],
+    name: str,
+    row_group: int,
+    chunks: list[fmt.ColumnChunkInfo],
+    chunk_keys: dict[tuple[int, str], tuple[bytes, int]],
+    unreadable: dict[tuple[int, str], BloomFilterError],
+) -> list[fmt.ColumnChunkInfo]:
+    """A row group's column chunks with the encrypted ones' keys found and their
+    encrypted ColumnMetaData decrypted (``leaves``: the file's schema leaves, ``name``: its
+    name in errors). Each key found goes into ``chunk_keys`` with the row group's ordinal; the
+    chunks that cannot be read go into ``unreadable``, with why."""
+    structs = footer.column_chunk_structs(row_group)
+    ordinal = footer.row_group_ordinal(row_group)
+    out = []
+    for info, raw in zip(chunks, structs, strict=True):
+        crypto = raw.crypto_metadata
+        if crypto is None:
+            out.append(info)
+            continue
+        try:
+            key = decryptor.chunk_key(info.path, crypto)
+            own_key = crypto.ENCRYPTION_WITH_COLUMN_KEY is not None
+            if own_key and raw.encrypted_column_metadata is not None:
+                meta = decryptor.column_metadata(raw, key, ordinal, info.column_index)
+                info = fmt.with_column_metadata(info, meta, leaves[info.column_index])
+            chunk_keys[(row_group, info.path)] = (key, ordinal)
+        except BloomFilterError as err:
+            unreadable[(row_group, info.path)] = err.located(
+                source=name, row_group=row_group, column=info.path
+            )
+        out.append(info)
+    return out
+
+
+def load_encrypted(
+    reads: FilterReads,
+    decryptor: FileDecryptor,
+    chunk_keys: dict[tuple[int, str], tuple[bytes, int]],
+    todo: list[FilterLocation],
+    out: dict[tuple[int, str], SplitBlockBloomFilter | None],
+    failed: dict[tuple[int, str], BloomFilterError],
+) -> None:
+    """Load the filters of encrypted column chunks: two GCM modules each (header, bitset),
+    every length prefix checked against the file before anything is read by it. ``reads``:
+    the file's reads (whose cache the filters go to); ``chunk_keys``: each chunk's key and row
+    group ordinal, from :func:`decrypt_chunks`."""
+    name = reads.source.name
+    footer_start = reads.footer_start
+
+    def fail(loc: FilterLocation, err: BloomFilterError) -> None:
+        record_failure(failed, name, loc, err)
+
+    buffer = reads.held_copy()
+    firsts = {id(loc): loc.first_read(footer_start) for loc in todo}
+    unread = reads.read_into(buffer, [g for r in firsts.values() for g in buffer.missing(r)])
+
+    # The header modules: length prefix, decrypt, decode; then the bitset module's range.
+    parsed: list[tuple[FilterLocation, int, ByteRange]] = []
+    for loc in todo:
+        chunk = loc.chunk
+        key, ordinal = chunk_keys[(chunk.row_group, chunk.path)]
+        header_module = cipher.MODULE_NAMES[cipher.BLOOM_FILTER_HEADER]
+        try:
+            if unreadable := overlapping(firsts[id(loc)], unread):
+                raise unreadable
+            first = firsts[id(loc)]
+            head = buffer.get(ByteRange(loc.offset, min(first.length, MODULE_PREFIX)))
+            room = footer_start - loc.offset - MODULE_PREFIX
+            if loc.length is not None:
+                room = min(room, loc.length - MODULE_PREFIX)
+            header_len = cipher.module_length(
+                head, available=room, module_type=cipher.BLOOM_FILTER_HEADER
+            )
+            if header_len > MAX_ENCRYPTED_HEADER_MODULE_SIZE:
+                raise CorruptFileError(
+                    f"encrypted Bloom filter header of {header_len} bytes exceeds "
+                    f"{MAX_ENCRYPTED_HEADER_MODULE_SIZE} bytes"
+                )
+            body_range = ByteRange(loc.offset + MODULE_PREFIX, header_len)
+            missing = buffer.missing(body_range)
+            if missing and (unread_header := reads.read_into(buffer, missing)):
+                raise next(iter(unread_header.values()))
+            try:
+                plain = decryptor.decrypt_module(
+                    buffer.get(body_range),
+                    key,
+                    cipher.BLOOM_FILTER_HEADER,
+                    ordinal,
+                    chunk.column_index,
+                )
+            except DecryptionError as err:
+                raise DecryptionError(err.reason, module=header_module) from None
+            header, plain_len = fmt.parse_bloom_filter_header(plain)
+            check_header(
+                header, plain_len, FilterLocation(chunk, loc.offset, None),
+                footer_start=footer_start, source=name,
+            )  # fmt: skip
+            bitset_at = body_range.end
+            bitset_len = header.num_bytes + cipher.GCM_OVERHEAD
+            total = MODULE_PREFIX + header_len + MODULE_PREFIX + bitset_len
+            if loc.length is not None and total != loc.length:
+                raise CorruptFileError(
+                    f"bloom_filter_length {loc.length} does not match the encrypted header "
+                    f"({MODULE_PREFIX + header_len} bytes) and bitset "
+                    f"({MODULE_PREFIX + bitset_len} bytes)"
+                )
+            if bitset_at + MODULE_PREFIX + bitset_len > footer_start:
+                raise CorruptFileError(
+                    f"encrypted Bloom filter bitset of {bitset_len} bytes at {bitset_at} "
+                    f"runs past the footer, which starts at {footer_start}"
+                )
+        except BloomFilterError as err:
+            fail(loc, err)
+            continue
+        parsed.append((loc, header.num_bytes, ByteRange(bitset_at, MODULE_PREFIX + bitset_len)))
+    unread = reads.read_into(buffer, [g for _, _, b in parsed for g in buffer.missing(b)])
+
+    bitset_module = cipher.MODULE_NAMES[cipher.BLOOM_FILTER_BITSET]
+    for loc, num_bytes, bitset in parsed:
+        chunk = loc.chunk
+        key, ordinal = chunk_keys[(chunk.row_group, chunk.path)]
+        try:
+            if unreadable := overlapping(bitset, unread):
+                raise unreadable
+            module = memoryview(buffer.get(bitset))
+            claimed = cipher.module_length(
+                module[:MODULE_PREFIX],
+                available=len(module) - MODULE_PREFIX,
+                module_type=cipher.BLOOM_FILTER_BITSET,
+            )
+            if claimed != num_bytes + cipher.GCM_OVERHEAD:
+                raise CorruptFileError(
+                    f"encrypted Bloom filter bitset of {claimed} bytes, its header says "
+                    f"{num_bytes} bytes (+ {cipher.GCM_OVERHEAD} of nonce and tag)"
+                )
+            try:
+                plain = decryptor.decrypt_module(
+                    module[MODULE_PREFIX:],
+                    key,
+                    cipher.BLOOM_FILTER_BITSET,
+                    ordinal,
+                    chunk.column_index,
+                )
+            except DecryptionError as err:
+                raise DecryptionError(err.reason, module=bitset_module) from None
+        except BloomFilterError as err:
+            fail(loc, err)
+            continue
+        k = (chunk.row_group, chunk.path)
+        reads.cache[k] = out[k] = SplitBlockBloomFilter.from_bytes(plain)
