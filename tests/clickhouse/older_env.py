@@ -99,9 +99,11 @@ def environment(version: str) -> tuple[Path, float | None]:
             f"installing chdb=={version} from PyPI",
         )  # fmt: skip
         (work / READY).write_text(f"chdb=={version}\n")
-        if home.exists():
-            shutil.rmtree(home)
-        work.rename(home)
+        # Another run may have made it meanwhile: keep that one.
+        if not (home / READY).is_file():
+            if home.exists():
+                shutil.rmtree(home)
+            work.rename(home)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return python, time.monotonic() - started
