@@ -8,10 +8,12 @@ uses one of the reasons here, word for word.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shlex
 import shutil
+import socket
 import sys
 import sysconfig
 from collections.abc import Callable
@@ -30,6 +32,8 @@ HUDI_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "h
 SHARED_ABSENT = "../shared/fixtures/hudi is absent: the real Hudi tables live there"
 NO_JAVAC = "no javac here: the Hadoop oracle is compiled with the local JDK"
 NO_JAVAC_FOR_JAR = "no javac here: the Spark accelerator's jar is compiled with the local JDK"
+# tests/clickhouse/test_older.py: older chDB releases, each installed from PyPI on first use.
+PYPI_OUT_OF_REACH = "PyPI is out of reach: the older chDB environments are installed from it"
 
 
 def javac_for_jar() -> bool:
@@ -37,6 +41,17 @@ def javac_for_jar() -> bool:
     from parquet_bloom.spark import _jvm
 
     return shutil.which("javac", path=_jvm.java_path()) is not None
+
+
+@functools.cache
+def pypi_out_of_reach() -> bool:
+    """Whether PyPI (its index and its files' host) cannot be connected to from here."""
+    for host in ("pypi.org", "files.pythonhosted.org"):
+        try:
+            socket.create_connection((host, 443), timeout=10).close()
+        except OSError:
+            return True
+    return False
 
 
 def c_compiler() -> str | None:
@@ -84,6 +99,7 @@ EXPECTED_SKIPS = (
     ExpectedSkip(SHARED_ABSENT, lambda: not HUDI_FIXTURES.is_dir()),
     ExpectedSkip(NO_JAVAC, lambda: shutil.which("javac") is None),
     ExpectedSkip(NO_JAVAC_FOR_JAR, lambda: not javac_for_jar()),
+    ExpectedSkip(PYPI_OUT_OF_REACH, pypi_out_of_reach),
 )
 
 

@@ -34,7 +34,8 @@ def sql_literal(value: Any) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, str):
-        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        escaped = value.replace("\\", "\\\\").replace("'", "\\'").replace("\0", "\\0")
+        return "'" + escaped + "'"
     return repr(value)
 
 
@@ -189,9 +190,12 @@ SCALAR_CASES: dict[str, list[tuple[str, Any]]] = {
 }
 
 
-def index_cases() -> list[tuple[str, str, str, tuple[Any, ...]]]:
+def index_cases(
+    tables: dict[str, tuple[str, Any, Any, Any, Any]] | None = None,
+) -> list[tuple[str, str, str, tuple[Any, ...]]]:
+    """(table, index, function, (column, constant)) for every index column of ``tables``."""
     cases = []
-    for table, (columns, *_rest) in TABLES.items():
+    for table, (columns, *_rest) in (TABLES if tables is None else tables).items():
         for line in columns.splitlines():
             line = line.strip().rstrip(",")
             if not line.startswith("INDEX"):

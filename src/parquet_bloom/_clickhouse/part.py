@@ -261,9 +261,14 @@ class Part:
     def _read_index(self, d: IndexDefinition) -> Index:
         stream_name = f"skp_idx_{escape_for_file_name(d.name)}"
         # Stand-alone files of long stream names are named by the name's hash; members of
-        # skp_idx.packed keep the name.
+        # skp_idx.packed keep the name; 24.8 and 23.6 name the files by the index name
+        # as it is, neither escaped nor hashed.
         stem = stream_file_name(stream_name)
-        if f"{stem}.idx" not in self.checksums:
+        for candidate in (stem, stream_name, f"skp_idx_{d.name}"):
+            if f"{candidate}.idx" in self.checksums:
+                stem = candidate
+                break
+        else:
             stem = stream_name
         idx_name = f"{stem}.idx"
         assert d.columns is not None
