@@ -259,19 +259,7 @@ def _pyiceberg_rows(table: Table) -> list[tuple[int, str]]:
 
 @pytest.fixture
 def appended(tmp_path: Path) -> Table:
-    """Written by pyiceberg alone (no filters): partitioned, two appends of two files each,
-    row groups of 10 rows, then ``name`` renamed ``label``."""
-    table = it.catalog(tmp_path).create_table(
-        "db.t",
-        it.SCHEMA,
-        partition_spec=it.BY_REGION,
-        properties={"write.parquet.row-group-limit": "10"},
-    )
-    table.append(it.values(range(40)))
-    table.append(it.values(range(40, 60)))
-    with table.update_schema() as update:
-        update.rename_column("name", "label")
-    return table
+    return it.appended_and_renamed(tmp_path)
 
 
 def test_rewrite_adds_filters_in_one_snapshot_readable_by_pyiceberg_and_chdb(
