@@ -50,6 +50,7 @@ from parquet_bloom._io.source import ByteSource
 from parquet_bloom._locate import locate_filter
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sbbf import SplitBlockBloomFilter, expected_fpp
+from parquet_bloom._size_advice import DEFAULT_TARGET_FPP, size_notes
 from parquet_bloom.errors import (
     BloomFilterError,
     DecryptionError,
@@ -592,9 +593,11 @@ def check_file(
     Violations (see :class:`Violation`): a filter that cannot be located or decoded, whose bytes
     overlap column data or another filter, that misses a value of its chunk, or whose rate
     (from the bits set) exceeds ``max_fpp``. For each filtered chunk the report also gives its
-    actual NDV, rate, whether the filter is exactly the one its values give, and which writers'
+    actual NDV, rate, whether the filter is exactly the one its values give, which writers'
     sizing rules reproduce its size (for the chunk's NDV, at each writer's default rate and at
-    ``max_fpp``). ``progress(done, total)`` is called after each chunk. ``path``, ``filesystem``,
+    ``max_fpp``), and a note when it is larger or smaller than its NDV needs at ``max_fpp``
+    (1 % when not given): a warning, not a violation (docs/api.md, sizing advice).
+    ``progress(done, total)`` is called after each chunk. ``path``, ``filesystem``,
     ``storage_options``, ``size`` and ``tail_size`` are as :func:`inspect_file` takes them.
 
     ``require``: columns (dotted paths; a group stands for its leaves) every chunk of which must
@@ -834,7 +837,7 @@ def _check_chunk(
     matches = _size_matches(f.num_bytes, ndv, max_fpp, distinct)
     flavors = tuple(fl for fl in sizing.FLAVORS if any(m.flavor == fl for m in matches))
     exact = rebuilt == f
-    notes = []
+    notes = size_notes(f.num_bytes, ndv, DEFAULT_TARGET_FPP if max_fpp is None else max_fpp)
     if not missing and not exact:
         notes.append("the filter has bits set that the chunk's values do not set")
     check = replace(

@@ -26,7 +26,17 @@ from parquet_bloom._tables.delta_snapshot import (
     table_root,
 )
 
-__all__ = ["check", "table_columns"]
+__all__ = ["check", "live_files", "table_columns"]
+
+
+def live_files(table: DeltaTable) -> list[TableFile]:
+    """The snapshot's data files, in the log's order: their keys and where they are read."""
+    root = table_root(table)
+    files = []
+    for entry in snapshot_files(table):
+        path = relative_path(entry.key)
+        files.append(TableFile(entry.key, file_location(root, path) if path else entry.path))
+    return files
 
 
 def table_columns(table: DeltaTable) -> list[str]:
@@ -59,15 +69,11 @@ def check(
     check_table_columns(require, there, f"the Delta table at {root}")
     if storage_options is None and isinstance(table_or_uri, DeltaTable):
         storage_options = getattr(table_or_uri, "_storage_options", None)
-    files = []
-    for entry in snapshot_files(table):
-        path = relative_path(entry.key)
-        files.append(TableFile(entry.key, file_location(root, path) if path else entry.path))
     return check_table_files(
         root,
         "delta",
         table.version(),
-        files,
+        live_files(table),
         columns=columns,
         require=require,
         max_fpp=max_fpp,

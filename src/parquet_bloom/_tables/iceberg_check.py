@@ -8,6 +8,7 @@ from typing import Any
 
 from pyiceberg.manifest import DataFileContent, FileFormat, ManifestContent
 from pyiceberg.table import Table
+from pyiceberg.table.snapshots import Snapshot
 
 from parquet_bloom._audit import CheckReport
 from parquet_bloom._tables.check import (
@@ -19,7 +20,28 @@ from parquet_bloom._tables.check import (
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_for
 from parquet_bloom._tables.iceberg_rewrite import leaf_ids, table_name
 
-__all__ = ["check"]
+__all__ = ["check", "live_parquet_files"]
+
+
+def live_parquet_files(
+    table: Table, snapshot: Snapshot | None
+) -> tuple[list[TableFile], list[str]]:
+    """The snapshot's live Parquet data files (by URI), and a note for each data file that is
+    not Parquet."""
+    files, notes = [], []
+    if snapshot is not None:
+        for manifest in snapshot.manifests(table.io):
+            if manifest.content != ManifestContent.DATA:
+                continue
+            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+                data_file = entry.data_file
+                if data_file.content != DataFileContent.DATA:
+                    continue
+                if data_file.file_format != FileFormat.PARQUET:
+                    notes.append(f"{data_file.file_path}: a {data_file.file_format.name} file")
+                    continue
+                files.append(TableFile(data_file.file_path, local_or_url(data_file.file_path)))
+    return sorted(files, key=lambda f: f.key), notes
 
 
 def check(
@@ -58,24 +80,12 @@ def check(
         snapshot = table.metadata.snapshot_by_id(snapshot_id)
         if snapshot is None:
             raise ValueError(f"the Iceberg table has no snapshot {snapshot_id}")
-    files, notes = [], []
-    if snapshot is not None:
-        for manifest in snapshot.manifests(table.io):
-            if manifest.content != ManifestContent.DATA:
-                continue
-            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
-                data_file = entry.data_file
-                if data_file.content != DataFileContent.DATA:
-                    continue
-                if data_file.file_format != FileFormat.PARQUET:
-                    notes.append(f"{data_file.file_path}: a {data_file.file_format.name} file")
-                    continue
-                files.append(TableFile(data_file.file_path, local_or_url(data_file.file_path)))
+    files, notes = live_parquet_files(table, snapshot)
     report = check_table_files(
         table_name(table),
         "iceberg",
         None if snapshot is None else snapshot.snapshot_id,
-        sorted(files, key=lambda f: f.key),
+        files,
         columns=ids[0],
         require=ids[1],
         by_field_id=True,
