@@ -147,3 +147,18 @@ def test_advise_an_iceberg_table(tmp_path: Path) -> None:
     advice = pb.advise(table, ["id"])
     assert advice.files == 4
     assert sum(c.ndv for c in advice.columns[0].chunks) == 60  # every id once
+
+
+def test_sizes_that_cannot_hold_the_values_are_refused(orders: Path, tmp_path: Path) -> None:
+    """--ndv 0 wrote 32-byte filters for 100,000 values; now nothing is written."""
+    out = tmp_path / "out.parquet"
+    with pytest.raises(ValueError, match=r"ndv=0 sizes every filter for no value at all"):
+        pb.rewrite_bloom_filters(orders, out, columns=["order_id"], ndv=0)
+    with pytest.raises(ValueError, match=r"num_bytes=32 cannot hold ndv=100000 .* needs 131072"):
+        pb.rewrite_bloom_filters(orders, out, columns=["order_id"], ndv=100_000, num_bytes=32)
+    with pytest.raises(ValueError, match="more than the 134217728 bytes a filter may have"):
+        pb.rewrite_bloom_filters(orders, out, columns=["order_id"], ndv=10**9, fpp=1e-6)
+    assert not out.exists()
+    # A size that holds them is taken.
+    pb.rewrite_bloom_filters(orders, out, columns=["order_id"], ndv=100_000, num_bytes=131072)
+    assert {c.num_bytes for c in audit.check_file(out, ["order_id"]).chunks} == {131072}
