@@ -62,6 +62,9 @@ class RewriteReport:
     bytes_copied: int = 0
     """Bytes of ``src`` the store copied into ``dst`` itself (S3 UploadPartCopy), never
     through the process."""
+    unchanged: bool = False
+    """With ``skip_unchanged=True``: the rewrite would have changed no filter, so ``dst`` was
+    not written (``bytes_after`` is then ``bytes_before``)."""
 
 
 def check_options(
@@ -181,6 +184,7 @@ def rewrite_bloom_filters(
     force: bool = False,
     storage_options: Mapping[str, Any] | None = None,
     ignore_table: bool = False,
+    skip_unchanged: bool = False,
 ) -> RewriteReport:
     """Write ``src`` to ``dst`` with Bloom filters added, re-sized or removed; the pages are
     copied byte for byte, only the filters and the footer change.
@@ -291,32 +295,62 @@ def rewrite_bloom_filters(
         }
         report.filters_kept = len(kept)
         report.filters_removed = len(old_filters.keys() - building - kept.keys())
-        # The body is copied (IO) on a thread while others build the filters (CPU); each
-        # filter is written out as soon as it and those before it are done.
-        output = open_sink(
-            target_fs,
-            target,
-            like=replaced,
-            source_filesystem=source_fs,
-            source_path=source_path,
-            source_etag=etag,
-            if_match=etag if in_place and is_s3(target_fs) else None,
-        )
-        with (
-            output as sink,
-            BodyCopy(sink, file, moves, footer_start) as body,
-            FilterBuilds(file, targets, leaf_list, md, sizing) as builds,
-        ):
-            at = moves(footer_start)
-            body.finish()  # the builds go on meanwhile, on their own threads
-            placements, report.filters_written = write_filters(sink, file, chunks, builds, kept, at)
-            plan.relocate_footer(md, moves, footer_start, placements)
-            filters_end = at + sum(length for _, length in placements.values())
-            report.bytes_after = filters_end + write_footer(sink, md)
+        with FilterBuilds(file, targets, leaf_list, md, sizing) as builds:
+            if skip_unchanged and _unchanged(file, targets, old_filters, builds, report):
+                report.unchanged = True
+                report.bytes_after = report.bytes_before
+                report.bytes_downloaded = file.bytes_read
+                return report
+            # The body is copied (IO) on a thread while others build the filters (CPU); each
+            # filter is written out as soon as it and those before it are done.
+            output = open_sink(
+                target_fs,
+                target,
+                like=replaced,
+                source_filesystem=source_fs,
+                source_path=source_path,
+                source_etag=etag,
+                if_match=etag if in_place and is_s3(target_fs) else None,
+            )
+            with output as sink, BodyCopy(sink, file, moves, footer_start) as body:
+                at = moves(footer_start)
+                body.finish()  # the builds go on meanwhile, on their own threads
+                placements, report.filters_written = write_filters(
+                    sink, file, chunks, builds, kept, at
+                )
+                plan.relocate_footer(md, moves, footer_start, placements)
+                filters_end = at + sum(length for _, length in placements.values())
+                report.bytes_after = filters_end + write_footer(sink, md)
         report.bytes_downloaded = file.bytes_read
         report.bytes_uploaded = output.bytes_uploaded
         report.bytes_copied = output.bytes_copied
     return report
+
+
+def _unchanged(
+    file: ByteSource,
+    targets: Sequence[fmt.ColumnChunkInfo],
+    old_filters: Mapping[tuple[int, int], plan.OldFilter],
+    builds: FilterBuilds,
+    report: RewriteReport,
+) -> bool:
+    """Whether the rewrite changes nothing: no filter removed, and every filter to build has
+    an old one of exactly the same bytes (header and bitset). Waits for the builds only when
+    every target has an old filter; reads those old filters to compare."""
+    if report.filters_removed:
+        return False
+    keys = [(c.row_group, c.column_index) for c in targets]
+    if any(key not in old_filters for key in keys):
+        return False
+    for key in keys:
+        new = builds.peek(key)
+        old = old_filters[key]
+        header = fmt.encode_bloom_filter_header(new.num_bytes)
+        if old.length != len(header) + new.num_bytes:
+            return False
+        if file.read_exact(old.offset, old.length) != header + new.to_bytes():
+            return False
+    return True
 
 
 def _refuse_table_file(filesystem: Any | None, path: str, *, replacing: bool) -> None:

@@ -342,6 +342,11 @@ class FilterBuilds:
     def __contains__(self, key: tuple[int, int]) -> bool:
         return key in self._futures
 
+    def peek(self, key: tuple[int, int]) -> SplitBlockBloomFilter:
+        """The filter of the chunk at (row group, column index), once built, kept for
+        :meth:`result`."""
+        return self._futures[key].result()
+
     def result(self, key: tuple[int, int]) -> SplitBlockBloomFilter:
         """The filter of the chunk at (row group, column index), once built (then forgotten
         here, so that a filter written out can be freed)."""

@@ -23,10 +23,11 @@ from parquet_bloom._tables.delta_snapshot import (
     load_table,
     relative_path,
     snapshot_files,
+    table_columns,
     table_root,
 )
 
-__all__ = ["check", "live_files", "table_columns"]
+__all__ = ["check", "live_files"]
 
 
 def live_files(table: DeltaTable) -> list[TableFile]:
@@ -37,11 +38,6 @@ def live_files(table: DeltaTable) -> list[TableFile]:
         path = relative_path(entry.key)
         files.append(TableFile(entry.key, file_location(root, path) if path else entry.path))
     return files
-
-
-def table_columns(table: DeltaTable) -> list[str]:
-    """The table schema's top-level column names."""
-    return [f.name for f in table.schema().fields]
 
 
 def check(

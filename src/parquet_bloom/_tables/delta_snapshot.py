@@ -40,6 +40,7 @@ __all__ = [
     "relative_path",
     "snapshot_files",
     "stats_json",
+    "table_columns",
     "table_root",
     "writer_feature_refusals",
 ]
@@ -140,6 +141,11 @@ def load_table(
     return DeltaTable(
         uri, version=version, storage_options=delta_storage_options(uri, storage_options)
     )
+
+
+def table_columns(table: DeltaTable) -> list[str]:
+    """The table schema's top-level column names."""
+    return [f.name for f in table.schema().fields]
 
 
 def table_root(table: DeltaTable) -> str:

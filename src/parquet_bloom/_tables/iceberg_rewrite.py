@@ -353,11 +353,13 @@ def commit_rewrite(
         key = outcome.job.key
         if jobs.get(key) != outcome.job:
             report.failed.append((key, "not a job of this plan"))
+        elif outcome.unchanged and key not in done:
+            report.unchanged.append(key)
         elif outcome.ok and key not in done:
             done[key] = outcome
         elif not outcome.ok and key not in done:
             report.failed.append((key, outcome.error or "failed"))
-    answered = {key for key, _ in report.failed} | set(done)
+    answered = {key for key, _ in report.failed} | set(done) | set(report.unchanged)
     for key in jobs.keys() - answered:
         report.failed.append((key, "no outcome was given for it"))
     with ThreadPoolExecutor(max_workers, thread_name_prefix="iceberg-check") as pool:
