@@ -1,19 +1,37 @@
 # Two entry points, each doing all of its own set-up on a fresh machine:
-#   make demo   build the environment, then write a Parquet file with Bloom filters and probe them
-#   make test   build the environment, then run every test (Spark's included)
+#   make demo   build a small environment (the demo extra), probe a Parquet file's Bloom filters,
+#               and leave the README's example data in demo/
+#   make test   build the whole environment (the test extra), then run every test (Spark's included)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# One stamp a stage: the package alone (the demo's first result needs no more), the demo extra,
+# the test extra. `make demo` then `make test` installs the test extra on top; `make test` then
+# `make demo` installs nothing (the test stamp refreshes the others).
+CORE_STAMP := $(VENV)/.installed-core
+DEMO_STAMP := $(VENV)/.installed-demo
+TEST_STAMP := $(VENV)/.installed-test
+SOURCES := pyproject.toml setup.py src/parquet_bloom/_kernels.c
 
 .PHONY: demo test lint bench asan java clean
 
-# Reinstalled when the C kernels change too: the editable install builds them in place.
-$(STAMP): pyproject.toml setup.py src/parquet_bloom/_kernels.c
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $(STAMP)
+
+# Reinstalled when the C kernels change too: the editable install builds them in place.
+$(CORE_STAMP): $(SOURCES) | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(DEMO_STAMP): $(CORE_STAMP)
+	@echo "installing the demo extra (deltalake, DuckDB: they write the README's data)"
+	$(BIN)/pip install --quiet -e '.[demo]'
+	touch $@
+
+$(TEST_STAMP): $(SOURCES) | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[demo,test]'
+	touch $(CORE_STAMP) $(DEMO_STAMP) $@
 
 # Spark needs a Java runtime (17 or newer). Install one with the OS package manager when we are
 # root and it is missing; otherwise say what to install.
@@ -27,15 +45,18 @@ java:
 		exit 1; \
 	fi
 
-demo: $(STAMP)
+# The first result as soon as the package is in; then the demo extra and the README's data.
+demo: $(CORE_STAMP)
 	$(BIN)/python examples/demo.py
+	@$(MAKE) --no-print-directory --silent $(DEMO_STAMP)
+	$(BIN)/python examples/readme_data.py demo
 
-test: $(STAMP) java
+test: $(TEST_STAMP) java
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/run.py
 
 # The compiled kernels built with AddressSanitizer, under the tests that reach them: any read or
@@ -46,7 +67,7 @@ ASAN_TESTS := tests/test_kernels.py tests/test_snappy.py tests/test_plain.py tes
 	tests/test_sbbf.py \
 	tests/test_logical.py tests/rewrite tests/io \
 	tests/hudi/test_murmur.py tests/hudi/test_filter.py tests/hudi/test_codec.py
-asan: $(STAMP)
+asan: $(TEST_STAMP)
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	cp -r src/parquet_bloom "$$tmp/"; rm -f "$$tmp"/parquet_bloom/_kernels*.so; \
 	include=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])'); \
@@ -60,4 +81,4 @@ asan: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not spark" $(ASAN_TESTS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) demo .pytest_cache .mypy_cache .ruff_cache .hypothesis

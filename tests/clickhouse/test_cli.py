@@ -62,7 +62,7 @@ def test_check_with_a_wrong_statement_is_refused(
 
 
 def test_check_flags_an_overfull_granule(clickhouse: ClickHouse) -> None:
-    from parquet_bloom._cli_clickhouse import check_part
+    from parquet_bloom.cli._clickhouse import check_part
 
     t = clickhouse.tables["plain"]
     part = pbch.open_part(t.data_dir / t.parts[0], t.sql)

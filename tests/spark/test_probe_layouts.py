@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 import parquet_bloom as pb
 from parquet_bloom._sbbf import SplitBlockBloomFilter
 from parquet_bloom.spark import _jvm, might_contain
-from parquet_bloom.spark._probe import create_sql_functions
+from parquet_bloom.spark._functions import create_sql_functions
 from parquet_bloom.spark._types import SparkLayout, arrow_hashes, sql_hash
 from tests.spark.data import session_conf
 

@@ -6,6 +6,9 @@
   compiled kernel), and the bit positions it gives;
 - :mod:`.codec`: the serialised filter (Java ``DataOutput`` bytes, Base64) decoded with limits
   and encoded byte for byte as Hudi writes it;
+- :mod:`.filter`: one filter (:class:`~parquet_bloom.hudi.HudiBloomFilter`), its size by Hudi's
+  rule and the footer keys it is read from;
+- :mod:`.check`: a base file's filter checked against its record keys;
 - :mod:`.table`: which base files of a table may hold a key (the table's file listing from the
   ``hudi`` package).
 

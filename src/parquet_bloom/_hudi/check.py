@@ -16,15 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from parquet_bloom._hudi.filter import HudiBloomFilter, filter_from_metadata
 from parquet_bloom._hudi.footer import read_hudi_metadata
 from parquet_bloom._hudi.table import RECORD_KEY_COLUMN
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom.errors import BloomFilterError
-
-if TYPE_CHECKING:
-    from parquet_bloom.hudi import HudiBloomFilter
 
 __all__ = ["HudiCheckReport", "check_file", "check_keys", "unreadable_filter"]
 
@@ -86,8 +84,6 @@ def check_file(
     """Check the record-key filter of one base file against its ``_hoodie_record_key``
     column. A file without a Hudi filter gives a report with ``filter=None`` and no
     violation; a filter that does not decode is a violation."""
-    from parquet_bloom.hudi import filter_from_metadata
-
     options = dict(storage_options) if storage_options is not None else None
     footer = read_hudi_metadata(path, storage_options=options, size=size, tail_size=tail_size)
     report = HudiCheckReport(
@@ -127,8 +123,6 @@ def check_keys(found: HudiBloomFilter, keys: list[Any], report: HudiCheckReport)
     were written), into ``report``: the keys read, null or empty keys, false negatives, keys
     outside the footer's key range, whether the filter rebuilt from the keys is the file's byte
     for byte, and the header's key count against the keys."""
-    from parquet_bloom.hudi import HudiBloomFilter
-
     report.num_keys = len(keys)
     if any(k is None or k == "" for k in keys):
         report.violations.append(f"keys: {RECORD_KEY_COLUMN} holds null or empty keys")

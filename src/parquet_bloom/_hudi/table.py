@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from parquet_bloom._hudi.filter import filter_from_metadata
 from parquet_bloom._hudi.footer import read_hudi_metadata
 from parquet_bloom._hudi.keys import encode_keys
 from parquet_bloom._hudi.murmur import hash_chains
@@ -214,8 +215,6 @@ class _FileResult:
 
 
 def _probe_file(base: BaseFile, keys: _Keys, storage_options: Any) -> _FileResult:
-    from parquet_bloom.hudi import filter_from_metadata
-
     footer = read_hudi_metadata(base.path, storage_options=storage_options, size=base.size)
     found = filter_from_metadata(footer.metadata, source=footer.name)
     meta = footer.metadata

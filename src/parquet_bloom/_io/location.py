@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from parquet_bloom._io import limits
+from parquet_bloom._io.failures import fetching
 
 __all__ = [
     "Entry",
@@ -352,9 +353,7 @@ def _walk(root: str, *, keep_prefix: bool = True) -> list[tuple[str, Entry]]:
 
 def _listing(name: str, filesystem: Any, root: str) -> list[tuple[str, Entry]]:
     """:func:`_find`, its failures in the library's terms, naming ``name`` (what the caller
-    asked to list): the same mapping as a read's (:func:`parquet_bloom._io.source.fetching`)."""
-    from parquet_bloom._io.source import fetching  # source imports this module
-
+    asked to list): the same mapping as a read's (:func:`parquet_bloom._io.failures.fetching`)."""
     with fetching(name, action="list"):
         return _find(filesystem, root)
 

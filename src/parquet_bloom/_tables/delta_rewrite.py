@@ -556,7 +556,7 @@ def rewrite_bloom_filters(
         max_workers=max_workers,
         progress=progress,
     )
-    return commit_rewrite(
+    report = commit_rewrite(
         plan,
         outcomes,
         storage_options=storage_options,
@@ -564,3 +564,6 @@ def rewrite_bloom_filters(
         max_attempts=max_attempts,
         snapshot=None if isinstance(uri, DeltaTable) else table,  # (a caller's own: not ours)
     )
+    if not isinstance(uri, DeltaTable):
+        report.table = os.fspath(uri)  # named as the caller named it (a relative path stays so)
+    return report

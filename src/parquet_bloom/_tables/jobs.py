@@ -132,9 +132,11 @@ class TableRewriteReport:
     new files were deleted, and a later call may retry them. ``version``: the table version
     (Delta) or snapshot id (Iceberg) committed, None when nothing was. ``attempts``: commits
     tried. ``leftovers``: new files that could not be deleted after a failure (to remove by
-    hand or by the table's vacuum). ``unchanged``: keys of files whose filters were already as
-    asked (nothing to remove, or every filter to build the same): no new file was written for
-    them and the commit leaves them be; when every file is, nothing is committed.
+    hand or by the table's vacuum). ``table``: the table as the caller named it (a path or URL
+    as given; the table's root when it was given as a table object). ``unchanged``: keys of
+    files whose filters were already as asked (nothing to remove, or every filter to build the
+    same): no new file was written for them and the commit leaves them be; when every file is,
+    nothing is committed.
     """
 
     table: str

@@ -34,6 +34,7 @@ from parquet_bloom import _sizing as sizing
 from parquet_bloom._sbbf import MAX_NUM_BYTES, SplitBlockBloomFilter, optimal_num_bytes
 from parquet_bloom.spark import _jvm
 from parquet_bloom.spark import _slices as slices
+from parquet_bloom.spark._functions import create_sql_functions
 from parquet_bloom.spark._types import (
     SparkLayout,
     check_spark_type,
@@ -174,8 +175,6 @@ def jvm_reduce_scatter(
     are the same MERGED_SCHEMA rows. Values are hashed by the bytes Spark stores, where
     ``sql_hash`` follows Spark's equality instead: strings of another collation by their bytes,
     floats and doubles by their raw bits (-0.0 and every NaN as they are)."""
-    from parquet_bloom.spark._probe import create_sql_functions  # _probe builds with this
-
     session = selected.sparkSession
     create_sql_functions(session)
     hashes = []

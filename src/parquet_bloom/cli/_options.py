@@ -1,6 +1,7 @@
 """The options every command that reaches object storage takes: ``--storage-option`` (its
 values read as the filesystem wants them) and ``--timeout`` / ``--retries`` (the request
-budget, :func:`parquet_bloom.request_limits`), for :mod:`parquet_bloom.cli` and its parts."""
+budget, :func:`parquet_bloom.request_limits`), for :mod:`parquet_bloom.cli` and its parts; and
+the types of the other arguments: rates, counts, sizes, ``--decryption-config``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from typing import Any
 
 from parquet_bloom._io import limits
 
-__all__ = ["add_limit_options", "count", "fpp", "seconds", "storage_option"]
+__all__ = [
+    "add_limit_options",
+    "count",
+    "decryption_config",
+    "fpp",
+    "positive",
+    "seconds",
+    "storage_option",
+]
 
 
 def storage_option(text: str) -> tuple[str, Any]:
@@ -83,3 +92,21 @@ def count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
     return value
+
+
+def positive(text: str) -> int:
+    if (value := count(text)) == 0:
+        raise argparse.ArgumentTypeError("must be > 0, got 0")
+    return value
+
+
+def decryption_config(path: str) -> Any:
+    """The keys in a --decryption-config file (JSON; DecryptionKeys.from_config)."""
+    from parquet_bloom._crypto.keys import DecryptionKeys
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+        return DecryptionKeys.from_config(config)
+    except (OSError, ValueError, TypeError) as e:
+        raise argparse.ArgumentTypeError(f"decryption config {path}: {e}") from None

@@ -1,164 +1,46 @@
-"""The ``parquet-bloom`` command: inspect, probe, check, add, resize and remove Bloom filters.
-
-Every command prints a table for people by default and JSON with ``--json``. Bad input (a file
-that is not Parquet, a truncated file, an unknown column, a value the column cannot hold) is one
-line on stderr and exit status 2, never a traceback. With several files, a progress bar goes to
-stderr when stderr is a terminal or ``--progress`` is given.
-
-Exit status: 0 success; 1 ``probe`` found every row group excluded, or ``check`` found a
-violation; 2 bad input or usage, or a file that could not be read (a store's error, a reset, a
-timeout, an object gone mid-run: never a violation, whatever read failed).
-"""
+"""The commands on files: ``inspect``, ``probe`` and ``check`` read each file the FILE arguments
+name (a path, a URL, a directory, a prefix or a glob); ``add``, ``resize`` and ``remove``
+rewrite files through :mod:`parquet_bloom._rewrite`. Each ``run_*`` takes the parsed arguments
+(:mod:`._main` builds the parser) and returns the exit status."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import sys
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import IO, Any, NoReturn
-
-import pyarrow as pa
+from typing import IO, Any
 
 from parquet_bloom import _audit as audit
-from parquet_bloom import _cli_clickhouse, _cli_hudi, _cli_index, _cli_paimon, _cli_table
 from parquet_bloom import _logical as logical
-from parquet_bloom._cli_options import add_limit_options, count, fpp, storage_option
-from parquet_bloom._cli_values import parse_literal
-from parquet_bloom._io import limits, location
+from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterReader
-from parquet_bloom._sizing import FLAVORS
+from parquet_bloom.cli._output import (
+    EXIT_BAD_INPUT,
+    EXIT_FOUND_NOTHING,
+    EXIT_OK,
+    INPUT_ERRORS,
+    PROG,
+    Progress,
+    Stats,
+    UsageError,
+    bad_file,
+    bytes_text,
+    finish,
+    progress_bar,
+    rate_text,
+    table,
+)
+from parquet_bloom.cli._values import parse_literal
 from parquet_bloom.errors import BloomFilterError
 
-__all__ = ["main"]
-
-PROG = "parquet-bloom"
-
-EXIT_OK = 0
-EXIT_FOUND_NOTHING = 1  # probe: every row group excluded; check: violations
-EXIT_BAD_INPUT = 2
-EXIT_INTERRUPTED = 130  # the shell's convention for SIGINT
-EXIT_BROKEN_PIPE = 141  # the shell's status for a command killed by SIGPIPE (128 + 13)
-
-# Errors that mean "this input is bad" (file, arguments, values), reported in one line. Anything
-# else is a bug in this library, reported in one line too, but saying so.
-_INPUT_ERRORS = (BloomFilterError, OSError, ValueError, TypeError, pa.ArrowException)
-
-_PROGRESS_WIDTH = 24  # characters of bar
-_PROGRESS_LINE = 79  # the whole line, so that it fits an 80-column terminal
-
-
-class _UsageError(Exception):
-    """Bad command-line usage, reported like argparse's own errors but on one line."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(f"{message} (see {self.prog} --help)")
-
-
-# -- output helpers ------------------------------------------------------------------------------
-
-
-def _size(n: int | None) -> str:
-    return "-" if n is None else audit.format_bytes(n)
-
-
-def _rate(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if x == 0:
-        return "0%"
-    if x < 1e-4:
-        return f"{x:.1e}"
-    return f"{x:.2%}"
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        out = [
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "  ".join(out).rstrip()
-
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
-
-
-def _one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split())
-    return text or type(err).__name__
-
-
-class Progress:
-    """A progress bar on stderr, drawn over itself with carriage returns (no dependencies)."""
-
-    def __init__(self, total: int, enabled: bool, stream: IO[str]) -> None:
-        self.total = total
-        self.enabled = enabled
-        self.stream = stream
-        self._width = 0
-
-    def show(self, done: int, detail: str = "") -> None:
-        if not self.enabled:
-            return
-        filled = _PROGRESS_WIDTH * done // max(self.total, 1)
-        bar = "#" * filled + "-" * (_PROGRESS_WIDTH - filled)
-        text = f"[{bar}] {done}/{self.total} "
-        room = _PROGRESS_LINE - len(text)
-        text += detail if len(detail) <= room else "..." + detail[len(detail) - room + 3 :]
-        self.stream.write("\r" + text.ljust(self._width))
-        self.stream.flush()
-        self._width = len(text)
-
-    def close(self) -> None:
-        if self.enabled and self._width:
-            self.stream.write("\r" + " " * self._width + "\r")
-            self.stream.flush()
-
-
-def _bad_file(
-    path: str, error: Exception, progress: Progress, err: IO[str], results: list[dict[str, Any]]
-) -> int:
-    """Report a file that cannot be read: one line on stderr, and an entry in the JSON output.
-    The line names the file, once (most of our errors name it already)."""
-    progress.close()
-    message = _one_line(error)
-    _error(err, message if path in message else f"{path}: {message}")
-    results.append({"path": path, "error": message})
-    return EXIT_BAD_INPUT
-
-
-def progress_bar(args: argparse.Namespace, total: int, stderr: IO[str]) -> Progress:
-    tty = getattr(stderr, "isatty", lambda: False)()
-    return Progress(total, bool(args.progress) or (tty and total > 1), stderr)
-
-
-# -- files: paths, URLs, directories, globs -------------------------------------------------------
-
-
-def decryption_config(path: str) -> Any:
-    """The keys in a --decryption-config file (JSON; DecryptionKeys.from_config)."""
-    from parquet_bloom._crypto.keys import DecryptionKeys
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            config = json.load(f)
-        return DecryptionKeys.from_config(config)
-    except (OSError, ValueError, TypeError) as e:
-        raise argparse.ArgumentTypeError(f"decryption config {path}: {e}") from None
+__all__ = ["run_add", "run_check", "run_inspect", "run_probe", "run_remove", "run_resize"]
 
 
 def _options_for(name: str, args: argparse.Namespace) -> dict[str, Any] | None:
     """The storage options to open ``name`` with: those given, for a URL; none for a path."""
     return dict(args.storage_option) if location.is_url(name) and args.storage_option else None
-
-
-Stats = tuple[str, int, int]  # a file, the requests and the bytes reading it took
 
 
 def _each_file(
@@ -180,8 +62,8 @@ def _each_file(
             queue.extend(location.list_files(arg, storage_options=_options_for(arg, args)))
         except BrokenPipeError:
             raise
-        except _INPUT_ERRORS as e:
-            status = _bad_file(arg, e, Progress(0, False, err), err, results)
+        except INPUT_ERRORS as e:
+            status = bad_file(arg, e, Progress(0, False, err), err, results)
     progress = progress_bar(args, len(queue), err)
     stats: list[Stats] = []
     index = 0
@@ -198,53 +80,22 @@ def _each_file(
             requests, bytes_read = work(name, kwargs, index, progress)
         except BrokenPipeError:
             raise
-        except _INPUT_ERRORS as e:
+        except INPUT_ERRORS as e:
             if not entry.listed and isinstance(e, FileNotFoundError | IsADirectoryError):
                 try:
                     inner = location.list_files(name + "/", storage_options=options)
-                except _INPUT_ERRORS:  # not a prefix either: the first error says what
+                except INPUT_ERRORS:  # not a prefix either: the first error says what
                     inner = []
                 if inner:
                     queue.extendleft(reversed(inner))
                     progress.total += len(inner) - 1
                     continue
-            status = _bad_file(name, e, progress, err, results)
+            status = bad_file(name, e, progress, err, results)
         else:
             stats.append((name, requests, bytes_read))
         index += 1
     progress.close()
     return status, stats
-
-
-def _stats_text(stats: Sequence[Stats]) -> str:
-    rows = [[name, f"{requests:,}", f"{n:,}"] for name, requests, n in stats]
-    totals = (sum(s[1] for s in stats), sum(s[2] for s in stats))
-    rows.append([f"total ({len(stats)} files)", *(f"{n:,}" for n in totals)])
-    return table(["file", "requests", "bytes read"], rows, right=(1, 2))
-
-
-def _stats_dict(stats: Sequence[Stats]) -> dict[str, int]:
-    return {
-        "files": len(stats),
-        "requests": sum(s[1] for s in stats),
-        "bytes_read": sum(s[2] for s in stats),
-    }
-
-
-def _finish(
-    args: argparse.Namespace,
-    out: IO[str],
-    document: dict[str, Any],
-    stats: Sequence[Stats],
-) -> None:
-    """Print the JSON document, or with ``--stats`` the table of costs after the text output."""
-    if args.json:
-        if args.stats:
-            document["stats"] = _stats_dict(stats)
-        json.dump(document, out, indent=2)
-        out.write("\n")
-    elif args.stats:
-        out.write("\n" + _stats_text(stats) + "\n")
 
 
 # -- inspect -------------------------------------------------------------------------------------
@@ -273,10 +124,10 @@ def _inspect_text(report: audit.FileReport) -> str:
                 str(c.offset),
                 "-" if c.length is None else str(c.length),
                 c.location or "-",
-                _size(c.num_bytes),
+                bytes_text(c.num_bytes),
                 "-" if c.fraction_set is None else f"{c.fraction_set:.1%}",
                 "-" if c.estimated_ndv is None else f"{c.estimated_ndv:,.0f}",
-                _rate(c.fpp),
+                rate_text(c.fpp),
                 "; ".join(notes),
             ]
         )
@@ -285,7 +136,7 @@ def _inspect_text(report: audit.FileReport) -> str:
     return head + "\n" + table(headers, rows, right=(0, 3, 4, 6, 7, 8, 9))
 
 
-def _cmd_inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+def run_inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     results: list[dict[str, Any]] = []
 
     def work(name: str, kwargs: dict[str, Any], i: int, progress: Progress) -> tuple[int, int]:
@@ -298,7 +149,7 @@ def _cmd_inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         return report.requests, report.bytes_read
 
     status, stats = _each_file(args, err, results, work)
-    _finish(args, out, {"files": results}, stats)
+    finish(args, out, {"files": results}, stats)
     return status
 
 
@@ -340,10 +191,10 @@ def _probe_file(
     return outcome, reader.requests, reader.bytes_read
 
 
-def _cmd_probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+def run_probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     column, *texts = args.column
     if not texts:
-        raise _UsageError(f"probe needs values after --column {column} (see {PROG} probe --help)")
+        raise UsageError(f"probe needs values after --column {column} (see {PROG} probe --help)")
     results: list[dict[str, Any]] = []
 
     def work(name: str, kwargs: dict[str, Any], i: int, progress: Progress) -> tuple[int, int]:
@@ -355,7 +206,7 @@ def _cmd_probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     outcomes = [rg["result"] for r in results for rg in r.get("row_groups", ())]
     might = "might contain" in outcomes
     if args.json:
-        _finish(args, out, {"files": results, "might_contain": might}, stats)
+        finish(args, out, {"files": results, "might_contain": might}, stats)
     elif len(outcomes) or status == EXIT_OK:
         rows = [
             [r["path"], str(rg["row_group"]), rg["result"], rg["reason"]]
@@ -367,7 +218,7 @@ def _cmd_probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         out.write(table(["file", "rg", "result", "why"], rows, right=(1,)) + "\n")
         kept = outcomes.count("might contain")
         out.write(f"{kept} of {len(outcomes)} row groups might contain a value\n")
-        _finish(args, out, {}, stats)
+        finish(args, out, {}, stats)
     if status != EXIT_OK:
         return status
     return EXIT_OK if might else EXIT_FOUND_NOTHING
@@ -385,12 +236,12 @@ def _check_text(report: audit.CheckReport) -> str:
                 [
                     str(c.row_group),
                     c.column,
-                    _size(c.num_bytes),
+                    bytes_text(c.num_bytes),
                     "-" if c.num_values is None else f"{c.num_values:,}",
                     "-" if c.ndv is None else f"{c.ndv:,}",
                     "-" if c.missing is None else f"{c.missing:,}",
-                    _rate(c.fpp),
-                    _rate(c.fpp_at_ndv),
+                    rate_text(c.fpp),
+                    rate_text(c.fpp_at_ndv),
                     "-" if c.exact is None else ("yes" if c.exact else "no"),
                     ", ".join(c.matching_flavors) or "none",
                     "; ".join(c.notes),
@@ -410,7 +261,7 @@ def _check_text(report: audit.CheckReport) -> str:
     return "\n".join(lines)
 
 
-def _cmd_check(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+def run_check(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     results: list[dict[str, Any]] = []
     violations = False
 
@@ -437,7 +288,7 @@ def _cmd_check(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     if violations and status == EXIT_OK:
         status = EXIT_FOUND_NOTHING
     ok = all(r.get("ok", False) for r in results)
-    _finish(args, out, {"files": results, "ok": ok}, stats)
+    finish(args, out, {"files": results, "ok": ok}, stats)
     return status
 
 
@@ -461,7 +312,7 @@ def _rewrite_jobs(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     if args.in_place:
         return [(path, None) for path in _sources(paths, args)]
     if len(paths) < 2:
-        raise _UsageError(
+        raise UsageError(
             "pass SRC and DST, several SRC and the directory to write them into, "
             "or --in-place and the files to rewrite"
         )
@@ -472,13 +323,13 @@ def _rewrite_jobs(args: argparse.Namespace) -> list[tuple[str, str | None]]:
         names = [os.path.basename(os.path.normpath(source)) for source in sources]
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
-            raise _UsageError(f"several files named {twice[0]!r} would be written to {target}")
+            raise UsageError(f"several files named {twice[0]!r} would be written to {target}")
         return [
             (src, target + name if remote_dir else os.path.join(target, name))
             for src, name in zip(sources, names, strict=True)
         ]
     if len(sources) > 1:
-        raise _UsageError(
+        raise UsageError(
             f"{target} is not a directory: with several files, the last path is the directory "
             "to write them into (or pass --in-place)"
         )
@@ -490,11 +341,11 @@ def _rewrite_text(report: Any) -> str:
     where = report.src if report.dst == report.src else f"{report.src} -> {report.dst}"
     text = (
         f"{where}: wrote {len(report.filters_written)} filters "
-        f"({_size(written)}), removed {report.filters_removed}; "
+        f"({bytes_text(written)}), removed {report.filters_removed}; "
         f"file {report.bytes_before:,} -> {report.bytes_after:,} bytes"
     )
     if report.filters_written:
-        rows = [[str(rg), column, _size(n)] for rg, column, n in report.filters_written]
+        rows = [[str(rg), column, bytes_text(n)] for rg, column, n in report.filters_written]
         text += "\n" + table(["rg", "column", "bytes"], rows, right=(0, 2))
     return text
 
@@ -557,7 +408,7 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
     def failure(src: str, error: Exception) -> None:
         nonlocal failed
         failed += 1
-        _bad_file(src, error, progress, err, results)
+        bad_file(src, error, progress, err, results)
         after(src)
 
     progress = progress_bar(args, len(jobs), err)
@@ -588,9 +439,9 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
     return EXIT_BAD_INPUT if failed else EXIT_OK
 
 
-def _cmd_add(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+def run_add(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     if args.bytes is not None and (args.fpp is not None or args.ndv is not None):
-        raise _UsageError("--bytes sets the size itself; do not combine it with --fpp or --ndv")
+        raise UsageError("--bytes sets the size itself; do not combine it with --fpp or --ndv")
     kwargs: dict[str, Any] = {"columns": args.column, "num_bytes": args.bytes}
     if args.fpp is not None:
         kwargs["fpp"] = args.fpp
@@ -601,196 +452,12 @@ def _cmd_add(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     return _rewrite(args, out, err, **kwargs)
 
 
-def _cmd_resize(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+def run_resize(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     kwargs: dict[str, Any] = {"columns": args.column or "existing"}
     if args.fpp is not None:
         kwargs["fpp"] = args.fpp
     return _rewrite(args, out, err, **kwargs)
 
 
-def _cmd_remove(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
+def run_remove(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     return _rewrite(args, out, err, columns=None, remove=args.column)
-
-
-# -- the parser ----------------------------------------------------------------------------------
-
-
-def _positive(text: str) -> int:
-    if (value := count(text)) == 0:
-        raise argparse.ArgumentTypeError("must be > 0, got 0")
-    return value
-
-
-def _version() -> str:
-    """The version, and whether the compiled kernels do the hashing and inserting (what to ask
-    first about a slow build, e.g. on a Spark executor that got the package zipped)."""
-    from parquet_bloom import __version__, kernels
-
-    implementation = "compiled kernels" if kernels.compiled is not None else "numpy alone"
-    return f"{PROG} {__version__} ({implementation})"
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog=PROG,
-        description="Inspect, probe, check and rewrite the Bloom filters of Parquet files.",
-        epilog="Exit status: 0 ok; 1 probe excluded everything / check found violations; "
-        "2 bad input, or a file that could not be read.",
-    )
-    parser.add_argument("--version", action="version", version=_version())
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    def command(name: str, help: str, run: Callable[..., int]) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=help)
-        p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-        p.add_argument(
-            "--storage-option",
-            action="append",
-            type=storage_option,
-            default=[],
-            metavar="KEY=VALUE",
-            help="an option of the URLs' filesystem (fsspec storage_options; repeatable), "
-            "e.g. endpoint_url=http://localhost:9000 or anon=true: true/false and integers "
-            "are converted, a JSON object, array or quoted string is decoded "
-            "(config_kwargs='{\"max_pool_connections\": 50}'), anything else stays a string",
-        )
-        add_limit_options(p)
-        stats = "also print what each file cost: requests and bytes read (a rewrite: bytes "
-        stats += "downloaded, uploaded and copied by the store)"
-        p.add_argument("--stats", action="store_true", help=stats)
-        p.set_defaults(run=run)
-        return p
-
-    def reading(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "files",
-            nargs="+",
-            metavar="FILE",
-            help="Parquet files: paths or URLs (s3://, gs://, abfs://, https://...); a "
-            "directory, a prefix ending in / or a glob stands for the files under it",
-        )
-        p.add_argument(
-            "--progress", action="store_true", help="show progress on stderr even if not a TTY"
-        )
-        tail = "the first read's size, from each file's end (default 1 MiB from a URL, 64 KiB)"
-        p.add_argument("--tail-size", type=_positive, metavar="BYTES", help=tail)
-        p.add_argument(
-            "--decryption-config",
-            type=decryption_config,
-            metavar="FILE",
-            help="keys of encrypted files: a JSON file with footer_key, column_keys, key_ids "
-            "(keys as 'hex:...' or 'base64:...') and aad_prefix (docs/cli.md#encrypted-files)",
-        )
-        # inspect and check pass each file's report through this (an extension's: _cli_hudi)
-        p.set_defaults(report_hook=lambda report, kwargs: report)
-
-    p = command("inspect", "Describe every column chunk's Bloom filter.", _cmd_inspect)
-    reading(p)
-
-    p = command(
-        "probe",
-        "Which row groups might contain any of the values (exit 1 if none might).",
-        _cmd_probe,
-    )
-    reading(p)
-    p.add_argument(
-        "--column",
-        nargs="+",
-        required=True,
-        metavar=("C", "VALUE"),
-        help="the column (dotted path), then the values, read as the column's type: integers, "
-        "floats, ISO dates/times/timestamps, decimals, UUIDs, strings; 0x-hex for binary",
-    )
-
-    p = command(
-        "check",
-        "Check filters for writer conformance: header, offset, length, no missing values, "
-        "size (exit 1 on any violation).",
-        _cmd_check,
-    )
-    reading(p)
-    p.add_argument("--column", action="append", help="check only this column (repeatable)")
-    p.add_argument("--max-fpp", type=fpp, help="also flag filters whose rate exceeds this")
-
-    def rewriting(p: argparse.ArgumentParser) -> None:
-        p.usage = (
-            f"{PROG} {p.prog.split()[-1]} [options] SRC DST | SRC [SRC ...] DIR | "
-            "--in-place FILE [FILE ...]"
-        )
-        p.add_argument(
-            "paths",
-            nargs="+",
-            metavar="PATH",
-            help="SRC and DST; or files and the directory to write them into, each under its "
-            "own name; or, with --in-place, the files to rewrite. Paths or URLs; a SRC "
-            "directory, prefix or glob stands for the files under it; a DIR URL ends in /",
-        )
-        p.add_argument("--in-place", action="store_true", help="replace each file itself")
-        p.add_argument(
-            "--force", action="store_true", help="rewrite even if the footer does not round-trip"
-        )
-        p.add_argument("--ignore-table", action="store_true", help="replace a table's data file")
-        p.add_argument(
-            "--progress", action="store_true", help="show progress on stderr even if not a TTY"
-        )
-
-    p = command("add", "Add (or replace) filters for columns, sized per chunk.", _cmd_add)
-    rewriting(p)
-    p.add_argument("--column", action="append", required=True, help="column (repeatable)")
-    p.add_argument("--fpp", type=fpp, help="false-positive rate (default 0.01)")
-    p.add_argument("--ndv", type=count, help="size for this many values (default: the chunk's)")
-    p.add_argument("--bytes", type=count, help="bitset size, a power of two from 32")
-    p.add_argument("--flavor", choices=FLAVORS, help="round sizes as this writer does")
-
-    p = command(
-        "resize", "Rebuild filters at a new rate (default: every existing filter).", _cmd_resize
-    )
-    rewriting(p)
-    p.add_argument("--column", action="append", help="column (repeatable)")
-    p.add_argument("--fpp", type=fpp, help="false-positive rate (default 0.01)")
-
-    p = command("remove", "Remove the filters of columns.", _cmd_remove)
-    rewriting(p)
-    p.add_argument("--column", action="append", required=True, help="column (repeatable)")
-    _cli_hudi.extend(sub)
-    _cli_index.extend(sub, storage_option=storage_option, parse_literal=parse_literal)
-    _cli_clickhouse.extend(sub)
-    return _cli_table.extend(sub, _cli_paimon.extend(sub, parser))
-
-
-def _error(err: IO[str], message: str) -> None:
-    err.write(f"{PROG}: error: {message}\n")
-    err.flush()
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (see the module docstring)."""
-    out, err = sys.stdout, sys.stderr
-    try:
-        args = _parser().parse_args(argv)
-        timeout, retries = getattr(args, "timeout", None), getattr(args, "retries", None)
-        with limits.request_limits(timeout=timeout, retries=retries):
-            status: int = args.run(args, out, err)
-        out.flush()  # a closed pipe shows here, not at exit
-        return status
-    except SystemExit as e:  # --help and --version exit through argparse
-        return e.code if isinstance(e.code, int) else EXIT_OK
-    except BrokenPipeError:
-        # The reader of our output went away (``| head``): end quietly with the shell's
-        # status for it. stdout points at devnull so that the flush at exit does not fail
-        # again. SIGPIPE is left ignored, as Python sets it: its default action would also
-        # kill the process on a socket closed by a server.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, out.fileno())
-        os.close(devnull)
-        return EXIT_BROKEN_PIPE
-    except _UsageError as e:
-        _error(err, str(e))
-    except _INPUT_ERRORS as e:
-        _error(err, _one_line(e))
-    except KeyboardInterrupt:
-        _error(err, "interrupted")
-        return EXIT_INTERRUPTED
-    except Exception as e:  # a bug: still one line, but say so
-        _error(err, f"internal error ({type(e).__name__}: {_one_line(e)}); please report it")
-    return EXIT_BAD_INPUT

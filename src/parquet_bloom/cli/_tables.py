@@ -6,10 +6,10 @@ is a Delta table's path or URL (it has ``_delta_log/``), an Iceberg table named 
 (``--catalog NAME``, TABLE its identifier; pyiceberg's ``load_catalog`` configuration, read when
 the command runs), or an Iceberg table's location or ``metadata.json``, opened read-only as a
 pyiceberg ``StaticTable``. The work is :mod:`parquet_bloom.delta`'s and
-:mod:`parquet_bloom.iceberg`'s; this module opens the table, types the values, runs the
-rewrite's stages with a progress bar over files, and prints as the file commands print: a table
-for people, ``--json``, ``--stats``, one-line errors, exit 0, 1 (prune: nothing might match)
-or 2 (bad input, or files a rewrite did not commit).
+:mod:`parquet_bloom.iceberg`'s; :mod:`._table_open` opens the table; this module types the
+values, runs the rewrite's stages with a progress bar over files, and prints as the file
+commands print: a table for people, ``--json``, ``--stats``, one-line errors, exit 0, 1 (prune:
+nothing might match) or 2 (bad input, or files a rewrite did not commit).
 """
 
 from __future__ import annotations
@@ -17,49 +17,37 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import uuid
 import warnings
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import IO, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from parquet_bloom import _audit as audit
-from parquet_bloom import cli
-from parquet_bloom._cli_options import add_limit_options, count, fpp
-from parquet_bloom._io import limits, location
+from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sizing import FLAVORS
-from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_from_properties
 from parquet_bloom._tables.jobs import JobOutcome, TableRewriteReport, run_jobs
-from parquet_bloom.errors import BloomFilterError
+from parquet_bloom.cli import _output as output
+from parquet_bloom.cli._options import add_limit_options, count, fpp
+from parquet_bloom.cli._table_open import DataFile, Table, TableError, data_files, open_table
 
 __all__ = ["extend"]
 
-Run = Callable[[argparse.Namespace, IO[str], IO[str]], int]
 
 # Footers read at once by inspect: a few requests in flight hide a store's latency.
 _MAX_WORKERS = 4
-_ICEBERG_SUFFIX = ".metadata.json"
-# A metadata file's version: "00012-<uuid>.metadata.json" (catalogs), "v12.metadata.json".
-_METADATA_VERSION = re.compile(r"^v?(\d+)[-.]")
 # What reading one file may raise: that file is reported and the others go on.
-_FILE_ERRORS = (BloomFilterError, OSError, ValueError, TypeError, pa.ArrowException)
 # The libraries whose own exceptions mean "this table, its store or the configuration is bad":
 # the table libraries, pyiceberg's catalogs, and the object stores' clients under fsspec.
 _TABLE_LIBRARIES = frozenset(
     {"deltalake", "pyiceberg", "sqlalchemy", "pydantic", "botocore", "aiobotocore", "aiohttp"}
     | {"google", "gcsfs", "azure", "adlfs", "fsspec", "s3fs"}
 )
-
-
-class _TableError(ValueError):
-    """A table that cannot be opened or used as asked: one line, exit status 2."""
 
 
 def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -74,7 +62,7 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
     commands = "{inspect,prune,add,resize,remove}"
     sub = table.add_subparsers(dest="table_command", required=True, metavar=commands)
 
-    def command(name: str, help: str, run: Run) -> argparse.ArgumentParser:
+    def command(name: str, help: str, run: output.Run) -> argparse.ArgumentParser:
         p: argparse.ArgumentParser = sub.add_parser(name, help=help, description=help)
         p.add_argument(
             "table",
@@ -130,7 +118,9 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
         _prune,
     )
     at_version(p)
-    p.usage = f"{cli.PROG} table prune [options] TABLE --column C VALUE [VALUE ...] [--column ...]"
+    p.usage = (
+        f"{output.PROG} table prune [options] TABLE --column C VALUE [VALUE ...] [--column ...]"
+    )
     p.add_argument(
         "--column",
         nargs="+",
@@ -164,7 +154,7 @@ def _storage_option(text: str) -> tuple[str, str]:
     return key, value
 
 
-def _guarded(run: Run, parser: argparse.ArgumentParser) -> Run:
+def _guarded(run: output.Run, parser: argparse.ArgumentParser) -> output.Run:
     """``run`` with the table libraries' own exceptions reported as bad input (one line, exit
     2) and the warnings raised meanwhile printed one line each, after the output."""
 
@@ -177,7 +167,7 @@ def _guarded(run: Run, parser: argparse.ArgumentParser) -> Run:
             except Exception as e:
                 root = type(e).__module__.split(".")[0]
                 if root in _TABLE_LIBRARIES and not isinstance(e, ValueError | OSError):
-                    raise _TableError(f"{args.table}: {type(e).__name__}: {e}") from e
+                    raise TableError(f"{args.table}: {type(e).__name__}: {e}") from e
                 raise
             finally:
                 seen = set()
@@ -185,259 +175,15 @@ def _guarded(run: Run, parser: argparse.ArgumentParser) -> Run:
                     message = " ".join(str(w.message).split())
                     if message not in seen:
                         seen.add(message)
-                        err.write(f"{cli.PROG}: warning: {message}\n")
+                        err.write(f"{output.PROG}: warning: {message}\n")
 
     return guarded
-
-
-# -- the table -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _DataFile:
-    """A data file of the snapshot: ``key`` as the table names it (Delta: its path under the
-    root, as the log writes it; Iceberg: its URI), ``source`` as the reader opens it."""
-
-    key: str
-    source: str
-    size: int
-    file_format: str = "PARQUET"
-
-
-@dataclass
-class _Table:
-    """An opened table: its ``format``, its ``name`` as printed, the library's ``handle``
-    (``deltalake.DeltaTable`` or pyiceberg ``Table``), its ``root`` (Delta: its path or URL;
-    Iceberg: its location), the ``options`` given (deltalake's storage options or Iceberg
-    FileIO properties), ``file_options`` (fsspec's, for the data files) and ``static``: an
-    Iceberg table opened from its metadata, which cannot be committed to."""
-
-    format: str
-    name: str
-    handle: Any
-    root: str
-    options: dict[str, str]
-    file_options: dict[str, Any] = field(default_factory=dict)
-    static: bool = False
-    snapshot_id: int | None = None
-
-    @property
-    def version(self) -> int | None:
-        """The Delta version or the Iceberg snapshot id read (None: a table without one)."""
-        if self.format == "delta":
-            return int(self.handle.version())
-        snapshot = self.snapshot()
-        return None if snapshot is None else int(snapshot.snapshot_id)
-
-    def snapshot(self) -> Any:
-        """The Iceberg snapshot read (None: a table without one)."""
-        if self.snapshot_id is not None:
-            return self.handle.snapshot_by_id(self.snapshot_id)
-        return self.handle.current_snapshot()
-
-    def display(self, key: str) -> str:
-        """A data file as the text output names it: under the table's root when it is."""
-        for root in (self.root, local_or_url(self.root)):
-            prefix = root.rstrip("/") + "/"
-            if key.startswith(prefix):
-                return key[len(prefix) :]
-        return key
-
-
-def _open(args: argparse.Namespace, *, writing: bool = False) -> _Table:
-    """The table TABLE names, at ``--version`` / ``--snapshot-id`` when given."""
-    options = dict(args.storage_option)
-    version = getattr(args, "version", None)
-    snapshot_id = getattr(args, "snapshot_id", None)
-    if args.catalog is not None:
-        if args.format == "delta":
-            args.parser.error("--catalog names an Iceberg catalog; not with --format delta")
-        table = _open_catalog(args.catalog, args.table, options)
-    else:
-        kind = args.format or _detect(args.table, options)
-        if kind == "delta":
-            if snapshot_id is not None:
-                args.parser.error("--snapshot-id is for Iceberg tables; use --version N")
-            return _open_delta(args.table, version, options)
-        table = _open_static(args.table, options)
-        if writing:
-            raise _TableError(
-                f"{args.table} is opened from its metadata, read-only: committing to an "
-                "Iceberg table needs its catalog (--catalog NAME and the table's identifier)"
-            )
-    if version is not None:
-        args.parser.error("--version is for Delta tables; use --snapshot-id N")
-    if snapshot_id is not None:
-        if table.handle.snapshot_by_id(snapshot_id) is None:
-            raise _TableError(f"{args.table} has no snapshot {snapshot_id}")
-        table.snapshot_id = snapshot_id
-    return table
-
-
-def _open_delta(uri: str, version: int | None, options: dict[str, str]) -> _Table:
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
-
-    import parquet_bloom.delta as pbd
-
-    try:
-        handle = DeltaTable(
-            uri, version=version, storage_options=limits.delta_storage_options(uri, options or None)
-        )
-    except TableNotFoundError:
-        raise _TableError(f"no Delta table at {uri} (no _delta_log/ there)") from None
-    return _Table("delta", uri, handle, uri, options, pbd.file_storage_options(uri, options))
-
-
-def _open_catalog(name: str, identifier: str, options: dict[str, str]) -> _Table:
-    from pyiceberg.catalog import load_catalog
-    from pyiceberg.utils.config import Config
-
-    import parquet_bloom.iceberg as pbi
-
-    # Read now, not when pyiceberg was imported: its own copy of the environment is older.
-    config = Config().get_catalog_config(name)
-    if not config:
-        raise _TableError(
-            f"no Iceberg catalog {name!r}: configure it in ~/.pyiceberg.yaml or with "
-            f"PYICEBERG_CATALOG__{name.upper()}__* environment variables"
-        )
-    try:
-        properties: dict[str, Any] = {**config, **options}
-        catalog = load_catalog(name, **properties)
-        handle = catalog.load_table(identifier)
-    except Exception as e:  # the catalog's own errors: no such table, no connection...
-        raise _TableError(
-            f"cannot load {identifier} from the Iceberg catalog {name!r}: {type(e).__name__}: {e}"
-        ) from e
-    table = _Table("iceberg", identifier, handle, handle.location(), options)
-    table.file_options = pbi.storage_options_for(handle)
-    return table
-
-
-def _open_static(path: str, options: dict[str, str]) -> _Table:
-    from pyiceberg.table import StaticTable
-
-    import parquet_bloom.iceberg as pbi
-
-    metadata = _metadata_file(path, options)
-    handle = StaticTable.from_metadata(metadata, properties=options)
-    table = _Table("iceberg", path, handle, handle.location(), options, static=True)
-    table.file_options = pbi.storage_options_for(handle)
-    return table
-
-
-def _filesystem(uri: str, options: dict[str, str]) -> tuple[Any | None, str]:
-    """``(fsspec filesystem or None for local, path)`` for a table's URI, configured from the
-    options given the way each table library's options map to fsspec's."""
-    if not location.is_url(uri):
-        return None, uri
-    fs_options: dict[str, Any] = {}
-    if options:
-        fs_options = storage_options_from_properties(options, uri)
-        try:
-            import parquet_bloom.delta as pbd
-        except ImportError:
-            pass
-        else:
-            fs_options = {**pbd.file_storage_options(uri, options), **fs_options}
-    scheme = uri.split("://", 1)[0].lower()
-    return location.resolve(uri, storage_options=fs_options if scheme != "file" else None)
-
-
-def _children(filesystem: Any | None, path: str) -> list[str]:
-    """The names in a directory (FileNotFoundError when there is none)."""
-    if filesystem is None:
-        return sorted(os.listdir(path))
-    filesystem.invalidate_cache(path)  # a listing cached earlier would miss a new metadata file
-    return sorted(str(e).rstrip("/").rsplit("/", 1)[-1] for e in filesystem.ls(path, detail=False))
-
-
-def _detect(uri: str, options: dict[str, str]) -> str:
-    """``"delta"`` or ``"iceberg"``, told by what the directory holds."""
-    if uri.endswith(_ICEBERG_SUFFIX):
-        return "iceberg"
-    filesystem, path = _filesystem(uri, options)
-    try:
-        names = _children(filesystem, path)
-    except FileNotFoundError:
-        raise _TableError(f"no table at {uri}: no such directory") from None
-    except NotADirectoryError:
-        raise _TableError(f"no table at {uri}: not a directory") from None
-    if "_delta_log" in names:
-        return "delta"
-    if "metadata" in names:
-        inner = _children(filesystem, f"{path.rstrip('/')}/metadata")
-        if any(name.endswith(_ICEBERG_SUFFIX) for name in inner):
-            return "iceberg"
-    raise _TableError(
-        f"{uri} is neither a Delta table (no _delta_log/) nor an Iceberg table (no "
-        "metadata/*.metadata.json); name a table in a catalog with --catalog NAME"
-    )
-
-
-def _metadata_file(uri: str, options: dict[str, str]) -> str:
-    """The metadata file of the Iceberg table at ``uri``: itself when it is one, else the
-    latest in its ``metadata/`` directory (by version number)."""
-    if uri.endswith(_ICEBERG_SUFFIX):
-        return uri
-    filesystem, path = _filesystem(uri, options)
-    directory = f"{path.rstrip('/')}/metadata"
-    try:
-        names = [n for n in _children(filesystem, directory) if n.endswith(_ICEBERG_SUFFIX)]
-    except (FileNotFoundError, NotADirectoryError):
-        names = []
-    if not names:
-        raise _TableError(f"no Iceberg table at {uri}: no metadata/*.metadata.json there")
-
-    def number(name: str) -> int:
-        match = _METADATA_VERSION.match(name)
-        return int(match[1]) if match else -1
-
-    return f"{uri.rstrip('/')}/metadata/{max(names, key=lambda n: (number(n), n))}"
-
-
-def _data_files(table: _Table) -> list[_DataFile]:
-    """The snapshot's data files, in the table's order."""
-    if table.format == "delta":
-        from parquet_bloom._tables.delta_snapshot import (
-            file_location,
-            snapshot_files,
-            table_root,
-        )
-
-        root = table_root(table.handle)
-        return [
-            _DataFile(f.key, file_location(root, f.path), f.size)
-            for f in snapshot_files(table.handle)
-        ]
-    from pyiceberg.manifest import ManifestContent
-
-    snapshot = table.snapshot()
-    if snapshot is None:
-        return []
-    io = table.handle.io
-    return [
-        _DataFile(
-            entry.data_file.file_path,
-            local_or_url(entry.data_file.file_path),
-            entry.data_file.file_size_in_bytes,
-            str(entry.data_file.file_format.name),
-        )
-        for manifest in snapshot.manifests(io)
-        if manifest.content == ManifestContent.DATA
-        for entry in manifest.fetch_manifest_entry(io, discard_deleted=True)
-    ]
 
 
 # -- output helpers --------------------------------------------------------------------------
 
 
-def _size(n: int | None) -> str:
-    return "-" if n is None else audit.format_bytes(n)
-
-
-def _heading(table: _Table) -> str:
+def _heading(table: Table) -> str:
     version = table.version
     if table.format == "delta":
         return f"{table.name} (Delta, version {version})"
@@ -452,22 +198,19 @@ def _dump(document: dict[str, Any], out: IO[str]) -> None:
 
 
 def _error(err: IO[str], message: str) -> None:
-    err.write(f"{cli.PROG}: error: {' '.join(message.split())}\n")
-    err.flush()
+    output.print_error(err, " ".join(message.split()))
 
 
-def _stats(out: IO[str], table: _Table, costs: Sequence[tuple[str, int, int]]) -> None:
+def _stats(out: IO[str], table: Table, costs: Sequence[tuple[str, int, int]]) -> None:
     """The --stats table: each file's requests and bytes read, and the total."""
-    rows = [[table.display(name), f"{requests:,}", f"{n:,}"] for name, requests, n in costs]
-    totals = [sum(c[1] for c in costs), sum(c[2] for c in costs)]
-    rows.append([f"total ({len(costs)} files)", *(f"{n:,}" for n in totals)])
-    out.write("\n" + cli.table(["file", "requests", "bytes read"], rows, right=(1, 2)) + "\n")
+    shown = [(table.display(name), requests, n) for name, requests, n in costs]
+    out.write("\n" + output.stats_text(shown) + "\n")
 
 
 # -- inspect ---------------------------------------------------------------------------------
 
 
-def _footer(file: _DataFile, options: dict[str, Any]) -> dict[str, Any]:
+def _footer(file: DataFile, options: dict[str, Any]) -> dict[str, Any]:
     """One data file's entry: rows, bytes, row groups, and per column the row groups with a
     filter and their bytes (``bloom_filter_length``, or for files that do not record it the
     bitsets' sizes, read); the requests and bytes that took; or the ``error``."""
@@ -501,15 +244,15 @@ def _footer(file: _DataFile, options: dict[str, Any]) -> dict[str, Any]:
                 "requests": reader.requests,
                 "bytes_read": reader.bytes_read,
             }
-    except _FILE_ERRORS as e:
+    except output.INPUT_ERRORS as e:
         message = " ".join(str(e).split()) or type(e).__name__
         return entry | {"error": message if file.key in message else f"{file.key}: {message}"}
 
 
 def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    table = _open(args)
-    files = _data_files(table)
-    progress = cli.progress_bar(args, len(files), err)
+    table = open_table(args)
+    files = data_files(table)
+    progress = output.progress_bar(args, len(files), err)
     entries: list[dict[str, Any]] = []
     with ThreadPoolExecutor(_MAX_WORKERS, thread_name_prefix="table-inspect") as pool:
         progress.show(0, os.path.basename(files[0].key) if files else "")
@@ -552,12 +295,11 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             ]
             filter_bytes = sum(f["num_bytes"] for f in e["filters"].values())
             cells = [table.display(e["path"]), f"{e['num_rows']:,}", f"{e['num_bytes']:,}"]
-            rows.append(
-                [*cells, str(groups), ", ".join(filtered) or "-", _size(filter_bytes or None)]
-            )
+            shown = output.bytes_text(filter_bytes or None)
+            rows.append([*cells, str(groups), ", ".join(filtered) or "-", shown])
         if rows:
             headers = ["file", "rows", "bytes", "row groups", "filters", "filter bytes"]
-            out.write(cli.table(headers, rows, right=(1, 2, 3, 5)) + "\n")
+            out.write(output.table(headers, rows, right=(1, 2, 3, 5)) + "\n")
         if columns:
             all_groups = sum(e["num_row_groups"] for e in read)
             rows = [
@@ -565,25 +307,25 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                     c,
                     f"{t['files']}/{len(read)}",
                     f"{t['row_groups']}/{all_groups}",
-                    _size(t["num_bytes"]),
+                    output.bytes_text(t["num_bytes"]),
                 ]
                 for c, t in columns.items()
             ]
             headers = ["column", "files", "row groups", "bytes"]
-            out.write("\n" + cli.table(headers, rows, right=(1, 2, 3)) + "\n")
+            out.write("\n" + output.table(headers, rows, right=(1, 2, 3)) + "\n")
         out.write(
             f"{sum(1 for e in read if e['filters'])} of {len(read)} files with Bloom filters, "
-            f"{_size(sum(t['num_bytes'] for t in columns.values()))} of filters\n"
+            f"{output.bytes_text(sum(t['num_bytes'] for t in columns.values()))} of filters\n"
         )
         if args.stats:
             _stats(out, table, [(e["path"], e["requests"], e["bytes_read"]) for e in read])
-    return cli.EXIT_BAD_INPUT if len(read) < len(entries) else cli.EXIT_OK
+    return output.EXIT_BAD_INPUT if len(read) < len(entries) else output.EXIT_OK
 
 
 # -- prune -----------------------------------------------------------------------------------
 
 
-def _column_types(table: _Table) -> dict[str, pa.DataType]:
+def _column_types(table: Table) -> dict[str, pa.DataType]:
     """The table's columns by name, and the fields of structs by dotted path."""
     if table.format == "iceberg":
         from pyiceberg.io.pyarrow import schema_to_pyarrow
@@ -630,7 +372,7 @@ def _value(text: str, type_: pa.DataType, column: str) -> Any:
         return pa.scalar(text).cast(type_).as_py()
     except (ValueError, pa.ArrowException) as e:
         message = " ".join(str(e).split())
-        raise _TableError(
+        raise TableError(
             f"cannot read {text!r} as {type_} for column {column!r}: {message}"
         ) from None
 
@@ -660,7 +402,7 @@ def _delta_kept(result: Any) -> list[tuple[str, list[int] | None]]:
 
 
 def _prune(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    table = _open(args)
+    table = open_table(args)
     types = _column_types(table)
     conditions = []
     for column, *texts in args.column:
@@ -668,7 +410,7 @@ def _prune(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             args.parser.error(f"--column {column} needs values after it")
         if column not in types:
             names = ", ".join(n for n in types if "." not in n)
-            raise _TableError(f"no column {column!r} in {table.name}: its columns are {names}")
+            raise TableError(f"no column {column!r} in {table.name}: its columns are {names}")
         conditions.append((column, texts, [_value(t, types[column], column) for t in texts]))
     if table.format == "delta":
         import parquet_bloom.delta as pbd
@@ -718,11 +460,11 @@ def _prune(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             for key, groups in kept
         ]
         if rows:
-            out.write(cli.table(["file", "row groups"], rows) + "\n")
+            out.write(output.table(["file", "row groups"], rows) + "\n")
         out.write(f"{len(kept)} of {report.table_files} files might hold a match; {report}\n")
         if args.stats:
             _stats(out, table, [(f["path"], f["requests"], f["bytes_read"]) for f in per_file])
-    return cli.EXIT_OK if kept else cli.EXIT_FOUND_NOTHING
+    return output.EXIT_OK if kept else output.EXIT_FOUND_NOTHING
 
 
 # -- add, resize, remove ---------------------------------------------------------------------
@@ -751,7 +493,7 @@ def _sizing(args: argparse.Namespace) -> dict[str, Any]:
     return kwargs
 
 
-def _chosen_files(table: _Table, names: Sequence[str] | None) -> list[str] | None:
+def _chosen_files(table: Table, names: Sequence[str] | None) -> list[str] | None:
     """``--files`` as the table's metadata names them: an Iceberg file given by its path under
     the table's location becomes its URI."""
     if names is None or table.format == "delta":
@@ -762,7 +504,7 @@ def _chosen_files(table: _Table, names: Sequence[str] | None) -> list[str] | Non
 
 def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any) -> int:
     """Plan, rewrite each file (a progress bar over files), commit once; print the report."""
-    table = _open(args, writing=True)
+    table = open_table(args, writing=True)
     files = _chosen_files(table, args.files)
     if table.format == "delta":
         import parquet_bloom.delta as pbd
@@ -773,7 +515,7 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
         import parquet_bloom.iceberg as pbi
 
         plan = pbi.plan_rewrite(table.handle, files=files, **kwargs)
-    progress = cli.progress_bar(args, len(plan.jobs), err)
+    progress = output.progress_bar(args, len(plan.jobs), err)
     done = 0
 
     def step(outcome: JobOutcome) -> None:
@@ -816,8 +558,8 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
                 else "nothing was committed"
             ),
         )
-        return cli.EXIT_BAD_INPUT
-    return cli.EXIT_OK
+        return output.EXIT_BAD_INPUT
+    return output.EXIT_OK
 
 
 _TRANSFER = ("bytes_downloaded", "bytes_uploaded", "bytes_copied")
@@ -857,17 +599,18 @@ def _report_dict(report: TableRewriteReport, stats: bool) -> dict[str, Any]:
     return document
 
 
-def _report_text(report: TableRewriteReport, document: dict[str, Any], table: _Table) -> str:
+def _report_text(report: TableRewriteReport, document: dict[str, Any], table: Table) -> str:
     lines = [str(report)]
     rows = []
     for e in document["rewritten"]:
         written = e["filters_written"]
         cells = [table.display(e["path"]), str(len(written))]
-        cells += [_size(sum(f["num_bytes"] for f in written)), str(e["filters_removed"])]
+        written_bytes = output.bytes_text(sum(f["num_bytes"] for f in written))
+        cells += [written_bytes, str(e["filters_removed"])]
         rows.append([*cells, f"{e['bytes_before']:,}", f"{e['bytes_after']:,}"])
     if rows:
         headers = ["file", "filters", "bytes", "removed", "size before", "after"]
-        lines.append(cli.table(headers, rows, right=(1, 2, 3, 4, 5)))
+        lines.append(output.table(headers, rows, right=(1, 2, 3, 4, 5)))
     lines += [f"refused: {table.display(key)}: {reason}" for key, reason in report.refused]
     lines += [f"failed: {table.display(key)}: {error}" for key, error in report.failed]
     lines += [f"to retry: {table.display(key)}" for key in report.to_retry]
@@ -880,5 +623,5 @@ def _report_text(report: TableRewriteReport, document: dict[str, Any], table: _T
         total = document["stats"]
         rows.append([f"total ({total['files']} files)", *(f"{total[k]:,}" for k in _TRANSFER)])
         headers = ["file", "downloaded", "uploaded", "copied"]
-        lines.append("\n" + cli.table(headers, rows, right=(1, 2, 3)))
+        lines.append("\n" + output.table(headers, rows, right=(1, 2, 3)))
     return "\n".join(lines)

@@ -25,7 +25,7 @@ import contextlib
 import io
 import json
 import struct
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
 from typing import IO, TYPE_CHECKING, Any, TypeVar
@@ -33,6 +33,16 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 from parquet_bloom import _audit as audit
 from parquet_bloom._io import location
 from parquet_bloom._io.source import ByteSource
+from parquet_bloom.cli._output import (
+    EXIT_BAD_INPUT,
+    EXIT_FOUND_NOTHING,
+    EXIT_OK,
+    PROG,
+    Run,
+    one_line,
+    stats_text,
+    table,
+)
 from parquet_bloom.errors import BloomFilterError
 
 if TYPE_CHECKING:
@@ -40,10 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = ["extend"]
 
-Run = Callable[[argparse.Namespace, IO[str], IO[str]], int]
 Report = TypeVar("Report", audit.FileReport, audit.CheckReport)
-
-_EXIT_OK, _EXIT_FOUND_NOTHING, _EXIT_BAD_INPUT = 0, 1, 2
 
 
 def extend(subcommands: Any) -> None:
@@ -95,14 +102,14 @@ def _hudi_filter(report: audit.FileReport | audit.CheckReport) -> HudiBloomFilte
 def _files(args: argparse.Namespace, err: IO[str]) -> tuple[list[tuple[str, Any]], int]:
     """The files the FILE arguments name, each with its storage options and listed size; an
     argument that lists nothing is reported on ``err``."""
-    found, status = [], _EXIT_OK
+    found, status = [], EXIT_OK
     for arg in args.files:
         options = _options(arg, args)
         try:
             entries = location.list_files(arg, storage_options=options)
         except (OSError, ValueError) as e:
             _error(err, arg, e)
-            status = _EXIT_BAD_INPUT
+            status = EXIT_BAD_INPUT
             continue
         found += [(e.name, {"storage_options": options, "size": e.size}) for e in entries]
     return found, status
@@ -112,32 +119,11 @@ def _options(name: str, args: argparse.Namespace) -> dict[str, Any] | None:
     return dict(args.storage_option) if location.is_url(name) and args.storage_option else None
 
 
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
-
-
 def _error(err: IO[str], name: str, error: BaseException) -> str:
     """Report a file that cannot be read, in one line naming it once; returns the message."""
-    message = _one_line(error)
-    err.write(f"parquet-bloom: error: {message if name in message else f'{name}: {message}'}\n")
+    message = one_line(error)
+    err.write(f"{PROG}: error: {message if name in message else f'{name}: {message}'}\n")
     return message
-
-
-def _table(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int], rule: bool = False
-) -> str:
-    """A table; ``rule``: a line of dashes under the headers (as the Parquet commands')."""
-    widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows, strict=True)]
-
-    def line(cells: Sequence[str]) -> str:
-        parts = [
-            c.rjust(w) if i in right else c.ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "  ".join(parts).rstrip()
-
-    dashes = [line(["-" * w for w in widths])] if rule else []
-    return "\n".join([line(headers), *dashes] + [line(r) for r in rows])
 
 
 def _number(x: float | None) -> str:
@@ -201,7 +187,7 @@ def _inspect(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> 
         try:
             found = _hudi_filter(report)
         except BloomFilterError as e:
-            described[report.path] = {"error": _one_line(e)}
+            described[report.path] = {"error": one_line(e)}
         else:
             if found is not None:
                 described[report.path] = found.describe()
@@ -219,7 +205,7 @@ def _inspect(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> 
     ]
     if rows:
         out.write("\nHudi record-key filters (footer key-value metadata):\n")
-        out.write(_table(_FILTER_HEADERS, rows, right=(2, 3, 4, 5, 6, 7, 8)) + "\n")
+        out.write(table(_FILTER_HEADERS, rows, right=(2, 3, 4, 5, 6, 7, 8), rule=False) + "\n")
     return status
 
 
@@ -258,8 +244,8 @@ def _check(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> in
     _hook(args, seen)
     buffer = io.StringIO() if args.json else None
     status = run(args, buffer or out, err)
-    if violations and status == _EXIT_OK:
-        status = _EXIT_FOUND_NOTHING
+    if violations and status == EXIT_OK:
+        status = EXIT_FOUND_NOTHING
     if buffer is not None:
         _merge_json(buffer, out, reports, ok=not violations)
     elif lines:
@@ -291,7 +277,7 @@ def _check_file(
     try:
         keys = _read_keys(report, storage_options, checked)
     except (BloomFilterError, OSError, ValueError, TypeError) as e:
-        message = f"keys: the record keys cannot be read: {_one_line(e)}"
+        message = f"keys: the record keys cannot be read: {one_line(e)}"
         checked.violations.append(message)
         return checked
     if keys is None:
@@ -339,7 +325,7 @@ def _arrow_metadata(footer: bytes) -> Any:
     try:
         return pq.read_metadata(pa.BufferReader(footer + trailer))
     except pa.ArrowException as e:
-        raise ValueError(f"pyarrow cannot read the footer: {_one_line(e)}") from e
+        raise ValueError(f"pyarrow cannot read the footer: {one_line(e)}") from e
 
 
 # -- probe ---------------------------------------------------------------------------------------
@@ -375,7 +361,7 @@ def _probe(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> in
             found = filter_from_metadata(footer.metadata, source=footer.name)
         except Exception as e:
             results.append({"path": name, "error": _error(err, name, e)})
-            status = _EXIT_BAD_INPUT
+            status = EXIT_BAD_INPUT
             continue
         keys = []
         hits = found.might_contain_many(args.hudi_key) if found is not None else None
@@ -411,14 +397,14 @@ def _probe(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> in
             }
         json.dump(document, out, indent=2)
         out.write("\n")
-    elif outcomes or status == _EXIT_OK:
+    elif outcomes or status == EXIT_OK:
         rows = [
             [r["path"], k["key"], k["result"], k["reason"]]
             for r in results
             for k in r.get("keys", ())
         ]
         out.write(f"Hudi record keys ({', '.join(args.hudi_key)})\n")
-        out.write(_table(["file", "key", "result", "why"], rows, right=()) + "\n")
+        out.write(table(["file", "key", "result", "why"], rows, right=(), rule=False) + "\n")
         kept = outcomes.count("might contain")
         out.write(f"{kept} of {len(outcomes)} file-key pairs might hold the key\n")
         if not_parquet:
@@ -427,15 +413,7 @@ def _probe(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> in
                 "kept for every key, not opened\n"
             )
         if args.stats:
-            out.write("\n" + _stats_text(costs) + "\n")
-    if status != _EXIT_OK:
+            out.write("\n" + stats_text(costs) + "\n")
+    if status != EXIT_OK:
         return status
-    return _EXIT_OK if might else _EXIT_FOUND_NOTHING
-
-
-def _stats_text(costs: Sequence[tuple[str, int, int]]) -> str:
-    """The files' costs as the Parquet commands' ``--stats`` table shows them."""
-    rows = [[name, f"{requests:,}", f"{n:,}"] for name, requests, n in costs]
-    total = f"total ({len(costs)} files)"
-    rows.append([total, f"{sum(c[1] for c in costs):,}", f"{sum(c[2] for c in costs):,}"])
-    return _table(["file", "requests", "bytes read"], rows, right=(1, 2), rule=True)
+    return EXIT_OK if might else EXIT_FOUND_NOTHING

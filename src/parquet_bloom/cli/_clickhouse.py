@@ -24,10 +24,10 @@ import argparse
 import io
 import json
 import os
-from collections.abc import Callable
 from functools import partial
 from typing import IO, TYPE_CHECKING, Any
 
+from parquet_bloom.cli._output import EXIT_BAD_INPUT, EXIT_FOUND_NOTHING, EXIT_OK, Run
 from parquet_bloom.errors import BloomFilterError
 
 if TYPE_CHECKING:
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["describe", "extend", "is_part_dir"]
 
-Run = Callable[[argparse.Namespace, IO[str], IO[str]], int]
-_EXIT_OK, _EXIT_FOUND_NOTHING, _EXIT_BAD_INPUT = 0, 1, 2
 # check: a bloom_filter granule whose false-positive rate at its fill is over the rate asked by
 # more than this factor is flagged (small granules scatter around the rate asked).
 FPP_TOLERANCE = 2.0
@@ -195,10 +193,10 @@ def _dispatch(handler: Any, run: Run, args: argparse.Namespace, out: IO[str], er
     if not parts:
         if getattr(args, "index", None):
             err.write("parquet-bloom: error: --index needs ClickHouse part directories\n")
-            return _EXIT_BAD_INPUT
+            return EXIT_BAD_INPUT
         return run(args, out, err)
     rest = [f for f in files if f not in parts]
-    status, document = _EXIT_OK, None
+    status, document = EXIT_OK, None
     if rest:
         buffer = io.StringIO()
         status = run(argparse.Namespace(**(vars(args) | {"files": rest})), buffer, err)
@@ -224,12 +222,12 @@ def _dispatch(handler: Any, run: Run, args: argparse.Namespace, out: IO[str], er
         results.append(result)
         if not args.json:
             out.write(text + "\n")
-    if failed or _EXIT_BAD_INPUT in codes:
-        status = _EXIT_BAD_INPUT
+    if failed or EXIT_BAD_INPUT in codes:
+        status = EXIT_BAD_INPUT
     elif handler is _probe:  # found if any file or part might hold a value
-        status = _EXIT_OK if _EXIT_OK in codes else _EXIT_FOUND_NOTHING
+        status = EXIT_OK if EXIT_OK in codes else EXIT_FOUND_NOTHING
     else:
-        status = max(codes, default=_EXIT_OK)
+        status = max(codes, default=EXIT_OK)
     if args.json:
         document = document or {"files": []}
         document["files"] = document.get("files", []) + results
@@ -240,7 +238,7 @@ def _dispatch(handler: Any, run: Run, args: argparse.Namespace, out: IO[str], er
 
 def _inspect(part: Part, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     d = describe(part)
-    return d | {"_text": _text_inspect(d)}, _EXIT_OK
+    return d | {"_text": _text_inspect(d)}, EXIT_OK
 
 
 def _check(part: Part, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
@@ -250,7 +248,7 @@ def _check(part: Part, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
              f"{len(part.indexes)} indexes checked, {len(problems)} problems"]  # fmt: skip
     lines += [f"  {p['index']} granule {p['granule']}: {p['problem']}" for p in problems]
     result = {"path": part.path, "clickhouse_part": {"problems": problems, "granules": granules}}
-    return result | {"_text": "\n".join(lines)}, (1 if problems else _EXIT_OK)
+    return result | {"_text": "\n".join(lines)}, (1 if problems else EXIT_OK)
 
 
 def _probe(part: Part, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
@@ -278,4 +276,4 @@ def _probe(part: Part, args: argparse.Namespace) -> tuple[dict[str, Any], int]:
                     + (f": {r['granules']}" if r["granules"] else ""))  # fmt: skip
     result = {"path": part.path, "clickhouse_part": {"index": name, "function": function,
                                                      "values": rows}}  # fmt: skip
-    return result | {"_text": "\n".join(text)}, (_EXIT_OK if any_kept else _EXIT_FOUND_NOTHING)
+    return result | {"_text": "\n".join(text)}, (EXIT_OK if any_kept else EXIT_FOUND_NOTHING)

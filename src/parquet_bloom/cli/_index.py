@@ -17,14 +17,13 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import IO, Any
 
-from parquet_bloom._cli_options import add_limit_options, fpp
 from parquet_bloom._format import SchemaLeaf
 from parquet_bloom._io import location
+from parquet_bloom.cli._options import add_limit_options, fpp
+from parquet_bloom.cli._output import EXIT_BAD_INPUT, EXIT_OK, Run
 
 __all__ = ["extend"]
 
-Run = Callable[[argparse.Namespace, IO[str], IO[str]], int]
-_EXIT_OK, _EXIT_BAD_INPUT = 0, 2
 _DELTA_LOG = "_delta_log"
 
 
@@ -131,7 +130,7 @@ def _guarded(run: Run) -> Run:
             return run(args, out, err)
         except _IndexError as e:
             err.write(f"parquet-bloom: error: {e}\n")
-            return _EXIT_BAD_INPUT
+            return EXIT_BAD_INPUT
 
     return guarded
 
@@ -251,7 +250,7 @@ def _report(args: argparse.Namespace, out: IO[str], document: dict[str, Any], te
         _dump(document, out)
     else:
         out.write(text + "\n")
-    return _EXIT_OK
+    return EXIT_OK
 
 
 def _open(args: argparse.Namespace, delta: bool, options: dict[str, Any]) -> Any:
@@ -287,7 +286,7 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         }
     if args.json:
         _dump(document, out)
-        return _EXIT_OK
+        return EXIT_OK
     lines = [
         f"index {document['index']}: {document['segments']} segment(s), "
         f"{document['bytes']:,} bytes, generation {document['generation']}"
@@ -307,7 +306,7 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
                 f"{s.expected_false:.2f} false candidates"
             )
     out.write("\n".join(lines) + "\n")
-    return _EXIT_OK
+    return EXIT_OK
 
 
 def _lookup(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -355,4 +354,4 @@ def _lookup(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             )
             out.write(f"{path}: {where}\n")
         out.write(str(found) + "\n")
-    return _EXIT_OK if found.files else 1
+    return EXIT_OK if found.files else 1

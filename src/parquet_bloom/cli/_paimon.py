@@ -12,16 +12,14 @@ from __future__ import annotations
 import argparse
 import io
 import json
-from collections.abc import Callable, Sequence
 from functools import partial
 from typing import IO, Any
 
 from parquet_bloom._io import location
+from parquet_bloom.cli._output import EXIT_BAD_INPUT, EXIT_OK, PROG, Run, one_line, table
 
 __all__ = ["describe", "extend"]
 
-Run = Callable[[argparse.Namespace, IO[str], IO[str]], int]
-_EXIT_OK, _EXIT_BAD_INPUT = 0, 2
 SUFFIX = ".index"
 
 
@@ -70,23 +68,6 @@ def describe(path: str, storage_options: dict[str, Any] | None = None) -> dict[s
     }
 
 
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int]) -> str:
-    widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows, strict=True)]
-
-    def line(cells: Sequence[str]) -> str:
-        parts = [
-            str(c).rjust(w) if i in right else str(c).ljust(w)
-            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "  ".join(parts).rstrip()
-
-    return "\n".join([line(headers)] + [line(r) for r in rows])
-
-
 def _text(d: dict[str, Any]) -> str:
     info = d["paimon_file_index"]
     head = (
@@ -112,7 +93,7 @@ def _text(d: dict[str, Any]) -> str:
         )
     headers = ["column", "index", "offset", "length", "hashes", "bits", "set", "est. items"]
     headers += ["fpp@est"]
-    return head + "\n" + _table(headers, rows, right=(2, 3, 4, 5, 6, 7, 8))
+    return head + "\n" + table(headers, rows, right=(2, 3, 4, 5, 6, 7, 8), rule=False)
 
 
 def _inspect(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
@@ -120,7 +101,7 @@ def _inspect(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> 
     if not names:
         return run(args, out, err)
     rest = [f for f in args.files if f not in names]
-    status, document = _EXIT_OK, None
+    status, document = EXIT_OK, None
     if rest:
         buffer = io.StringIO()
         status = run(argparse.Namespace(**(vars(args) | {"files": rest})), buffer, err)
@@ -136,10 +117,10 @@ def _inspect(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> 
         try:
             d = describe(name, options)
         except (OSError, ValueError) as e:
-            message = _one_line(e)
+            message = one_line(e)
             where = message if name in message else f"{name}: {message}"
-            err.write(f"parquet-bloom: error: {where}\n")
-            status = _EXIT_BAD_INPUT
+            err.write(f"{PROG}: error: {where}\n")
+            status = EXIT_BAD_INPUT
             continue
         described.append(d)
         if not args.json:
