@@ -56,7 +56,7 @@ def test_advice_for_a_filtered_column(orders: Path) -> None:
         assert chunk.half_fpp == expected_fpp(ROW_GROUP, 128 * 1024)
     assert column.filter_bytes == sum(c.num_bytes for c in checked.chunks)
     text = str(advice)
-    assert text.startswith(f"{orders} (1 file), target fpp 1.00%:")
+    assert text.startswith(f"{orders}: 1 file, target fpp 1.00%\n")
     assert "column order_id (INT64), 4 row groups" in text
     assert "advised at fpp 1.00%: 1 MiB" in text
     assert "at half the advised sizes: 512 KiB, expected fpp up to 2.73%" in text
@@ -133,7 +133,7 @@ def test_advise_a_delta_table(tmp_path: Path) -> None:
     live = DeltaTable(str(root)).file_uris()
     advice = pb.advise(root, ["id"])
     assert advice.files == len(live) < len(list(root.rglob("*.parquet")))
-    assert advice.source.endswith(f"(Delta version {DeltaTable(str(root)).version()})")
+    assert advice.source.endswith(f"(Delta, version {DeltaTable(str(root)).version()})")
     assert pb.advise(DeltaTable(str(root)), ["id"]).to_dict() == advice.to_dict()
     assert all(c.filter_bytes for c in advice.columns[0].chunks)
     with pytest.raises(ValueError, match="not a Delta table's root"):

@@ -113,7 +113,7 @@ class Advice:
 
     def __str__(self) -> str:
         files = f"{self.files} file{'s' if self.files != 1 else ''}"
-        lines = [f"{self.source} ({files}), target fpp {_rate(self.fpp)}:"]
+        lines = [f"{self.source}: {files}, target fpp {_rate(self.fpp)}"]
         for c in self.columns:
             lines.extend(_column_text(c, self.fpp))
         return "\n".join(lines)
@@ -267,7 +267,7 @@ def _files(source: Any, storage_options: Mapping[str, Any] | None) -> tuple[str,
         paths = [os.fspath(p) for p in source]
         if not paths:
             raise ValueError("no file to advise on")
-        return f"{len(paths)} files", paths, storage_options
+        return paths[0] if len(paths) == 1 else f"{len(paths)} files", paths, storage_options
     raise TypeError(f"cannot advise on a {type(source).__name__}: pass a path, files or a table")
 
 
@@ -279,7 +279,7 @@ def _delta_files(
 
     files = [f.source for f in live_files(table)]
     options = file_storage_options(table.table_uri, storage_options)
-    return f"{table_root(table)} (Delta version {table.version()})", files, options
+    return f"{table_root(table)} (Delta, version {table.version()})", files, options
 
 
 def _iceberg_files(

@@ -104,8 +104,10 @@ def missing_filters(
 
 def empty_message(what: str, flag: str) -> str:
     """Why a run that checked no filter fails, and what to pass if that is expected: ``what``
-    names the run ("the file", "the table's 3 files"), ``flag`` the option (CLI or API)."""
+    names the run ("the file", "the table's 3 live files"), ``flag`` the option (CLI or
+    API)."""
+    verb = "have" if what.endswith("files") or what.endswith("files checked") else "has"
     return (
-        f"no Bloom filter checked: {what} has none in the columns checked (a check that checks "
-        f"nothing cannot pass; {flag} if no filter is expected)"
+        f"no Bloom filter checked: {what} {verb} none in the columns checked (a check that "
+        f"checks nothing cannot pass; {flag} if no filter is expected)"
     )

@@ -151,7 +151,8 @@ def check_table_files(
     violations = []
     checked = sum(len(r.chunks) for r in reports)
     if not checked and not allow_empty and not any(r.violations for r in reports):
-        what = f"the table's {len(reports)} live files" if reports else "the table (no live file)"
+        n = len(reports)
+        what = f"the table's {n} live file{'s' if n != 1 else ''}" if n else "the table (no file)"
         message = empty_message(what, "pass allow_empty=True")
         violations.append(Violation(EMPTY_KIND, table, None, None, None, message))
     return TableCheckReport(table, table_format, version, tuple(reports), tuple(violations))

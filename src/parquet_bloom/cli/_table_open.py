@@ -15,7 +15,7 @@ from typing import Any
 from parquet_bloom._io import limits, location
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_from_properties
 
-__all__ = ["DataFile", "Table", "TableError", "data_files", "open_table"]
+__all__ = ["DataFile", "Table", "TableError", "data_files", "heading", "open_table"]
 
 _ICEBERG_SUFFIX = ".metadata.json"
 # A metadata file's version: "00012-<uuid>.metadata.json" (catalogs), "v12.metadata.json".
@@ -75,6 +75,16 @@ class Table:
             if key.startswith(prefix):
                 return key[len(prefix) :]
         return key
+
+
+def heading(table: Table) -> str:
+    """The table as the text output heads it: name, format, version or snapshot."""
+    version = table.version
+    if table.format == "delta":
+        return f"{table.name} (Delta, version {version})"
+    return f"{table.name} (Iceberg, " + (
+        "no snapshot)" if version is None else f"snapshot {version})"
+    )
 
 
 def open_table(args: argparse.Namespace, *, writing: bool = False) -> Table:
