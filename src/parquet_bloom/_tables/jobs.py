@@ -169,8 +169,9 @@ class TableRewriteReport:
             else "nothing committed"
         )
         if self.unchanged and not (self.rewritten or self.failed or self.to_retry):
+            n = len(self.unchanged)
             return (
-                f"{self.table}: nothing to change: the filters of {len(self.unchanged)} files "
+                f"{self.table}: nothing to change: the filters of {n} file{'s' if n != 1 else ''} "
                 "are already as asked; nothing committed, no file written"
                 + (f", {len(self.refused)} refused" if self.refused else "")
             )
