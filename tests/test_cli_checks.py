@@ -155,3 +155,21 @@ def test_advise(files: tuple[Path, Path], delta: Path, capsys: Capture) -> None:
     status, out, _ = run(capsys, "advise", delta, "--column", "id")
     assert status == 0
     assert out.startswith(f"{delta} (Delta, version 4): {len(DeltaTable(str(delta)).file_uris())}")
+
+
+def test_resize_with_no_sizing_writes_the_advice(
+    files: tuple[Path, Path], tmp_path: Path, capsys: Capture
+) -> None:
+    """orders.parquet's filters are Arrow's, folded; resize gives each the advised size."""
+    _, orders = files
+    out_path = tmp_path / "resized.parquet"
+    assert run(capsys, "resize", orders, out_path)[0] == 0
+    advice = pb.advise([out_path], ["order_id"])
+    assert all(c.filter_bytes == c.advised_bytes for c in advice.columns[0].chunks)
+    status, out, _ = run(capsys, "check", out_path)
+    assert status == 0 and "oversized" not in out and "undersized" not in out
+    # A filter of 1 MiB for 10,000 values: the check says so, as a warning.
+    big = tmp_path / "big.parquet"
+    assert run(capsys, "add", orders, big, "--column", "order_id", "--bytes", 1 << 20)[0] == 0
+    status, out, _ = run(capsys, "check", big)
+    assert status == 0 and out.count("oversized: 1,048,576 bytes for 10,000 distinct values") == 4
