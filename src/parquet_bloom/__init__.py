@@ -25,6 +25,7 @@ from parquet_bloom.errors import (
 )
 
 if TYPE_CHECKING:
+    from parquet_bloom._advise import Advice, advise
     from parquet_bloom._audit import (
         CheckReport,
         FileReport,
@@ -51,6 +52,8 @@ __version__ = "0.1.0"
 
 # Where each public name lives: the private module imported when the name is first used.
 _HOMES = {
+    "Advice": "_advise",
+    "advise": "_advise",
     "CheckReport": "_audit",
     "FileReport": "_audit",
     "Violation": "_audit",
@@ -84,6 +87,7 @@ _HOMES = {
 __all__ = [
     "FLAVORS",
     "PHYSICAL_TYPES",
+    "Advice",
     "BloomFilterError",
     "BloomFilterReader",
     "BloomFilterWarning",
@@ -102,6 +106,7 @@ __all__ = [
     "TableFileError",
     "UnsupportedFileError",
     "Violation",
+    "advise",
     "check_file",
     "expected_num_bytes",
     "fold_to_fpp",

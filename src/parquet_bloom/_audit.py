@@ -38,10 +38,19 @@ from parquet_bloom import _logical as logical
 from parquet_bloom import _sizing as sizing
 from parquet_bloom._arrow_chunks import ChunkReader, Unmapped
 from parquet_bloom._crypto.keys import DecryptionKeys
+from parquet_bloom._gate import (
+    EMPTY_KIND,
+    MISSING_KIND,
+    empty_message,
+    missing_filters,
+    named_leaves,
+)
+from parquet_bloom._gate import required_paths as _required_paths
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._locate import locate_filter
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sbbf import SplitBlockBloomFilter, expected_fpp
+from parquet_bloom._size_advice import DEFAULT_TARGET_FPP, size_notes
 from parquet_bloom.errors import (
     BloomFilterError,
     DecryptionError,
@@ -465,21 +474,9 @@ def inspect_file(
 def _select_columns(
     columns: Iterable[str] | None, leaves: Sequence[fmt.SchemaLeaf], name: str
 ) -> set[str]:
-    paths = [leaf.path for leaf in leaves]
     if columns is None:
-        return set(paths)
-    if isinstance(columns, str):
-        columns = [columns]
-    selected: set[str] = set()
-    for column in columns:
-        if not isinstance(column, str):
-            raise TypeError(f"columns must be dotted path strings, not {type(column).__name__}")
-        # A leaf, or a group (a struct, a list) standing for all the leaves under it.
-        hits = [p for p in paths if p == column or p.startswith(column + ".")]
-        if not hits:
-            raise ValueError(f"no column {column!r} in {name}; its columns are {', '.join(paths)}")
-        selected.update(hits)
-    return selected
+        return {leaf.path for leaf in leaves}
+    return set(named_leaves(columns, leaves, name))
 
 
 def _violation_kind(err: BloomFilterError, chunk: fmt.ColumnChunkInfo, footer_start: int) -> str:
@@ -588,16 +585,26 @@ def check_file(
     size: int | None = None,
     tail_size: int | None = None,
     decryption: DecryptionKeys | None = None,
+    require: Iterable[str] | None = None,
+    allow_empty: bool = False,
 ) -> CheckReport:
     """Check every filter of ``path`` (or those of ``columns``) as a writer author needs to.
 
     Violations (see :class:`Violation`): a filter that cannot be located or decoded, whose bytes
     overlap column data or another filter, that misses a value of its chunk, or whose rate
     (from the bits set) exceeds ``max_fpp``. For each filtered chunk the report also gives its
-    actual NDV, rate, whether the filter is exactly the one its values give, and which writers'
+    actual NDV, rate, whether the filter is exactly the one its values give, which writers'
     sizing rules reproduce its size (for the chunk's NDV, at each writer's default rate and at
-    ``max_fpp``). ``progress(done, total)`` is called after each chunk. ``path``, ``filesystem``,
+    ``max_fpp``), and a note when it is larger or smaller than its NDV needs at ``max_fpp``
+    (1 % when not given): a warning, not a violation (docs/api.md, sizing advice).
+    ``progress(done, total)`` is called after each chunk. ``path``, ``filesystem``,
     ``storage_options``, ``size`` and ``tail_size`` are as :func:`inspect_file` takes them.
+
+    ``require``: columns (dotted paths; a group stands for its leaves) every chunk of which must
+    have a filter: a chunk without one is a violation ("missing-filter"); they are checked
+    whether or not ``columns`` names them. A file in which no filter was checked fails (an
+    "empty" violation) unless ``allow_empty=True``: a check that checked nothing must not pass
+    (docs/api.md, checks that fail).
 
     Raises :class:`~parquet_bloom.errors.BloomFilterError` when the footer itself is unusable,
     ValueError/TypeError for an unknown column or a bad ``max_fpp``. A read that fails, of the
@@ -639,7 +646,10 @@ def check_file(
         ChunkReader(source, decryption_properties=_arrow_decryption(reader)) as values,
     ):
         leaves = reader.schema_leaves
+        required = _required_paths(require, leaves, name)
         selected = _select_columns(columns, leaves, name)
+        if columns is not None:
+            selected.update(required)
         by_path = {leaf.path: leaf for leaf in leaves}
         filtered = [
             c
@@ -679,6 +689,18 @@ def check_file(
             )
             if progress is not None:
                 progress(done, len(filtered))
+        unreadable = [
+            (rg, column)
+            for rg in range(reader.num_row_groups)
+            for column in reader.unreadable_columns(rg)
+        ]
+        violations.extend(
+            Violation(MISSING_KIND, name, m.row_group, m.column, None, m.message)
+            for m in missing_filters(reader.column_chunks, required, unreadable)
+        )
+        if not checks and not violations and not allow_empty:
+            message = empty_message("the file", "pass allow_empty=True")
+            violations.append(Violation(EMPTY_KIND, name, None, None, None, message))
         requests = reader.requests + source.requests
         bytes_read = reader.bytes_read + source.bytes_read
         size, footer = reader.size, bytes(reader.footer_bytes)
@@ -815,7 +837,7 @@ def _check_chunk(
     matches = _size_matches(f.num_bytes, ndv, max_fpp, distinct)
     flavors = tuple(fl for fl in sizing.FLAVORS if any(m.flavor == fl for m in matches))
     exact = rebuilt == f
-    notes = []
+    notes = size_notes(f.num_bytes, ndv, DEFAULT_TARGET_FPP if max_fpp is None else max_fpp)
     if not missing and not exact:
         notes.append("the filter has bits set that the chunk's values do not set")
     check = replace(

@@ -1,6 +1,8 @@
 """Delta Lake tables: prune a table's scan with the Bloom filters of its files, and add, resize
 or remove the filters of its files in one commit (extra ``parquet-bloom[delta]``: deltalake).
 
+- :func:`check`: every live file of the table's snapshot checked as
+  :func:`parquet_bloom.check_file` checks a file (``require=``, ``allow_empty=``), one verdict.
 - :func:`prune`: the table's own pruning (partition values, min/max statistics) first, then
   the files' Bloom filters; a pyarrow dataset of the row groups left, the files and a report.
 - :func:`build_index`, :func:`refresh_index`, :func:`compact_index`, :func:`lookup`,
@@ -27,6 +29,8 @@ except ImportError as err:  # tests/test_extras.py makes it missing
         "reading Delta Lake tables (parquet_bloom.delta)", package="deltalake", extra="delta"
     ) from err
 
+from parquet_bloom._tables.check import TableCheckReport
+from parquet_bloom._tables.delta_check import check
 from parquet_bloom._tables.delta_index import (
     INDEX_DIRECTORY,
     build_index,
@@ -66,9 +70,11 @@ __all__ = [
     "FilterOptions",
     "JobOutcome",
     "RewriteJob",
+    "TableCheckReport",
     "TablePruneReport",
     "TableRewriteReport",
     "build_index",
+    "check",
     "commit_rewrite",
     "compact_index",
     "file_storage_options",

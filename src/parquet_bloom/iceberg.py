@@ -1,6 +1,8 @@
 """Iceberg tables (pyiceberg): scans pruned by the Bloom filters of their data files, and
 filters added, resized or removed across a table in one snapshot.
 
+- :func:`check`: every live Parquet data file of a snapshot checked as
+  :func:`parquet_bloom.check_file` checks a file (``require=``, ``allow_empty=``), one verdict.
 - :func:`prune`: the FileScanTasks of ``table.scan(row_filter).plan_files()`` (after
   pyiceberg's own manifest, partition and metrics pruning) whose Parquet Bloom filters might
   hold a matching row, the row groups to read in each, and ``to_arrow()``, equal to the
@@ -33,6 +35,8 @@ except ImportError as err:  # tests/test_extras.py makes it missing
         "reading Iceberg tables (parquet_bloom.iceberg)", package="pyiceberg", extra="iceberg"
     ) from err
 
+from parquet_bloom._tables.check import TableCheckReport
+from parquet_bloom._tables.iceberg_check import check
 from parquet_bloom._tables.iceberg_index import (
     build_index,
     compact_index,
@@ -68,9 +72,11 @@ __all__ = [
     "IcebergRewritePlan",
     "JobOutcome",
     "RewriteJob",
+    "TableCheckReport",
     "TablePruneReport",
     "TableRewriteReport",
     "build_index",
+    "check",
     "commit_rewrite",
     "compact_index",
     "has_index",

@@ -48,8 +48,14 @@ def assert_bloom_filters_valid(
     max_fpp: float | None = None,
     *,
     storage_options: Mapping[str, Any] | None = None,
+    require: Iterable[str] | None = None,
+    allow_empty: bool = False,
 ) -> None:
     """Fail (AssertionError) if the Bloom filters of ``path`` have any problem ``check`` finds.
+
+    It also fails when a chunk of a ``require`` column has no filter, and when the file has no
+    filter at all in the columns checked, unless ``allow_empty=True``: a writer that stopped
+    writing filters must fail the test, not pass it (docs/api.md, checks that fail).
 
     ``path`` may be a URL (``s3://``, ``gs://``, ``abfs://``, ``https://``, any fsspec
     protocol), its filesystem configured by ``storage_options``.
@@ -63,7 +69,14 @@ def assert_bloom_filters_valid(
     """
     name = os.fspath(path)
     try:
-        report = check_file(name, columns, max_fpp, storage_options=storage_options)
+        report = check_file(
+            name,
+            columns,
+            max_fpp,
+            storage_options=storage_options,
+            require=require,
+            allow_empty=allow_empty,
+        )
     except FileReadError:
         raise
     except BloomFilterError as err:

@@ -175,9 +175,14 @@ def test_inspect_and_check(tmp_path: Path) -> None:
     assert len(by_column) == 9
     assert by_column[(0, "c")].error is None and not by_column[(0, "c")].present
     assert "unwrap" in (by_column[(0, "a")].error or "")
-    checked = pb.check_file(path, decryption=lacking)
+    # No filter could be read: a check that checked nothing fails unless that is allowed.
+    (empty,) = pb.check_file(path, decryption=lacking).violations
+    assert empty.kind == "empty"
+    checked = pb.check_file(path, decryption=lacking, allow_empty=True)
     assert checked.ok
     assert any("'a'" in note and "3 encrypted chunk(s)" in note for note in checked.notes)
+    # Nor is a chunk whose metadata the keys do not open judged for a missing filter.
+    assert pb.check_file(path, decryption=lacking, require=["a"], allow_empty=True).ok
 
 
 def test_cli_decryption_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

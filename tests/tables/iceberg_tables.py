@@ -96,6 +96,22 @@ def catalog(root: Path, warehouse: str | None = None, **properties: str) -> SqlC
     return made
 
 
+def appended_and_renamed(root: Path) -> Table:
+    """A table written by pyiceberg alone (no filters): partitioned, two appends of two files
+    each, row groups of 10 rows, then ``name`` renamed ``label`` (old files call it ``name``)."""
+    table = catalog(root).create_table(
+        "db.t",
+        SCHEMA,
+        partition_spec=BY_REGION,
+        properties={"write.parquet.row-group-limit": "10"},
+    )
+    table.append(values(range(40)))
+    table.append(values(range(40, 60)))
+    with table.update_schema() as update:
+        update.rename_column("name", "label")
+    return table
+
+
 def s3_properties(endpoint_url: str) -> dict[str, str]:
     """The FileIO properties that reach the loopback S3 server."""
     return {

@@ -63,6 +63,9 @@ class RewriteReport:
     bytes_copied: int = 0
     """Bytes of ``src`` the store copied into ``dst`` itself (S3 UploadPartCopy), never
     through the process."""
+    unchanged: bool = False
+    """With ``skip_unchanged=True``: the rewrite would have changed no filter, so ``dst`` was
+    not written (``bytes_after`` is then ``bytes_before``)."""
 
 
 def check_options(
@@ -204,6 +207,7 @@ def rewrite_bloom_filters(
     ignore_table: bool = False,
     decryption: DecryptionKeys | None = None,
     existing_only: bool = False,
+    skip_unchanged: bool = False,
 ) -> RewriteReport:
     """Write ``src`` to ``dst`` with Bloom filters added, re-sized or removed; the pages are
     copied byte for byte, only the filters and the footer change.
@@ -342,45 +346,81 @@ def rewrite_bloom_filters(
         }
         report.filters_kept = len(kept)
         report.filters_removed = len(old_filters.keys() - building - kept.keys())
-        # The body is copied (IO) on a thread while others build the filters (CPU); each
-        # filter is written out as soon as it and those before it are done.
-        output = open_sink(
-            target_fs,
-            target,
-            like=replaced,
-            source_filesystem=source_fs,
-            source_path=source_path,
-            source_etag=etag,
-            if_match=etag if in_place and is_s3(target_fs) else None,
-        )
-        with (
-            output as sink,
-            BodyCopy(sink, file, moves, footer_start) as body,
-            FilterBuilds(
-                file,
-                targets,
-                leaf_list,
-                md,
-                sizing,
-                encrypted=crypt,
-                arrow_decryption=None if crypt is None else crypt.arrow_decryption(),
-            ) as builds,
-        ):
-            at = moves(footer_start)
-            body.finish()  # the builds go on meanwhile, on their own threads
-            placements, report.filters_written = write_filters(
-                sink, file, chunks, builds, kept, at, None if crypt is None else crypt.seal_filter
+        with FilterBuilds(
+            file,
+            targets,
+            leaf_list,
+            md,
+            sizing,
+            encrypted=crypt,
+            arrow_decryption=None if crypt is None else crypt.arrow_decryption(),
+        ) as builds:
+            # (An encrypted file's filters are compared by their ciphertext: never skipped.)
+            unchanged = skip_unchanged and crypt is None
+            if unchanged and _unchanged(file, targets, old_filters, builds, report):
+                report.unchanged = True
+                report.bytes_after = report.bytes_before
+                report.bytes_downloaded = file.bytes_read
+                return report
+            # The body is copied (IO) on a thread while others build the filters (CPU); each
+            # filter is written out as soon as it and those before it are done.
+            output = open_sink(
+                target_fs,
+                target,
+                like=replaced,
+                source_filesystem=source_fs,
+                source_path=source_path,
+                source_etag=etag,
+                if_match=etag if in_place and is_s3(target_fs) else None,
             )
-            plan.relocate_footer(md, moves, footer_start, placements)
-            if crypt is not None:
-                crypt.seal_metadata(md, moves, footer_start)
-            filters_end = at + sum(length for _, length in placements.values())
-            seal = None if crypt is None else crypt.footer
-            report.bytes_after = filters_end + write_footer(sink, md, seal)
+            with output as sink, BodyCopy(sink, file, moves, footer_start) as body:
+                at = moves(footer_start)
+                body.finish()  # the builds go on meanwhile, on their own threads
+                placements, report.filters_written = write_filters(
+                    sink,
+                    file,
+                    chunks,
+                    builds,
+                    kept,
+                    at,
+                    None if crypt is None else crypt.seal_filter,
+                )
+                plan.relocate_footer(md, moves, footer_start, placements)
+                if crypt is not None:
+                    crypt.seal_metadata(md, moves, footer_start)
+                filters_end = at + sum(length for _, length in placements.values())
+                seal = None if crypt is None else crypt.footer
+                report.bytes_after = filters_end + write_footer(sink, md, seal)
         report.bytes_downloaded = file.bytes_read
         report.bytes_uploaded = output.bytes_uploaded
         report.bytes_copied = output.bytes_copied
     return report
+
+
+def _unchanged(
+    file: ByteSource,
+    targets: Sequence[fmt.ColumnChunkInfo],
+    old_filters: Mapping[tuple[int, int], plan.OldFilter],
+    builds: FilterBuilds,
+    report: RewriteReport,
+) -> bool:
+    """Whether the rewrite changes nothing: no filter removed, and every filter to build has
+    an old one of exactly the same bytes (header and bitset). Waits for the builds only when
+    every target has an old filter; reads those old filters to compare."""
+    if report.filters_removed:
+        return False
+    keys = [(c.row_group, c.column_index) for c in targets]
+    if any(key not in old_filters for key in keys):
+        return False
+    for key in keys:
+        new = builds.peek(key)
+        old = old_filters[key]
+        header = fmt.encode_bloom_filter_header(new.num_bytes)
+        if old.length != len(header) + new.num_bytes:
+            return False
+        if file.read_exact(old.offset, old.length) != header + new.to_bytes():
+            return False
+    return True
 
 
 def _refuse_table_file(filesystem: Any | None, path: str, *, replacing: bool) -> None:

@@ -122,9 +122,18 @@ def check_sizing(fpp: float, ndv: Ndv, num_bytes: int | None, flavor: str | None
     if ndv != "exact":
         if isinstance(ndv, bool) or not isinstance(ndv, int | np.integer):
             raise TypeError(f'ndv must be "exact" or an int, not {ndv!r}')
-        if ndv < 0:
-            raise ValueError(f"ndv must be >= 0, got {ndv}")
+        if ndv < 1:
+            raise ValueError(
+                f"ndv={ndv} sizes every filter for no value at all (32 bytes, whatever the "
+                "chunk holds): give the number of distinct values to size for (at least 1), "
+                "or leave ndv out to size each chunk for its own count"
+            )
         ndv = int(ndv)
+        if ndv * bits_per_value(float(fpp)) / 8 > MAX_NUM_BYTES:
+            raise ValueError(
+                f"ndv={ndv} distinct values at fpp {float(fpp):g} need more than the "
+                f"{MAX_NUM_BYTES} bytes a filter may have: give a larger fpp or a smaller ndv"
+            )
     if num_bytes is not None:
         if isinstance(num_bytes, bool) or not isinstance(num_bytes, int | np.integer):
             raise TypeError(f"num_bytes must be an int, not {type(num_bytes).__name__}")
@@ -136,6 +145,12 @@ def check_sizing(fpp: float, ndv: Ndv, num_bytes: int | None, flavor: str | None
             )
         if flavor is not None:
             raise ValueError("pass num_bytes or flavor, not both")
+        if ndv != "exact" and n < optimal_num_bytes(ndv, float(fpp)):
+            raise ValueError(
+                f"num_bytes={n} cannot hold ndv={ndv} distinct values at fpp {float(fpp):g}: "
+                f"that needs {optimal_num_bytes(ndv, float(fpp))} bytes; give the larger "
+                "size, a larger fpp, or num_bytes or ndv alone"
+            )
         num_bytes = n
     if flavor is not None and not isinstance(flavor, str):
         raise TypeError(f"flavor must be a string, not {type(flavor).__name__}")
@@ -335,6 +350,11 @@ class FilterBuilds:
 
     def __contains__(self, key: tuple[int, int]) -> bool:
         return key in self._futures
+
+    def peek(self, key: tuple[int, int]) -> SplitBlockBloomFilter:
+        """The filter of the chunk at (row group, column index), once built, kept for
+        :meth:`result`."""
+        return self._futures[key].result()
 
     def result(self, key: tuple[int, int]) -> SplitBlockBloomFilter:
         """The filter of the chunk at (row group, column index), once built (then forgotten

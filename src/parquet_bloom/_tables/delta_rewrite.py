@@ -35,6 +35,7 @@ from deltalake.transaction import AddAction, CommitProperties, RemoveAction
 from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._io.limits import delta_storage_options
 from parquet_bloom._rewrite.build import Ndv
+from parquet_bloom._tables.check import check_table_columns
 from parquet_bloom._tables.delta_snapshot import (
     DeltaFile,
     deletion_vectors,
@@ -43,6 +44,7 @@ from parquet_bloom._tables.delta_snapshot import (
     load_table,
     relative_path,
     snapshot_files,
+    table_columns,
     table_root,
     writer_feature_refusals,
 )
@@ -125,7 +127,9 @@ def plan_rewrite(
 ) -> DeltaRewritePlan:
     """Plan the rewrite of the latest snapshot's data files (``files``: only these, named as
     the log names them, by their path under the root, or by their full path or URI; a name
-    that is not a data file of the snapshot raises ValueError naming it).
+    that is not a data file of the snapshot raises ValueError naming it). A column that is not
+    in the table's schema raises ValueError naming the columns there are, before any file is
+    read or written.
 
     Raises :class:`~parquet_bloom.errors.UnsupportedFileError`, before anything is written,
     for a table whose writer features the commit cannot carry (docs/tables.md#delta-lake).
@@ -134,6 +138,11 @@ def plan_rewrite(
     options = FilterOptions(columns, fpp, ndv, num_bytes, flavor, remove)
     table = load_table(uri, None, storage_options)
     root = table_root(table)
+    # Every name checked against the schema before any file is touched: one error, not one
+    # a file.
+    there = table_columns(table)
+    check_table_columns(columns, there, f"the Delta table at {root}")
+    check_table_columns(remove, there, f"the Delta table at {root}")
     refusals = writer_feature_refusals(table)
     if refusals:
         raise UnsupportedFileError(
@@ -248,7 +257,13 @@ def commit_rewrite(
         elif not outcome.ok:
             report.failed.append((job.key, outcome.error or "failed"))
             doomed.append(job)
-    written = [results[j.key] for j in plan.jobs if j.key in results and results[j.key].ok]
+        elif outcome.unchanged:
+            report.unchanged.append(job.key)
+    written = [
+        results[j.key]
+        for j in plan.jobs
+        if j.key in results and results[j.key].ok and not results[j.key].unchanged
+    ]
     infos = _file_infos(plan, options, [_path(o.job.new_key) for o in written])
     pending = []
     for outcome in written:

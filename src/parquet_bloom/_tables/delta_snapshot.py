@@ -43,6 +43,7 @@ __all__ = [
     "relative_path",
     "snapshot_files",
     "stats_json",
+    "table_columns",
     "table_root",
     "writer_feature_refusals",
 ]
@@ -181,6 +182,11 @@ def _opening_error(
         asked=version,
         latest=latest,
     )
+
+
+def table_columns(table: DeltaTable) -> list[str]:
+    """The table schema's top-level column names."""
+    return [f.name for f in table.schema().fields]
 
 
 def table_root(table: DeltaTable) -> str:

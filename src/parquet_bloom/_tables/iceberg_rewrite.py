@@ -73,8 +73,10 @@ __all__ = [
     "SNAPSHOT_PROPERTY",
     "IcebergRewritePlan",
     "commit_rewrite",
+    "leaf_ids",
     "plan_rewrite",
     "rewrite_bloom_filters",
+    "table_name",
 ]
 
 # Commits tried: the first, then one on the refreshed table after each concurrent commit.
@@ -143,10 +145,10 @@ def plan_rewrite(
         num_bytes=num_bytes,
         flavor=flavor,
         remove=remove if remove == "all" else (),
-        column_ids=_leaf_ids(schema, columns, case_sensitive),
-        remove_ids=_leaf_ids(schema, remove, case_sensitive),
+        column_ids=leaf_ids(schema, columns, case_sensitive),
+        remove_ids=leaf_ids(schema, remove, case_sensitive),
     )
-    name = _table_name(table)
+    name = table_name(table)
     snapshot = table.current_snapshot()
     if snapshot is None:
         return IcebergRewritePlan(name, None, options, (), (), {})
@@ -171,14 +173,14 @@ def plan_rewrite(
     )
 
 
-def _table_name(table: Table) -> str:
+def table_name(table: Table) -> str:
     try:
         return ".".join(table.name())
     except (AttributeError, TypeError):  # a table without a catalog name
         return str(table.metadata.location)
 
 
-def _leaf_ids(
+def leaf_ids(
     schema: Schema, names: Sequence[str] | str | None, case_sensitive: bool
 ) -> tuple[int, ...]:
     """The field ids of the primitive columns under each named column (itself, for a
@@ -351,11 +353,13 @@ def commit_rewrite(
         key = outcome.job.key
         if jobs.get(key) != outcome.job:
             report.failed.append((key, "not a job of this plan"))
+        elif outcome.unchanged and key not in done:
+            report.unchanged.append(key)
         elif outcome.ok and key not in done:
             done[key] = outcome
         elif not outcome.ok and key not in done:
             report.failed.append((key, outcome.error or "failed"))
-    answered = {key for key, _ in report.failed} | set(done)
+    answered = {key for key, _ in report.failed} | set(done) | set(report.unchanged)
     for key in jobs.keys() - answered:
         report.failed.append((key, "no outcome was given for it"))
     with ThreadPoolExecutor(max_workers, thread_name_prefix="iceberg-check") as pool:

@@ -115,6 +115,11 @@ class JobOutcome:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def unchanged(self) -> bool:
+        """The file's filters were already as asked: no new file was written."""
+        return self.report is not None and self.report.unchanged
+
 
 @dataclass
 class TableRewriteReport:
@@ -129,7 +134,10 @@ class TableRewriteReport:
     (Delta) or snapshot id (Iceberg) committed, None when nothing was. ``attempts``: commits
     tried. ``leftovers``: new files that could not be deleted after a failure (to remove by
     hand or by the table's vacuum). ``table``: the table as the caller named it (a path or URL
-    as given; the table's root when it was given as a table object).
+    as given; the table's root when it was given as a table object). ``unchanged``: keys of
+    files whose filters were already as asked (nothing to remove, or every filter to build the
+    same): no new file was written for them and the commit leaves them be; when every file is,
+    nothing is committed.
     """
 
     table: str
@@ -141,6 +149,7 @@ class TableRewriteReport:
     version: int | None = None
     attempts: int = 0
     leftovers: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
 
     @property
     def bytes_before(self) -> int:
@@ -160,6 +169,13 @@ class TableRewriteReport:
             if self.version is not None
             else "nothing committed"
         )
+        if self.unchanged and not (self.rewritten or self.failed or self.to_retry):
+            n = len(self.unchanged)
+            return (
+                f"{self.table}: nothing to change: the filters of {n} file{'s' if n != 1 else ''} "
+                "are already as asked; nothing committed, no file written"
+                + (f", {len(self.refused)} refused" if self.refused else "")
+            )
         parts = [
             f"{self.table}: {committed}; {len(self.rewritten)} files rewritten "
             f"({self.filters_written} filters written, {self.bytes_before:,} -> "
@@ -168,6 +184,8 @@ class TableRewriteReport:
         for label, items in (("refused", self.refused), ("failed", self.failed)):
             if items:
                 parts.append(f"{len(items)} {label}")
+        if self.unchanged:
+            parts.append(f"{len(self.unchanged)} already as asked (left as they are)")
         if self.to_retry:
             parts.append(f"{len(self.to_retry)} to retry after a concurrent commit")
         if self.leftovers:
@@ -197,7 +215,8 @@ def run_job(
     partial file behind). Options naming columns by field id cost one more footer read, to
     find their paths in this file. ``decryption``: the keys of encrypted files, which stay
     encrypted (:func:`parquet_bloom.rewrite_bloom_filters`); kept out of ``options``, which
-    travel with the jobs."""
+    travel with the jobs. A table's file (not ``in_place``) whose filters are already as
+    asked gets no new file: its outcome is ``unchanged``."""
     try:
         columns, remove = _file_columns(job, options, storage_options, decryption)
         report = rewrite_bloom_filters(
@@ -212,10 +231,11 @@ def run_job(
             remove=remove,
             storage_options=storage_options,
             decryption=decryption,
+            skip_unchanged=not in_place,
         )
     except (BloomFilterError, OSError, ValueError) as err:
         return JobOutcome(job, error=f"{type(err).__name__}: {err}")
-    return JobOutcome(job, size=report.bytes_after, report=report)
+    return JobOutcome(job, size=None if report.unchanged else report.bytes_after, report=report)
 
 
 def _file_columns(

@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from parquet_bloom import _audit as audit
 from parquet_bloom import _logical as logical
+from parquet_bloom._gate import EMPTY_KIND, empty_message
 from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._tables.directories import list_live_files
@@ -38,6 +39,7 @@ from parquet_bloom.cli._values import parse_literal
 from parquet_bloom.errors import BloomFilterError
 
 __all__ = [
+    "check_text",
     "run_add",
     "run_check",
     "run_inspect",
@@ -277,7 +279,8 @@ def run_probe(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 # -- check ---------------------------------------------------------------------------------------
 
 
-def _check_text(report: audit.CheckReport) -> str:
+def check_text(report: audit.CheckReport) -> str:
+    """One file's check as ``check`` prints it."""
     lines = [f"{report.path}:"]
     if report.chunks:
         rows = []
@@ -304,7 +307,9 @@ def _check_text(report: audit.CheckReport) -> str:
     for v in report.violations:
         lines.append(f"  VIOLATION [{v.kind}] {v}")
     checked = len(report.chunks)
-    if report.ok:
+    if report.ok and not checked:
+        lines.append("no filter checked")
+    elif report.ok:
         lines.append(f"OK: {checked} filters checked, no violations")
     else:
         lines.append(f"FAILED: {len(report.violations)} violations ({checked} filters checked)")
@@ -314,31 +319,56 @@ def _check_text(report: audit.CheckReport) -> str:
 def run_check(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     results: list[dict[str, Any]] = []
     violations = False
+    checked = 0  # filters checked, in every file
+    files = 0  # files checked
 
     def work(name: str, kwargs: dict[str, Any], i: int, progress: Progress) -> tuple[int, int]:
-        nonlocal violations
+        nonlocal violations, checked, files
         base = os.path.basename(name)
 
         def chunk_progress(done: int, total: int) -> None:
             progress.show(i, f"{base} (filter {done}/{total})")
 
         report = args.report_hook(
-            audit.check_file(name, args.column, args.max_fpp, progress=chunk_progress, **kwargs),
+            audit.check_file(
+                name,
+                args.column,
+                args.max_fpp,
+                progress=chunk_progress,
+                require=args.require,
+                allow_empty=True,  # the run, not each file, must have checked something
+                **kwargs,
+            ),
             kwargs,
         )
         violations = violations or not report.ok
+        checked += len(report.chunks)
+        files += 1
         if args.json:
             results.append(report.to_dict() | _cost(args, report.requests, report.bytes_read))
         else:
             progress.close()
-            out.write(("\n" if i else "") + _check_text(report) + "\n")
+            out.write(("\n" if i else "") + check_text(report) + "\n")
         return report.requests, report.bytes_read
 
     status, stats = _each_file(args, err, results, work)
+    # Filters an extension's hook checked (Hudi's record-key filters, cli._hudi) count too.
+    checked += getattr(args, "other_filters_checked", 0)
+    # A run that checked no filter at all fails (a CI gate must not pass on nothing), unless
+    # --allow-empty; one whose files could not be read has failed already (status 2).
+    empty = not checked and not violations and status == EXIT_OK and not args.allow_empty
     if violations and status == EXIT_OK:
         status = EXIT_FOUND_NOTHING
-    ok = all(r.get("ok", False) for r in results)
-    finish(args, out, {"files": results, "ok": ok}, stats)
+    ok = all(r.get("ok", False) for r in results) and not empty
+    document: dict[str, Any] = {"files": results, "filters_checked": checked, "ok": ok}
+    if empty:
+        status = EXIT_FOUND_NOTHING
+        what = f"the {files} file{'s' if files != 1 else ''} checked" if files else "the run"
+        message = empty_message(what, "pass --allow-empty")
+        document["violations"] = [{"kind": EMPTY_KIND, "message": message}]
+        if not args.json:
+            out.write(f"FAILED: {message}\n")
+    finish(args, out, document, stats)
     return status
 
 

@@ -227,6 +227,8 @@ def _check(run: Run, args: argparse.Namespace, out: IO[str], err: IO[str]) -> in
         violations = violations or not checked.ok
         d = checked.filter
         if d is not None:
+            # A filter checked, for the run's "no filter checked" rule (cli._files.run_check).
+            args.other_filters_checked = getattr(args, "other_filters_checked", 0) + 1
             exact = "-" if checked.exact is None else ("yes" if checked.exact else "no")
             keys = "-" if checked.num_keys is None else f"{checked.num_keys:,}"
             lines.append(

@@ -13,12 +13,14 @@ from typing import NoReturn
 
 from parquet_bloom._io import limits
 from parquet_bloom._sizing import FLAVORS
-from parquet_bloom.cli import _clickhouse, _files, _hudi, _index, _paimon, _tables
+from parquet_bloom.cli import _checks, _clickhouse, _files, _hudi, _index, _paimon, _tables
 from parquet_bloom.cli._options import (
+    add_gate_options,
     add_limit_options,
     count,
     decryption_config,
     fpp,
+    ndv,
     positive,
     storage_option,
 )
@@ -136,6 +138,7 @@ def _parser() -> argparse.ArgumentParser:
     reading(p)
     p.add_argument("--column", action="append", help="check only this column (repeatable)")
     p.add_argument("--max-fpp", type=fpp, help="also flag filters whose rate exceeds this")
+    add_gate_options(p)
 
     def rewriting(p: argparse.ArgumentParser) -> None:
         p.usage = (
@@ -164,7 +167,7 @@ def _parser() -> argparse.ArgumentParser:
     rewriting(p)
     p.add_argument("--column", action="append", required=True, help="column (repeatable)")
     p.add_argument("--fpp", type=fpp, help="false-positive rate (default 0.01)")
-    p.add_argument("--ndv", type=count, help="size for this many values (default: the chunk's)")
+    p.add_argument("--ndv", type=ndv, help="size for this many values (default: the chunk's)")
     p.add_argument("--bytes", type=count, help="bitset size, a power of two from 32")
     p.add_argument("--flavor", choices=FLAVORS, help="round sizes as this writer does")
 
@@ -180,6 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     p = command("remove", "Remove the filters of columns.", _files.run_remove)
     rewriting(p)
     p.add_argument("--column", action="append", required=True, help="column (repeatable)")
+    _checks.add_advise(sub, command, fpp, count)
     _hudi.extend(sub)
     _index.extend(sub, storage_option=storage_option, parse_literal=parse_literal)
     _clickhouse.extend(sub)

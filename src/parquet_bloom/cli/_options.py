@@ -13,10 +13,12 @@ from typing import Any
 from parquet_bloom._io import limits
 
 __all__ = [
+    "add_gate_options",
     "add_limit_options",
     "count",
     "decryption_config",
     "fpp",
+    "ndv",
     "positive",
     "seconds",
     "storage_option",
@@ -91,6 +93,34 @@ def count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def add_gate_options(p: argparse.ArgumentParser) -> None:
+    """``--require`` and ``--allow-empty``: what makes a check fail when filters are missing
+    (``check``, ``table check``; parquet_bloom._gate)."""
+    p.add_argument(
+        "--require",
+        action="append",
+        metavar="COLUMN",
+        help="every chunk of this column must have a filter; one without is a violation "
+        "(repeatable; checked even if --column names others)",
+    )
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="pass a run that checked no filter at all (by default it fails: exit 1)",
+    )
+
+
+def ndv(text: str) -> int:
+    """``--ndv``: a number of distinct values to size for, at least 1."""
+    if (value := count(text)) == 0:
+        raise argparse.ArgumentTypeError(
+            "0 sizes every filter for no value at all (32 bytes, whatever the chunk holds): "
+            "give the number of distinct values to size for, or leave --ndv out to size each "
+            "chunk for its own count"
+        )
     return value
 
 

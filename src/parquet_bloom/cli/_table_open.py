@@ -16,7 +16,15 @@ from parquet_bloom._io import location
 from parquet_bloom._tables.directories import VERSION_HINT, current_metadata
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_from_properties
 
-__all__ = ["DataFile", "Table", "TableError", "data_files", "detect_format", "open_table"]
+__all__ = [
+    "DataFile",
+    "Table",
+    "TableError",
+    "data_files",
+    "detect_format",
+    "heading",
+    "open_table",
+]
 
 _ICEBERG_SUFFIX = ".metadata.json"
 
@@ -74,6 +82,16 @@ class Table:
             if key.startswith(prefix):
                 return key[len(prefix) :]
         return key
+
+
+def heading(table: Table) -> str:
+    """The table as the text output heads it: name, format, version or snapshot."""
+    version = table.version
+    if table.format == "delta":
+        return f"{table.name} (Delta, version {version})"
+    return f"{table.name} (Iceberg, " + (
+        "no snapshot)" if version is None else f"snapshot {version})"
+    )
 
 
 def open_table(args: argparse.Namespace, *, writing: bool = False) -> Table:

@@ -36,8 +36,23 @@ from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sizing import FLAVORS
 from parquet_bloom._tables.jobs import JobOutcome, TableRewriteReport, run_jobs
 from parquet_bloom.cli import _output as output
-from parquet_bloom.cli._options import add_limit_options, count, decryption_config, fpp
-from parquet_bloom.cli._table_open import DataFile, Table, TableError, data_files, open_table
+from parquet_bloom.cli._checks import run_table_check
+from parquet_bloom.cli._options import (
+    add_gate_options,
+    add_limit_options,
+    count,
+    decryption_config,
+    fpp,
+    ndv,
+)
+from parquet_bloom.cli._table_open import (
+    DataFile,
+    Table,
+    TableError,
+    data_files,
+    heading,
+    open_table,
+)
 
 __all__ = ["extend"]
 
@@ -58,11 +73,12 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
     action); returns ``parser``."""
     table = subcommands.add_parser(
         "table",
-        help="Inspect, prune, add, resize or remove the filters of a Delta or Iceberg table.",
+        help="Inspect, prune, check, add, resize or remove the filters of a Delta or Iceberg "
+        "table.",
         description="The Bloom filters of a whole Delta Lake or Iceberg table: inspect its data "
         "files, prune a scan, or add, resize or remove filters in one commit.",
     )
-    commands = "{inspect,prune,add,resize,remove}"
+    commands = "{inspect,prune,check,add,resize,remove}"
     sub = table.add_subparsers(dest="table_command", required=True, metavar=commands)
 
     def command(name: str, help: str, run: output.Run) -> argparse.ArgumentParser:
@@ -115,7 +131,7 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
         )
         if sizing:
             p.add_argument("--fpp", type=fpp, help="false-positive rate (default 0.01)")
-            p.add_argument("--ndv", type=count, help="size for this many values")
+            p.add_argument("--ndv", type=ndv, help="size for this many values")
             p.add_argument("--bytes", type=count, help="bitset size, a power of two")
             p.add_argument("--flavor", choices=FLAVORS, help="round sizes as this writer does")
 
@@ -139,6 +155,16 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
         metavar=("C", "VALUE"),
         help="a column, then values read as its type (repeatable: every column must match)",
     )
+    p = command(
+        "check",
+        "Check the filters of the table's live files as 'check' checks a file (exit 1 on any "
+        "violation, or if no filter was checked).",
+        run_table_check,
+    )
+    at_version(p)
+    p.add_argument("--column", action="append", help="check only this column (repeatable)")
+    p.add_argument("--max-fpp", type=fpp, help="also flag filters whose rate exceeds this")
+    add_gate_options(p)
     p = command("add", "Add (or replace) filters for columns, in one commit.", _add)
     p.add_argument("--column", action="append", required=True, help="column (repeatable)")
     rewriting(p)
@@ -202,15 +228,6 @@ def _guarded(run: output.Run, parser: argparse.ArgumentParser) -> output.Run:
 
 
 # -- output helpers --------------------------------------------------------------------------
-
-
-def _heading(table: Table) -> str:
-    version = table.version
-    if table.format == "delta":
-        return f"{table.name} (Delta, version {version})"
-    return f"{table.name} (Iceberg, " + (
-        "no snapshot)" if version is None else f"snapshot {version})"
-    )
 
 
 def _dump(document: dict[str, Any], out: IO[str]) -> None:
@@ -304,7 +321,7 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         _dump(document | ({"stats": cost} if args.stats else {}), out)
     else:
         out.write(
-            f"{_heading(table)}: {len(files)} data files, "
+            f"{heading(table)}: {len(files)} data files, "
             f"{sum(e['num_rows'] for e in read):,} rows, {sum(f.size for f in files):,} bytes\n"
         )
         rows = []
@@ -475,7 +492,7 @@ def _prune(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         _dump(document | ({"stats": per_file} if args.stats else {}), out)
     else:
         described = " and ".join(f"{c} in ({', '.join(texts)})" for c, texts, _ in conditions)
-        out.write(f"{_heading(table)}: {described}\n")
+        out.write(f"{heading(table)}: {described}\n")
         rows = [
             [table.display(key), "all" if groups is None else ", ".join(map(str, groups))]
             for key, groups in kept
@@ -624,6 +641,7 @@ def _report_dict(report: TableRewriteReport, stats: bool) -> dict[str, Any]:
         "failed": [{"path": key, "error": error} for key, error in report.failed],
         "to_retry": list(report.to_retry),
         "leftovers": list(report.leftovers),
+        "unchanged": list(report.unchanged),
         "ok": not (report.refused or report.failed or report.to_retry),
     }
     if stats:
