@@ -310,7 +310,7 @@ def test_check_a_broken_file(capsys: Capture, broken_file: Path) -> None:
     value = pq.ParquetFile(broken_file).read_row_group(1, columns=["s"]).column(0)[0].as_py()
     assert line.startswith(f"  VIOLATION [false-negative] {broken_file}, row group 1, column 's': ")
     assert repr(value) in line
-    assert out.splitlines()[-1].startswith("FAILED: 1 violations")
+    assert out.splitlines()[-1].startswith("FAILED: 1 violation (")
     status, out, _ = run(capsys, "check", "--json", broken_file)
     assert status == 1
     result = json.loads(out)

@@ -73,13 +73,9 @@ def _costs(report: Any, table: Table) -> list[output.Stats]:
     return [(table.display(f.path), f.requests, f.bytes_read) for f in report.files]
 
 
-def _plural(n: int, what: str) -> str:
-    return f"{n} {what}{'' if n == 1 else 's'}"
-
-
 def _table_check_text(report: Any, table: Table) -> str:
-    live = _plural(len(report.files), "live file")
-    lines = [f"{heading(table)}: {live}, {_plural(report.filters_checked, 'filter')} checked"]
+    live = output.plural(len(report.files), "live file")
+    lines = [f"{heading(table)}: {live}, {output.plural(report.filters_checked, 'filter')} checked"]
     lines += [check_text(f) for f in report.files]
     lines += [f"note: {n}" for n in report.notes]
     for v in report.violations:  # the table's own: said with the command's flag
@@ -89,9 +85,9 @@ def _table_check_text(report: Any, table: Table) -> str:
     failed = len(report.all_violations)
     files = sum(not f.ok for f in report.files)
     lines.append(
-        f"OK: {live}, {_plural(report.filters_checked, 'filter')} checked, no violations"
+        f"OK: {live}, {output.plural(report.filters_checked, 'filter')} checked, no violations"
         if report.ok
-        else f"FAILED: {_plural(failed, 'violation')}"
+        else f"FAILED: {output.plural(failed, 'violation')}"
         + (f" in {files} of {live}" if files else "")
         + ("" if not report.violations else " (the table's)" if not files else " and the table")
     )

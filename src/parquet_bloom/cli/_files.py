@@ -31,6 +31,7 @@ from parquet_bloom.cli._output import (
     bad_file,
     bytes_text,
     finish,
+    plural,
     progress_bar,
     rate_text,
     table,
@@ -310,9 +311,10 @@ def check_text(report: audit.CheckReport) -> str:
     if report.ok and not checked:
         lines.append("no filter checked")
     elif report.ok:
-        lines.append(f"OK: {checked} filters checked, no violations")
+        lines.append(f"OK: {plural(checked, 'filter')} checked, no violations")
     else:
-        lines.append(f"FAILED: {len(report.violations)} violations ({checked} filters checked)")
+        failed = plural(len(report.violations), "violation")
+        lines.append(f"FAILED: {failed} ({plural(checked, 'filter')} checked)")
     return "\n".join(lines)
 
 

@@ -33,6 +33,7 @@ __all__ = [
     "bytes_text",
     "finish",
     "one_line",
+    "plural",
     "print_error",
     "progress_bar",
     "rate_text",
@@ -197,3 +198,8 @@ def finish(
         out.write("\n")
     elif args.stats:
         out.write("\n" + stats_text(stats) + "\n")
+
+
+def plural(n: int, what: str) -> str:
+    """``n`` and the noun, plural unless ``n`` is 1: "1 filter", "4 filters"."""
+    return f"{n} {what}{'' if n == 1 else 's'}"
