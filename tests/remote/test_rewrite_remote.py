@@ -242,9 +242,9 @@ def test_in_place_on_s3_refuses_an_object_that_changed_since_it_was_read(
     url = s3.upload(small, f"{bucket}/f.parquet")
     write_footer = api.write_footer
 
-    def changed_meanwhile(sink: Any, md: Any) -> int:
+    def changed_meanwhile(sink: Any, md: Any, seal: Any = None) -> int:
         s3.upload(large, url)  # another writer replaces the object during the rewrite
-        return write_footer(sink, md)
+        return write_footer(sink, md, seal)
 
     monkeypatch.setattr(api, "write_footer", changed_meanwhile)
     with pytest.raises(BloomFilterError, match="changed since it was read") as caught:
@@ -321,7 +321,7 @@ def test_a_rewrite_that_fails_before_sending_sends_nothing(
     bucket = s3.bucket()
     src = s3.upload(large, f"{bucket}/src.parquet")
 
-    def failing(sink: Any, md: Any) -> int:
+    def failing(sink: Any, md: Any, seal: Any = None) -> int:
         raise OSError("the footer could not be written")
 
     monkeypatch.setattr(api, "write_footer", failing)
@@ -366,7 +366,7 @@ def test_a_streamed_rewrite_that_fails_commits_nothing(
     fs, root = memory
     fs.pipe(f"{root}/src.parquet", small.read_bytes())
 
-    def failing(sink: Any, md: Any) -> int:
+    def failing(sink: Any, md: Any, seal: Any = None) -> int:
         sink.write(b"half a footer")
         raise OSError("the footer could not be written")
 

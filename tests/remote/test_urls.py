@@ -38,12 +38,13 @@ def local_files(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 @pytest.fixture
 def table_url(s3: Any, local_files: list[Path]) -> str:
-    """A table as Spark and Delta leave one on S3: part files and entries that are not data."""
+    """A dataset as Spark leaves one on S3: part files and entries that are not data (a
+    ``_delta_log/`` would make it a Delta table, read as one: tests/tables/test_directories)."""
     bucket = s3.bucket()
     for path in local_files[:FILES]:
         s3.upload(path, f"s3://{bucket}/table/day=1/{path.name}")
     not_data = local_files[FILES]  # any bytes: these must never be opened
-    for key in ("_delta_log/0.json", "_SUCCESS", "day=1/.part-0.parquet.crc", ".hoodie/x"):
+    for key in ("_temporary/0/x.json", "_SUCCESS", "day=1/.part-0.parquet.crc", ".hoodie/x"):
         s3.upload(not_data, f"s3://{bucket}/table/{key}")
     return f"s3://{bucket}/table/"
 
