@@ -434,3 +434,19 @@ def test_short_cityhash_is_cityhash(tokens: list[bytes], seed: int) -> None:
     padded = np.frombuffer(b"".join(t.ljust(16, b"\0") for t in tokens), np.uint8).reshape(-1, 16)
     got = city_hash64_with_seed_short(padded, np.array([len(t) for t in tokens], np.int64), seed)
     assert got.tolist() == [city_hash64_with_seed(t, seed) for t in tokens]
+
+
+def test_a_text_filter_of_a_column_that_holds_no_strings_is_refused(
+    lake: tuple[Path, Path, list[str]], tmp_path: Path
+) -> None:
+    """A token or n-gram filter of a column no file holds as strings (``n``, integers) is
+    the caller's mistake, said so: not an index whose every row group is unfiltered."""
+    root, _, _ = lake
+    target = tmp_path / "numbers.puffin"
+    with pytest.raises(ValueError, match=r"'n' .*not strings"):
+        index.build_index(root, [], target, text=[index.TextFilter("n")])
+    with pytest.raises(ValueError, match=r"'n' .*not strings"):
+        index.build_index(
+            root, ["n"], target, text=[index.TextFilter("msg"), index.TextFilter("n")]
+        )
+    assert not target.exists()

@@ -321,6 +321,12 @@ def write_segment(
         missing = [f.column for i, f in enumerate(text) if not any(i in t.pairs for t in texts)]
         if require_columns and missing and any(t.error is None for t in texts):
             raise ValueError(f"no file of {what} has the column(s) {', '.join(map(repr, missing))}")
+        wrong = text_build.not_strings(text, texts) if require_columns else []
+        if wrong:
+            raise ValueError(
+                f"the files of {what} hold column(s) {', '.join(map(repr, wrong))} as another "
+                "type, not strings: a token or n-gram filter indexes string columns"
+            )
         members = [
             (r.entry(rg, rows), i, rg) if r.error is None else (r.entry(-1, -1), i, -1)
             for i, r in enumerate(reads)
