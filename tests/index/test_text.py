@@ -434,3 +434,41 @@ def test_short_cityhash_is_cityhash(tokens: list[bytes], seed: int) -> None:
     padded = np.frombuffer(b"".join(t.ljust(16, b"\0") for t in tokens), np.uint8).reshape(-1, 16)
     got = city_hash64_with_seed_short(padded, np.array([len(t) for t in tokens], np.int64), seed)
     assert got.tolist() == [city_hash64_with_seed(t, seed) for t in tokens]
+
+
+def test_a_text_filter_of_a_column_that_holds_no_strings_is_refused(
+    lake: tuple[Path, Path, list[str]], tmp_path: Path
+) -> None:
+    """A token or n-gram filter of a column no file holds as strings (``n``, integers) is
+    the caller's mistake, said so: not an index whose every row group is unfiltered."""
+    root, _, _ = lake
+    target = tmp_path / "numbers.puffin"
+    with pytest.raises(ValueError, match=r"'n' .*not strings"):
+        index.build_index(root, [], target, text=[index.TextFilter("n")])
+    with pytest.raises(ValueError, match=r"'n' .*not strings"):
+        index.build_index(
+            root, ["n"], target, text=[index.TextFilter("msg"), index.TextFilter("n")]
+        )
+    assert not target.exists()
+
+
+def test_a_file_whose_footer_cannot_be_read_is_a_whole_file_to_text_filters(
+    tmp_path: Path,
+) -> None:
+    """A file of the dataset whose footer cannot be read (here encrypted, without keys) is in
+    the index as a whole file every lookup returns, with text filters as without; the build
+    does not fail on it."""
+    root = tmp_path / "lake"
+    root.mkdir()
+    data = Path(__file__).parents[1] / "encryption" / "data"
+    encrypted = root / "encrypted.parquet"
+    encrypted.write_bytes((data / "encrypt_columns_and_footer.parquet.encrypted").read_bytes())
+    plain = root / "plain.parquet"
+    pq.write_table(pa.table({"msg": ["alpha beta", "gamma"]}), plain)
+    target = tmp_path / "index.puffin"
+    report = index.build_index(root, [], target, text=[index.TextFilter("msg")])
+    assert [path for path, _ in report.unreadable] == [str(encrypted)]
+    assert [(t.filtered, t.unfiltered) for t in report.text] == [(1, 1)]
+    found = index.lookup_text(root, "msg", "beta", index=target)
+    assert found.files == {str(encrypted): [-1], str(plain): [0]}
+    assert index.lookup_text(root, "msg", "delta", index=target).files == {str(encrypted): [-1]}

@@ -297,3 +297,32 @@ def test_text_filters_prune_substring_searches(table: Path) -> None:
     assert (
         delta.compact_index(str(table)).text[0].filtered == refreshed.row_groups + report.row_groups
     )
+
+
+def test_a_table_that_maps_column_names_is_refused(tmp_path: Path) -> None:
+    """With ``delta.columnMapping.mode`` the files name the columns by physical names
+    (``col-<uuid>``): the index is refused as such, not said to lack the column (nor built
+    from another column that happens to have the physical name asked)."""
+    from parquet_bloom import index
+
+    root = tmp_path / "mapped"
+    deltalake.write_deltalake(
+        str(root),
+        pa.table({"id": list(range(20)), "msg": [f"row {i}" for i in range(20)]}),
+        configuration={
+            "delta.columnMapping.mode": "name",
+            "delta.minReaderVersion": "2",
+            "delta.minWriterVersion": "5",
+        },
+    )
+    (written,) = root.rglob("*.parquet")
+    assert "id" not in pq.read_schema(written).names  # the physical names
+    for build in (
+        lambda: delta.build_index(str(root), ["id"], from_data="missing"),
+        lambda: delta.build_index(str(root), [], text=[index.TextFilter("msg")]),
+        lambda: delta.refresh_index(str(root)),
+        lambda: delta.lookup_text(str(root), "msg", "row"),
+    ):
+        with pytest.raises(ValueError, match=r"maps column names \(delta.columnMapping.mode\)"):
+            build()
+    assert not (root / delta.INDEX_DIRECTORY).exists()

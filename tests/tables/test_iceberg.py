@@ -703,3 +703,47 @@ def test_to_arrow_reads_only_the_row_groups_kept(s3: Any, tmp_path: Path, s3_req
     # Row group 1, and pyarrow's 64 KiB read of the end of the file for its footer.
     assert ours <= kept + 64 * 1024
     assert theirs >= sum(groups) > 3 * kept
+
+
+def test_partition_values_escaped_in_file_paths(tmp_path: Path) -> None:
+    """pyiceberg (as Iceberg Java) names a partition's directory by its escaped value
+    (``region=x%2Fy``, ``region=%C3%A9``) and puts that very path in the manifests: a ``%`` in
+    a file path is a character of the file's name, never an escape to decode. Each function
+    reads the file pyiceberg's own scan reads."""
+    import pyarrow.compute as pc
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import NestedField
+
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "region", StringType(), required=False),
+    )
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "region"))
+    table = it.catalog(tmp_path).create_table("db.escaped", schema, partition_spec=spec)
+    regions = ["x/y", "50%", "é", "a=b", "plain"]
+    ids = pa.array(range(50), pa.int64())
+    table.append(pa.table({"id": ids, "region": [regions[i % 5] for i in range(50)]}))
+    assert any("%" in path for path in it.data_files(table))
+    want = it.sorted_rows(table.scan(row_filter="id = 13").to_arrow())
+    assert len(want) == 1
+
+    report = pbi.build_index(table, ["id"], from_data="missing")
+    assert report.files == 5 and not report.unreadable
+    table.refresh()
+    result = pbi.prune(table, "id = 13", index=True)
+    assert it.sorted_rows(result.to_arrow()) == want
+    assert result.report.bloom.files_skipped >= 3
+    assert pbi.lookup(table, "id", 13).files.keys() <= set(it.data_files(table))
+
+    # The table's directory read as its live files.
+    location = table.location().removeprefix("file://")
+    pruned = pb.prune(location, pc.field("id") == 13)
+    assert pruned.dataset.to_table(filter=pc.field("id") == 13)["id"].to_pylist() == [13]
+
+    rewritten = pbi.rewrite_bloom_filters(table, columns=["id"])
+    assert len(rewritten.rewritten) == 5 and not rewritten.failed
+    table.refresh()
+    assert it.sorted_rows(table.scan(row_filter="id = 13").to_arrow()) == want
+    assert it.sorted_rows(pbi.prune(table, "id = 13", index=False).to_arrow()) == want

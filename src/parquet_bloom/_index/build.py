@@ -317,10 +317,19 @@ def write_segment(
         built = sum(_tracked("building from the values", read_pool().map(fill, todo), len(todo)))
     report, blobs = segment_blobs(reads, columns, target, built_from_data=built)
     if text:
-        texts = text_build.read_all(text, files)
+        # A file whose footer could not be read is a whole file here too: not read again.
+        ok = [f for f, r in zip(files, reads, strict=True) if not r.error]
+        readable = iter(text_build.read_all(text, ok))
+        texts = [text_build.TextRead(error=r.error) if r.error else next(readable) for r in reads]
         missing = [f.column for i, f in enumerate(text) if not any(i in t.pairs for t in texts)]
         if require_columns and missing and any(t.error is None for t in texts):
             raise ValueError(f"no file of {what} has the column(s) {', '.join(map(repr, missing))}")
+        wrong = text_build.not_strings(text, texts) if require_columns else []
+        if wrong:
+            raise ValueError(
+                f"the files of {what} hold column(s) {', '.join(map(repr, wrong))} as another "
+                "type, not strings: a token or n-gram filter indexes string columns"
+            )
         members = [
             (r.entry(rg, rows), i, rg) if r.error is None else (r.entry(-1, -1), i, -1)
             for i, r in enumerate(reads)
@@ -331,7 +340,7 @@ def write_segment(
         report.reads += sum(t.reads for t in texts)
         report.bytes_read += sum(t.bytes_read for t in texts)
         report.unreadable += [
-            (r.path, t.error) for r, t in zip(reads, texts, strict=True) if t.error
+            (r.path, t.error) for r, t in zip(reads, texts, strict=True) if t.error and not r.error
         ]
     segment = write_blobs(target, blobs, columns, storage_options, fields=fields, snapshot=snapshot)
     report.index_bytes = segment.size

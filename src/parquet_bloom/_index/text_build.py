@@ -28,6 +28,7 @@ __all__ = [
     "TextSummary",
     "check_text_filters",
     "class_blobs",
+    "not_strings",
     "read_text",
     "text_blobs",
 ]
@@ -37,10 +38,12 @@ __all__ = [
 class TextRead:
     """What one file gave the text filters: per filter (by its place in the build's list),
     each row group's ``(h1, h2)`` token hashes, or None where the column is not strings; a
-    filter whose column the file lacks is absent. ``error``: why the values could not be read
+    filter whose column the file lacks is absent. ``not_text``: the filters whose column the
+    file holds as another type than strings. ``error``: why the values could not be read
     (its row groups then have no filter)."""
 
     pairs: dict[int, list[npt.NDArray[np.uint64] | None]] = field(default_factory=dict)
+    not_text: set[int] = field(default_factory=set)
     error: str | None = None
     reads: int = 0
     bytes_read: int = 0
@@ -78,6 +81,8 @@ def read_text(
                     continue  # no such column: its rows hold no value of it
                 if name is _UNKNOWN or not text.is_text_type(schema.field(name).type):
                     got.pairs[number] = [None] * parquet.num_row_groups
+                    if name is not _UNKNOWN:
+                        got.not_text.add(number)
                     continue
                 paths = [parquet.schema.column(j).path for j in range(len(parquet.schema))]
                 leaf = paths.index(name)
@@ -96,8 +101,18 @@ def read_text(
     except (CorruptFileError, UnsupportedFileError, pa.ArrowInvalid) as err:
         # Values that cannot be read: the file's row groups have no text filter (every
         # lookup returns them), and the report says why. A failure to fetch is raised.
-        got.pairs, got.error = {}, str(err)
+        got.pairs, got.not_text, got.error = {}, set(), str(err)
     return got
+
+
+def not_strings(filters: Sequence[text.TextFilter], reads: Sequence[TextRead]) -> list[str]:
+    """The columns of ``filters`` that files hold, but none as strings."""
+    return [
+        f.column
+        for i, f in enumerate(filters)
+        if any(i in r.not_text for r in reads)
+        and not any(i in r.pairs and i not in r.not_text for r in reads)
+    ]
 
 
 # A file whose columns cannot be told by field id (its schema has none): no filter of it.

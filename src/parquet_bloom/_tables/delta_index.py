@@ -41,6 +41,7 @@ from parquet_bloom._tables.delta_snapshot import (
     file_location,
     file_storage_options,
     load_table,
+    maps_column_names,
     snapshot_files,
     table_root,
 )
@@ -77,7 +78,14 @@ def snapshot_indexed_files(
     table: DeltaTable, file_options: Mapping[str, Any] | None
 ) -> list[IndexedFile]:
     """The snapshot's data files as the index knows them: the path under the root, where it is
-    read, its size and modification time."""
+    read, its size and modification time. A table that maps column names is refused
+    (ValueError): its files name the columns by physical names the index would not find."""
+    if maps_column_names(table):
+        raise ValueError(
+            f"the Delta table at {table_root(table)} maps column names "
+            "(delta.columnMapping.mode): its files name the columns by physical names, "
+            "which a Bloom index of the table cannot look up by the names its schema gives"
+        )
     root = table_root(table)
     out = []
     for f in snapshot_files(table):

@@ -38,6 +38,7 @@ __all__ = [
     "file_storage_options",
     "is_local",
     "load_table",
+    "maps_column_names",
     "partition_strings",
     "reader_feature_refusal",
     "relative_path",
@@ -293,6 +294,12 @@ def writer_feature_refusals(table: DeltaTable) -> list[str]:
         reason = REFUSED_FEATURES.get(feature, "a feature parquet-bloom does not know to be safe")
         reasons.append(f"{feature}: {reason}")
     return reasons
+
+
+def maps_column_names(table: DeltaTable) -> bool:
+    """Whether the table's files name its columns by physical names of their own
+    (``delta.columnMapping.mode`` ``name`` or ``id``), not by the names its schema gives."""
+    return _column_mapping(table)
 
 
 def _column_mapping(table: DeltaTable) -> bool:

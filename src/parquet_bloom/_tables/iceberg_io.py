@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 __all__ = ["local_or_url", "storage_options_for", "storage_options_from_properties"]
 
@@ -179,8 +179,11 @@ def _adls(properties: Mapping[str, str]) -> dict[str, Any]:
 
 def local_or_url(uri: str) -> str:
     """A file URI as the reader and the rewrite open it: a ``file:`` URI (or a plain path) as
-    a local path, read natively; any other URI unchanged."""
+    a local path, read natively; any other URI unchanged. The path is taken as it is, never
+    percent-decoded: Iceberg writers name a partition's directory by its escaped value
+    (``region=x%2Fy``) and put that path in the manifests, and pyiceberg's FileIO opens it
+    so (``PyArrowFileIO.parse_location``)."""
     parts = urlsplit(uri)
     if parts.scheme.lower() == "file":
-        return unquote(parts.path)
+        return parts.path
     return uri
