@@ -6,6 +6,9 @@ deterministic (seeded, one thread), so the README can show the exact output.
   Bloom filter on each dictionary-encoded column).
 - ``lake/orders``: a Delta table written by deltalake in 8 appends (versions 0 to 7), each one
   file for each of the two regions: 16 files of 10,000 orders, no Bloom filters yet.
+- ``clickhouse/``: a MergeTree part written by ClickHouse 26 (chDB), 4,096 rows with a
+  ``bloom_filter`` and a ``tokenbf_v1`` skip index, and its table's ``ATTACH TABLE`` statement:
+  copied from ``examples/clickhouse/`` (the demo does not install chDB).
 
 Run ``python examples/readme_data.py DIRECTORY`` to write it (DIRECTORY is emptied first).
 """
@@ -64,7 +67,8 @@ def write_example_data(directory: Path) -> list[str]:
     directory.mkdir(parents=True)
     write_orders_file(directory / "orders.parquet")
     write_delta_table(directory / "lake" / "orders")
-    return ["orders.parquet", "lake/orders"]
+    shutil.copytree(Path(__file__).parent / "clickhouse", directory / "clickhouse")
+    return ["orders.parquet", "lake/orders", "clickhouse"]
 
 
 if __name__ == "__main__":
