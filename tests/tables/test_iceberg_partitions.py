@@ -7,14 +7,18 @@ returns rows of."""
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyiceberg.io.pyarrow import parquet_file_to_data_file, schema_to_pyarrow
+from pyiceberg.partitioning import PartitionField, PartitionSpec
 from pyiceberg.table import Table
+from pyiceberg.transforms import IdentityTransform
 from pyiceberg.typedef import Record
 
 import parquet_bloom.iceberg as pbi
@@ -22,17 +26,19 @@ from parquet_bloom.index import TextFilter
 from tests.tables import iceberg_tables as it
 
 
-def _add_without_region(table: Table, ids: range, region: str, name: str) -> str:
-    """A file of ``ids`` without the ``region`` column (filters on ``id``), committed in the
-    partition ``region`` by pyiceberg's own fast append; its path."""
+def _add_without_region(
+    table: Table, ids: range, region: Any, name: str, column: str = "region"
+) -> str:
+    """A file of ``ids`` without the ``column`` column (filters on ``id``), committed in the
+    partition ``region`` (its value) by pyiceberg's own fast append; its path."""
     schema = schema_to_pyarrow(table.schema(), include_field_ids=True)
-    schema = pa.schema([f for f in schema if f.name != "region"])
+    schema = pa.schema([f for f in schema if f.name != column])
     data = it.values(ids).select(schema.names).cast(schema)
     buffer = io.BytesIO()
     pq.write_table(
         data, buffer, row_group_size=5, bloom_filter_options={"id": {"ndv": 20, "fpp": 0.01}}
     )
-    path = f"{table.location()}/data/region={region}/{name}"
+    path = f"{table.location()}/data/{column}={region}/{name}"
     with table.io.new_output(path).create(overwrite=False) as out:
         out.write(buffer.getvalue())
     data_file = parquet_file_to_data_file(table.io, table.metadata, path)
@@ -104,3 +110,30 @@ def test_a_text_lookup_of_the_partition_column_keeps_the_file_without_it(table: 
     # A file of a non-null partition the index has nothing of stays a candidate whole (its
     # value is not matched against the pattern: over-inclusive, never a miss).
     assert set(found.files) <= set(files.values())
+
+
+@pytest.mark.parametrize(
+    ("column", "field_id", "value", "stored", "other", "exact"),
+    [
+        ("day", 4, dt.date(2030, 5, 1), 22035, dt.date(2030, 5, 2), True),
+        ("score", 9, 2.5, 2.5, 99.0, False),
+    ],
+)
+def test_other_types_of_identity_partitions(
+    tmp_path: Path, column: str, field_id: int, value: Any, stored: Any, other: Any, exact: bool
+) -> None:
+    """A date partition is decided by its value exactly; a double's is kept whenever it is not
+    null (its value read back from Avro may differ in representation: never dropped)."""
+    spec = PartitionSpec(PartitionField(field_id, 1000, IdentityTransform(), column))
+    made = it.catalog(tmp_path).create_table("db.t", it.SCHEMA, partition_spec=spec)
+    data = it.values(range(20))
+    i = data.schema.get_field_index(column)
+    data = data.set_column(i, column, pa.array([other] * 20, data.schema.field(i).type))
+    it.add_data_file(made, data, "with.parquet", row_group_size=5)  # a partition of `other`
+    path = _add_without_region(made, range(100, 120), stored, "without.parquet", column=column)
+    pbi.build_index(made, ["id", column])
+    rows = made.scan(row_filter=f"{column} = '{value}'").to_arrow()
+    assert sorted(rows["id"].to_pylist()) == list(range(100, 120))
+
+    assert pbi.lookup(made, column, [value]).files.get(path) == [-1]
+    assert (path in pbi.lookup(made, column, [other]).files) is not exact

@@ -45,7 +45,14 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.statistics import StatisticsFile
 from pyiceberg.transforms import IdentityTransform
-from pyiceberg.types import PrimitiveType
+from pyiceberg.types import (
+    BooleanType,
+    DateType,
+    IntegerType,
+    LongType,
+    PrimitiveType,
+    StringType,
+)
 
 from parquet_bloom._index import layout
 from parquet_bloom._index.build import (
@@ -404,9 +411,17 @@ def identity_partitions(table: Table, snapshot: Snapshot, field_id: int) -> dict
     return out
 
 
+# The types whose identity partition values equal pyiceberg's literal of a value exactly.
+_EXACT_PARTITION_TYPES = (StringType, IntegerType, LongType, DateType, BooleanType)
+
+
 def _partition_values(field_type: Any, values: Any) -> set[Any] | None:
     """``values`` as an identity partition holds them (pyiceberg's literal of the column's
-    type); None when one cannot be converted: the caller then keeps every such file."""
+    type); None when one cannot be converted, or the type's partition values may differ from
+    it in representation (floats read back from Avro, decimals, times): the caller then keeps
+    every such file."""
+    if not isinstance(field_type, _EXACT_PARTITION_TYPES):
+        return None
     if hasattr(values, "to_pylist"):
         values = values.to_pylist()
     elif isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
