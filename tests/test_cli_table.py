@@ -427,6 +427,30 @@ def test_add_resize_and_remove_on_an_iceberg_table(iceberg_table: Table, capsys:
     assert it.sorted_rows(table.scan().to_arrow()) == before
 
 
+def test_resize_of_a_column_adds_no_filter(iceberg_table: Table, capsys: Capture) -> None:
+    """``resize --column X`` rebuilds X's filters where files have them and adds none, as the
+    file-level ``resize`` does: pyiceberg's four files (no filters) are left as they are; a
+    column no file has a filter of is one error pointing to ``table add``."""
+    args = ("db.events", "--catalog", CATALOG)
+    snapshot = iceberg_table.current_snapshot()
+    status, out, err = run(capsys, "resize", *args, "--column", "region")
+    assert status == 2 and out == ""
+    assert_one_line_error(
+        err, "no data file of the table has a Bloom filter of 'region'", "table add --column region"
+    )
+    assert it.catalog_table(iceberg_table).current_snapshot() == snapshot
+
+    status, document, err = run_json(capsys, "resize", *args, "--column", "name", "--bytes", 1024)
+    assert status == 0 and err == ""
+    assert [e["path"].rsplit("/", 1)[-1] for e in document["rewritten"]] == ["filtered.parquet"]
+    assert len(document["unchanged"]) == 4
+    table = it.catalog_table(iceberg_table)
+    for path in it.data_files(table):
+        with pb.BloomFilterReader(path.removeprefix("file://")) as reader:
+            sizes = {f.num_bytes for (_, c), f in reader.filters().items() if c == "name"}
+        assert sizes == ({1024} if ".bloom-" in path else set())
+
+
 def test_an_iceberg_table_read_from_its_metadata_is_not_committed_to(
     iceberg_table: Table, capsys: Capture
 ) -> None:

@@ -145,3 +145,25 @@ def test_a_compaction_between_the_executors_jobs_and_the_commit_duplicates_no_ro
     assert report.version is None and not report.rewritten and len(report.to_retry) == 4
     assert DeltaTable(root).to_pyarrow_table().sort_by("id").equals(expected)  # 400 rows
     assert not list(Path(root).glob("*.bloom-*.parquet"))  # the new files deleted
+
+
+def test_a_resize_on_spark_adds_no_filter(spark: Any, tmp_path: Path) -> None:
+    """``existing_only=True``: only the file with a filter of ``id`` is rewritten; a column no
+    file has a filter of is refused, nothing committed."""
+    from tests.tables import iceberg_tables as it
+
+    table = it.catalog(tmp_path).create_table("db.t", it.SCHEMA, partition_spec=it.BY_REGION)
+    table.append(it.values(range(20)))  # no filters
+    filtered = it.add_data_file(
+        table, it.values(range(20, 30), "eu"), "f.parquet", row_group_size=5, bloom=("id",)
+    )
+
+    report = pbs.rewrite_table(spark, table, columns=["id"], num_bytes=1024, existing_only=True)
+
+    assert [o.job.key for o in report.rewritten] == [filtered] and len(report.unchanged) == 2
+    with pb.BloomFilterReader(report.rewritten[0].job.target.removeprefix("file://")) as reader:
+        assert {f.num_bytes for f in reader.filters().values()} == {1024}
+    snapshot = table.current_snapshot()
+    with pytest.raises(ValueError, match="table add --column name"):
+        pbs.rewrite_table(spark, table, columns=["name"], existing_only=True)
+    assert table.refresh().current_snapshot() == snapshot

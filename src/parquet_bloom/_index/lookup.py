@@ -9,9 +9,11 @@ opened.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,9 +96,12 @@ class IndexSegment:
         known: tuple[int, int, bytes] | None = None,
     ) -> None:
         size = known[0] if known is not None else None
-        self._source = ByteSource(segment_location, storage_options=storage_options, size=size)
+        self._named = known is not None  # a segment an index directory's pointer names
+        with _present(os.fspath(segment_location), self._named):
+            self._source = ByteSource(segment_location, storage_options=storage_options, size=size)
         try:
-            self._open(known)
+            with _present(self._source.name, self._named):
+                self._open(known)
         except BaseException:
             self._source.close()
             raise
@@ -313,7 +318,7 @@ class IndexSegment:
         blob = self._files_blob
         if blob is None:
             raise CorruptFileError("the index lists no files", source=self._source.name)
-        data = self._source.read_exact(blob.offset, blob.length)
+        data = self.read_blob(blob)
         try:
             return [
                 (str(path), int(size), int(modified), int(sequence))
@@ -367,7 +372,8 @@ class IndexSegment:
         return None
 
     def read_blob(self, blob: puffin.BlobMetadata) -> bytes:
-        return self._source.read_exact(blob.offset, blob.length)
+        with _present(self._source.name, self._named):
+            return self._source.read_exact(blob.offset, blob.length)
 
     def read_entries(self, c: IndexClass) -> list[Entry]:
         """Every entry of a class, in order (one read)."""
@@ -495,8 +501,9 @@ class IndexSegment:
     def _read(self, ranges: Sequence[ByteRange]) -> ReadBuffer:
         held = ReadBuffer()
         merged = coalesce(ranges, MAX_GAP)
-        for r, data in zip(merged, self._source.read(merged), strict=True):
-            held.add(r.offset, data)
+        with _present(self._source.name, self._named):
+            for r, data in zip(merged, self._source.read(merged), strict=True):
+                held.add(r.offset, data)
         return held
 
     # -- lifetime ----------------------------------------------------------------------------
@@ -512,6 +519,25 @@ class IndexSegment:
 
     def __repr__(self) -> str:
         return f"IndexSegment({self._source.name!r}, columns={self.columns})"
+
+
+@contextmanager
+def _present(name: str, named: bool) -> Iterator[None]:
+    """A segment file the pointer names (``named``) gone is told as what it means: the index
+    names a file removed from under it (never a silent miss: its files cannot be answered)."""
+    try:
+        yield
+    except FileNotFoundError as err:
+        if not named:
+            raise
+        raise FileNotFoundError(
+            errno.ENOENT,
+            f"the Bloom index's segment {name} is missing: the index names it, so it was "
+            "removed from under the index (by a compaction whose retain_seconds was shorter "
+            "than a concurrent refresh took, or by hand); build the index again "
+            "(parquet-bloom index build)",
+            name,
+        ) from err
 
 
 def _prop(blob: puffin.BlobMetadata, key: str, source: str) -> str:

@@ -38,7 +38,9 @@ from parquet_bloom._sbbf import BITS_PER_BLOCK, BYTES_PER_BLOCK
 
 __all__ = [
     "DEFAULT_RETAIN_SECONDS",
+    "SAFE_RETAIN_SECONDS",
     "CompactReport",
+    "check_retain",
     "compact_files",
     "compact_index",
     "index_text_filters",
@@ -50,6 +52,41 @@ __all__ = [
 # Segments no pointer names any more are removed by compact_index once they are this old: a
 # lookup that read the pointer before the compaction may still be reading them.
 DEFAULT_RETAIN_SECONDS = 3600.0
+# Below this, a compaction may remove a segment a concurrent refresh or build has written but
+# not yet named in the pointer (it names it once written: the time between the two is the
+# pointer's read and compare-and-swap, and their retries): asked only with
+# ``no_concurrent_writers=True``.
+SAFE_RETAIN_SECONDS = 60.0
+
+
+def check_retain(
+    retain_seconds: float, no_concurrent_writers: bool = False, *, flags: bool = False
+) -> float:
+    """``retain_seconds`` checked: a number of seconds, not negative, and at least
+    :data:`SAFE_RETAIN_SECONDS` unless ``no_concurrent_writers`` says no other process writes
+    the index meanwhile (ValueError, saying what to do, otherwise; ``flags``: worded with the
+    command's options)."""
+    name, ack = (
+        ("--retain-seconds", "--no-concurrent-writers")
+        if flags
+        else ("retain_seconds", "no_concurrent_writers=True")
+    )
+    if isinstance(retain_seconds, bool) or not isinstance(retain_seconds, int | float):
+        raise ValueError(f"{name} must be a number of seconds, not {retain_seconds!r}")
+    if not retain_seconds >= 0:  # negative, or NaN
+        raise ValueError(
+            f"{name} must be 0 or more, not {retain_seconds:g}: it is how old a segment no "
+            "pointer names must be before a compaction removes it"
+        )
+    if retain_seconds < SAFE_RETAIN_SECONDS and not no_concurrent_writers:
+        raise ValueError(
+            f"{name} {retain_seconds:g} is below {SAFE_RETAIN_SECONDS:g}: a refresh or build "
+            "running meanwhile writes its segment before the pointer names it, and the "
+            "compaction could remove it, leaving an index that names a missing file; pass "
+            f"{ack} if no other process writes the index, or retain at least "
+            f"{SAFE_RETAIN_SECONDS:g} seconds"
+        )
+    return float(retain_seconds)
 
 
 def refresh_index(
@@ -176,15 +213,20 @@ def compact_index(
     storage_options: Mapping[str, Any] | None = None,
     index_storage_options: Mapping[str, Any] | None = None,
     retain_seconds: float = DEFAULT_RETAIN_SECONDS,
+    no_concurrent_writers: bool = False,
 ) -> CompactReport:
     """Merge the segments of the index directory at ``index_location`` into one. Each file
     keeps the row groups of its newest segment's version; with ``source``, only the files
     live there at that size are kept. Then segment files no pointer names and older than
-    ``retain_seconds`` are removed (a lookup that read the old pointer may still read them)."""
+    ``retain_seconds`` are removed (a lookup that read the old pointer may still read them).
+    ``retain_seconds`` below :data:`SAFE_RETAIN_SECONDS` (60) needs
+    ``no_concurrent_writers=True``: a refresh or build running meanwhile has written its
+    segment before its pointer names it, and would lose it (:func:`check_retain`)."""
+    check_retain(retain_seconds, no_concurrent_writers)
     directory = _directory(index_location)
     options = storage_options if index_storage_options is None else index_storage_options
     live = None if source is None else dataset_files(source, storage_options)
-    return compact_files(directory, live, options, retain_seconds)
+    return compact_files(directory, live, options, retain_seconds, no_concurrent_writers)
 
 
 def compact_files(
@@ -192,9 +234,12 @@ def compact_files(
     live: Sequence[IndexedFile] | None,
     storage_options: Mapping[str, Any] | None,
     retain_seconds: float = DEFAULT_RETAIN_SECONDS,
+    no_concurrent_writers: bool = False,
 ) -> CompactReport:
     """Merge the segments of the index in ``directory``, keeping each file's newest version,
-    or (``live``) only the files live as they are."""
+    or (``live``) only the files live as they are (``retain_seconds``: as
+    :func:`compact_index` checks it)."""
+    retain_seconds = check_retain(retain_seconds, no_concurrent_writers)
     pointer = store.read_pointer(directory, storage_options)
     if pointer is None:
         raise FileNotFoundError(f"no Bloom index at {directory} to compact")

@@ -30,6 +30,7 @@ from parquet_bloom._index.lookup import BloomIndex
 from parquet_bloom._index.maintain import (
     DEFAULT_RETAIN_SECONDS,
     CompactReport,
+    check_retain,
     compact_files,
     refresh_files,
 )
@@ -155,13 +156,18 @@ def compact_index(
     *,
     storage_options: Mapping[str, str] | None = None,
     retain_seconds: float = DEFAULT_RETAIN_SECONDS,
+    no_concurrent_writers: bool = False,
 ) -> CompactReport:
     """Merge the index's segments into one holding the files of the latest snapshot it knows;
-    remove segments no pointer names once older than ``retain_seconds``."""
+    remove segments no pointer names once older than ``retain_seconds`` (below 60 only with
+    ``no_concurrent_writers=True``: :func:`parquet_bloom.index.compact_index` says why)."""
+    check_retain(retain_seconds, no_concurrent_writers)
     table = load_table(table_or_uri, None, storage_options)
     options = _options(table, _loaded_options(table_or_uri, storage_options))
     live = snapshot_indexed_files(table, options)
-    return compact_files(index_location(table), live, options, retain_seconds)
+    return compact_files(
+        index_location(table), live, options, retain_seconds, no_concurrent_writers
+    )
 
 
 def lookup(

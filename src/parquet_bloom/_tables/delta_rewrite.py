@@ -57,7 +57,9 @@ from parquet_bloom._tables.jobs import (
     TableRewriteReport,
     delete_files,
     new_file_path,
+    refuse_unfiltered,
     run_jobs,
+    unfiltered,
 )
 from parquet_bloom.errors import UnsupportedFileError
 
@@ -124,6 +126,7 @@ def plan_rewrite(
     remove: Sequence[str] | Literal["all"] = (),
     files: Iterable[str] | None = None,
     storage_options: Mapping[str, str] | None = None,
+    existing_only: bool = False,
 ) -> DeltaRewritePlan:
     """Plan the rewrite of the latest snapshot's data files (``files``: only these, named as
     the log names them, by their path under the root, or by their full path or URI; a name
@@ -134,8 +137,12 @@ def plan_rewrite(
     Raises :class:`~parquet_bloom.errors.UnsupportedFileError`, before anything is written,
     for a table whose writer features the commit cannot carry (docs/tables.md#delta-lake).
     Refuses, one by one, files with deletion vectors, files outside the table, and files whose
-    partition values could not be written back exactly."""
-    options = FilterOptions(columns, fpp, ndv, num_bytes, flavor, remove)
+    partition values could not be written back exactly. ``existing_only=True`` (a resize of
+    ``columns``): each file's chunks of them that have a filter are rebuilt, none is added; a
+    file with no filter of them is left as it is."""
+    options = FilterOptions(
+        columns, fpp, ndv, num_bytes, flavor, remove, existing_only=existing_only
+    )
     table = load_table(uri, None, storage_options)
     root = table_root(table)
     # Every name checked against the schema before any file is touched: one error, not one
@@ -240,13 +247,19 @@ def commit_rewrite(
     ``file_storage_options`` fsspec's, for deleting new files (default:
     :func:`file_storage_options` of ``storage_options``). ``snapshot``: the table as the plan
     read it, if still at hand (it serves the first attempt while the log has no later
-    version). The old files stay, for the table's vacuum to remove."""
+    version). The old files stay, for the table's vacuum to remove. A resize (the plan's
+    ``existing_only``) of a column no file has a filter of raises ValueError, the new files
+    deleted, nothing committed."""
     if not isinstance(max_attempts, int) or max_attempts < 1:
         raise ValueError(f"max_attempts must be a positive integer, not {max_attempts!r}")
     report = TableRewriteReport(table=plan.table, format="delta", refused=list(plan.refused))
     options = delta_storage_options(plan.table_uri, storage_options)
     if file_storage_options is None:
         file_storage_options = derived_options(plan.table_uri, storage_options)
+    outcomes = list(outcomes)
+    # A resize of columns no file has a filter of: refused (their new files deleted).
+    missing = unfiltered(plan.options, outcomes)
+    refuse_unfiltered([str(c) for c in missing], outcomes, file_storage_options or None)
     results = _results(plan, outcomes)
     doomed = []  # jobs whose new files go
     for job in plan.jobs:
@@ -530,6 +543,7 @@ def rewrite_bloom_filters(
     progress: Callable[[JobOutcome], None] | None = None,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     decryption: DecryptionKeys | None = None,
+    existing_only: bool = False,
 ) -> TableRewriteReport:
     """:func:`plan_rewrite`, the jobs run here ``max_workers`` at once
     (:func:`parquet_bloom._tables.jobs.run_jobs`, ``progress(outcome)`` after each file), then
@@ -537,7 +551,9 @@ def rewrite_bloom_filters(
     ``file_storage_options`` fsspec's, for the data files (default: derived from
     ``storage_options`` by :func:`parquet_bloom._tables.delta_snapshot.file_storage_options`).
     ``decryption``: the keys of encrypted data files, rewritten encrypted with them
-    (docs/encryption.md#rewriting-encrypted-files)."""
+    (docs/encryption.md#rewriting-encrypted-files). ``existing_only``: as for
+    :func:`plan_rewrite`; a column no file has a filter of is then a ValueError (nothing is
+    committed, no new file stays)."""
     table = load_table(uri, None, storage_options)
     plan = plan_rewrite(
         table,
@@ -548,6 +564,7 @@ def rewrite_bloom_filters(
         flavor=flavor,
         remove=remove,
         files=files,
+        existing_only=existing_only,
     )
     if isinstance(uri, DeltaTable) and storage_options is None:
         storage_options = getattr(uri, "_storage_options", None)  # what it was loaded with

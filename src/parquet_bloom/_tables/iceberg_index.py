@@ -31,12 +31,13 @@ import os
 import tempfile
 import uuid
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from pyiceberg.expressions.literals import literal
 from pyiceberg.manifest import ManifestContent
 from pyiceberg.schema import Schema
 from pyiceberg.table import Table
@@ -44,7 +45,14 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.table.statistics import StatisticsFile
 from pyiceberg.transforms import IdentityTransform
-from pyiceberg.types import PrimitiveType
+from pyiceberg.types import (
+    BooleanType,
+    DateType,
+    IntegerType,
+    LongType,
+    PrimitiveType,
+    StringType,
+)
 
 from parquet_bloom._index import layout
 from parquet_bloom._index.build import (
@@ -362,8 +370,74 @@ def lookup(
             )
         files = snapshot_files(table, snapshot, {name: field_id}, options)
         found = lookup_files(files, name, values, idx, opened_here=True)
+    partitions = identity_partitions(table, snapshot, field_id)
+    if partitions:
+        wanted = _partition_values(table.schema().find_field(field_id).field_type, values)
+        for path, value in partitions.items():
+            if value is None:
+                found.files.pop(path, None)  # every row's value is null: equal to none
+            elif wanted is None or value in wanted:
+                found.files[path] = found.files.get(path) or [-1]
+            else:
+                found.files.pop(path, None)
+        found.files = dict(sorted(found.files.items()))
     found.column = column
     return found
+
+
+def identity_partitions(table: Table, snapshot: Snapshot, field_id: int) -> dict[str, Any]:
+    """The snapshot's live data files whose partition spec has an identity field of
+    ``field_id``, by path, each with its partition value (None: null). Every row of such a file
+    holds that value, whether or not the file stores the column: a file without it (one added
+    from a Hive-style layout, the value in its path) is read with the partition's value, as
+    pyiceberg's scan fills it; so a lookup decides these files by the value, not the index."""
+    specs = table.metadata.specs()
+    out: dict[str, Any] = {}
+    for manifest in snapshot.manifests(table.io):
+        if manifest.content != ManifestContent.DATA:
+            continue
+        spec = specs.get(manifest.partition_spec_id)
+        if spec is None:
+            continue
+        positions = [
+            i
+            for i, f in enumerate(spec.fields)
+            if f.source_id == field_id and isinstance(f.transform, IdentityTransform)
+        ]
+        if not positions:
+            continue
+        for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True):
+            out[entry.data_file.file_path] = entry.data_file.partition[positions[0]]
+    return out
+
+
+# The types whose identity partition values equal pyiceberg's literal of a value exactly.
+_EXACT_PARTITION_TYPES = (StringType, IntegerType, LongType, DateType, BooleanType)
+
+
+def _partition_values(field_type: Any, values: Any) -> set[Any] | None:
+    """``values`` as an identity partition holds them (pyiceberg's literal of the column's
+    type); None when one cannot be converted, or the type's partition values may differ from
+    it in representation (floats read back from Avro, decimals, times): the caller then keeps
+    every such file."""
+    if not isinstance(field_type, _EXACT_PARTITION_TYPES):
+        return None
+    if hasattr(values, "to_pylist"):
+        values = values.to_pylist()
+    elif isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        values = [values]
+    out = set()
+    try:
+        for value in values:
+            if value is None:
+                continue
+            converted = literal(value).to(field_type)
+            if not hasattr(converted, "value") or converted.value is None:
+                return None
+            out.add(converted.value)
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return out
 
 
 def lookup_text(
@@ -392,6 +466,15 @@ def lookup_text(
             )
         files = snapshot_files(table, snapshot, {name: field_id}, options)
         found = lookup_text_files(files, name, patterns, idx, function=function, opened_here=True)
+    # A file of an identity partition of the column may not store it (its rows read the
+    # partition's value): unless that value is null, it stays a candidate, whole, when the
+    # index has nothing of it.
+    for path, value in identity_partitions(table, snapshot, field_id).items():
+        if value is None:
+            found.files.pop(path, None)
+        elif not found.files.get(path):
+            found.files[path] = [-1]
+    found.files = dict(sorted(found.files.items()))
     found.column = column
     return found
 

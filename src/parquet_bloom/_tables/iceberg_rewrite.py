@@ -64,7 +64,9 @@ from parquet_bloom._tables.jobs import (
     TableRewriteReport,
     delete_files,
     new_file_path,
+    refuse_unfiltered,
     run_jobs,
+    unfiltered,
 )
 from parquet_bloom.errors import BloomFilterError
 
@@ -121,6 +123,7 @@ def plan_rewrite(
     remove: Sequence[str] | Literal["all"] = (),
     files: Iterable[str] | None = None,
     case_sensitive: bool = True,
+    existing_only: bool = False,
 ) -> IcebergRewritePlan:
     """Which data files of the current snapshot to rewrite, and which not, and why.
 
@@ -130,6 +133,8 @@ def plan_rewrite(
     names whose filters go, or ``"all"``. ``fpp``, ``ndv``, ``num_bytes``, ``flavor`` size
     each filter as :func:`parquet_bloom.rewrite_bloom_filters` does. ``files``: only these
     data file URIs (as the manifests name them); one that is not a live data file is refused.
+    ``existing_only=True`` (a resize of ``columns``): each file's chunks of them that have a
+    filter are rebuilt, none is added; a file with no filter of them is left as it is.
 
     Refused (never rewritten, listed in ``.refused`` with the reason): files that delete files
     apply to (the new file's new path and sequence number would stop them applying, bringing
@@ -147,6 +152,7 @@ def plan_rewrite(
         remove=remove if remove == "all" else (),
         column_ids=leaf_ids(schema, columns, case_sensitive),
         remove_ids=leaf_ids(schema, remove, case_sensitive),
+        existing_only=existing_only,
     )
     name = table_name(table)
     snapshot = table.current_snapshot()
@@ -341,11 +347,20 @@ def commit_rewrite(
     undone. New files not committed (failed checks, jobs dropped, attempts exhausted) are
     deleted; those that cannot be are listed in ``.leftovers``. Any other error is raised and
     leaves the new files (the commit's outcome is unknown). The old files stay until snapshot
-    expiry.
+    expiry. A resize (the plan's ``existing_only``) of a column no file has a filter of raises
+    ValueError, the new files deleted, nothing committed.
     """
     if not isinstance(max_attempts, int) or max_attempts < 1:
         raise ValueError(f"max_attempts must be a positive integer, not {max_attempts!r}")
     options = dict(storage_options if storage_options is not None else storage_options_for(table))
+    outcomes = list(outcomes)
+    # A resize of columns no file has a filter of: refused (their new files deleted).
+    ids = unfiltered(plan.options, outcomes)
+    schema = table.schema()
+    names = dict.fromkeys(
+        (schema.find_column_name(i) if isinstance(i, int) else i) or f"field id {i}" for i in ids
+    )
+    refuse_unfiltered(list(names), outcomes, options)
     report = TableRewriteReport(table=plan.table, format="iceberg", refused=list(plan.refused))
     jobs = {job.key: job for job in plan.jobs}
     done: dict[str, JobOutcome] = {}
@@ -534,13 +549,16 @@ def rewrite_bloom_filters(
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     storage_options: Mapping[str, Any] | None = None,
     case_sensitive: bool = True,
+    existing_only: bool = False,
 ) -> TableRewriteReport:
     """Add, resize or remove the Bloom filters of a table's data files in one snapshot:
     :func:`plan_rewrite`, :func:`run_job` on ``max_workers`` threads (``progress(outcome)``
     after each file), :func:`commit_rewrite`. Files are read and written through fsspec with
     ``storage_options`` (default :func:`storage_options_for` the table). Returns the
     :class:`TableRewriteReport`: files rewritten, refused, failed, to retry, the snapshot id
-    committed (``.version``). The old files stay until snapshot expiry."""
+    committed (``.version``). The old files stay until snapshot expiry. ``existing_only``: as
+    for :func:`plan_rewrite`; a column no file has a filter of is then a ValueError (nothing is
+    committed, no new file stays)."""
     plan = plan_rewrite(
         table,
         columns=columns,
@@ -551,6 +569,7 @@ def rewrite_bloom_filters(
         remove=remove,
         files=files,
         case_sensitive=case_sensitive,
+        existing_only=existing_only,
     )
     options = dict(storage_options if storage_options is not None else storage_options_for(table))
     outcomes = run_jobs(

@@ -73,6 +73,9 @@ class FilterOptions:
     # their leaf columns are added to ``columns`` and ``remove`` file by file.
     column_ids: Sequence[int] = ()
     remove_ids: Sequence[int] = ()
+    # A resize of ``columns`` (and ``column_ids``): only the chunks that have a filter are
+    # rebuilt; a file with no filter of a column is left as it is (its outcome ``lacking`` it).
+    existing_only: bool = False
 
     def __post_init__(self) -> None:
         # Lists become tuples: the options are hashed, compared and pickled with the jobs.
@@ -87,6 +90,10 @@ class FilterOptions:
             raise ValueError('remove_ids= adds columns to a list, not to remove="all"')
         if self.columns is None and not (self.remove or self.column_ids or self.remove_ids):
             raise ValueError("nothing to do: pass columns= to build filters, or remove=")
+        if self.existing_only and (
+            self.columns == "existing" or not (self.columns or self.column_ids)
+        ):
+            raise ValueError("existing_only=True resizes the filters of a list of columns")
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,9 @@ class JobOutcome:
     size: int | None = None
     report: RewriteReport | None = None
     error: str | None = None
+    # With ``existing_only``: the options' columns (paths, or field ids) this file has no
+    # filter of, left without one.
+    lacking: tuple[str | int, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -217,13 +227,23 @@ def run_job(
     encrypted (:func:`parquet_bloom.rewrite_bloom_filters`); kept out of ``options``, which
     travel with the jobs. A table's file (not ``in_place``) whose filters are already as
     asked gets no new file: its outcome is ``unchanged``."""
+    lacking: tuple[str | int, ...] = ()
+    columns: Sequence[str] | Literal["existing"] | None
     try:
-        columns, remove = _file_columns(job, options, storage_options, decryption)
+        if options.existing_only:
+            columns, remove, lacking = _filtered_columns(job, options, storage_options, decryption)
+            if not columns and not remove:
+                # No filter of the columns to resize: the file is left as it is.
+                report = RewriteReport(job.source, job.source, unchanged=True)
+                return JobOutcome(job, report=report, lacking=lacking)
+        else:
+            columns, remove = _file_columns(job, options, storage_options, decryption)
         report = rewrite_bloom_filters(
             job.source,
             None if in_place else job.target,
             in_place=in_place,
-            columns=columns,
+            existing_only=options.existing_only,
+            columns=columns or None,
             fpp=options.fpp,
             ndv=options.ndv,
             num_bytes=options.num_bytes,
@@ -235,7 +255,77 @@ def run_job(
         )
     except (BloomFilterError, OSError, ValueError) as err:
         return JobOutcome(job, error=f"{type(err).__name__}: {err}")
-    return JobOutcome(job, size=None if report.unchanged else report.bytes_after, report=report)
+    size = None if report.unchanged else report.bytes_after
+    return JobOutcome(job, size=size, report=report, lacking=lacking)
+
+
+def _leaves(
+    job: RewriteJob, storage_options: Mapping[str, Any] | None, decryption: DecryptionKeys | None
+) -> tuple[dict[int, list[str]], set[str]]:
+    """The file's leaf paths by field id, and the paths of the columns with a filter in some
+    row group (one footer read)."""
+    options = storage_options if location.is_url(job.source) else None
+    with BloomFilterReader(job.source, storage_options=options, decryption=decryption) as r:
+        paths: dict[int, list[str]] = {}
+        for leaf in r.schema_leaves:
+            if leaf.field_id is not None:
+                paths.setdefault(leaf.field_id, []).append(leaf.path)
+        filtered = {c.path for c in r.column_chunks if c.bloom_filter_offset is not None}
+    return paths, filtered
+
+
+def _filtered_columns(
+    job: RewriteJob,
+    options: FilterOptions,
+    storage_options: Mapping[str, Any] | None,
+    decryption: DecryptionKeys | None = None,
+) -> tuple[list[str], Sequence[str] | Literal["all"], tuple[str | int, ...]]:
+    """For a resize (``existing_only``): the leaf paths of the options' columns (by path, and
+    by field id) that have a filter in some row group of this file, ``remove``, and the
+    options' columns the file has no filter of."""
+    paths, filtered = _leaves(job, storage_options, decryption)
+    assert options.columns != "existing"  # __post_init__ refused
+    asked: list[tuple[str | int, list[str]]] = [(c, [c]) for c in options.columns or ()]
+    asked += [(i, paths.get(i, [])) for i in options.column_ids]
+    columns: list[str] = []
+    lacking: list[str | int] = []
+    for column, leaves in asked:
+        having = [p for p in leaves if p in filtered]
+        columns += having
+        if not having:
+            lacking.append(column)
+    remove: Sequence[str] | Literal["all"] = options.remove
+    if options.remove_ids and remove != "all":
+        remove = [*remove, *(p for i in options.remove_ids for p in paths.get(i, ()))]
+    return list(dict.fromkeys(columns)), remove, tuple(lacking)
+
+
+def unfiltered(options: FilterOptions, outcomes: Sequence[JobOutcome]) -> list[str | int]:
+    """For a resize (``existing_only``): the options' columns (paths, field ids) that no file
+    rewritten or left as it is has a filter of, when any file was read."""
+    read = [o for o in outcomes if o.ok]
+    if not options.existing_only or not read:
+        return []
+    asked: list[str | int] = [*(options.columns or ()), *options.column_ids]
+    return [c for c in asked if all(c in o.lacking for o in read)]
+
+
+def refuse_unfiltered(
+    names: Sequence[str], outcomes: Sequence[JobOutcome], storage_options: Mapping[str, Any] | None
+) -> None:
+    """Refuse a resize of columns no file of the table has a filter of (``names``, as the
+    caller asked them): the new files of ``outcomes`` are deleted, and a ValueError says to
+    add the filters instead."""
+    if not names:
+        return
+    delete_files([o.job.target for o in outcomes if o.ok and not o.unchanged], storage_options)
+    listed = ", ".join(map(repr, names))
+    flags = " ".join(f"--column {n}" for n in names)
+    raise ValueError(
+        f"no data file of the table has a Bloom filter of {listed} to resize: a resize rebuilds "
+        "the filters files have and adds none; add them with "
+        f"columns=[{listed}] (parquet-bloom table add {flags}); nothing was committed"
+    )
 
 
 def _file_columns(
@@ -249,13 +339,7 @@ def _file_columns(
     written). A file where nothing is left to do is an error, not a copy."""
     if not (options.column_ids or options.remove_ids):
         return options.columns, options.remove
-    url = location.is_url(job.source)
-    options_ = storage_options if url else None
-    with BloomFilterReader(job.source, storage_options=options_, decryption=decryption) as r:
-        paths: dict[int, list[str]] = {}
-        for leaf in r.schema_leaves:
-            if leaf.field_id is not None:
-                paths.setdefault(leaf.field_id, []).append(leaf.path)
+    paths, _ = _leaves(job, storage_options, decryption)
     assert options.columns != "existing" and options.remove != "all"  # __post_init__ refused
     columns = [*(options.columns or ()), *(p for i in options.column_ids for p in paths.get(i, ()))]
     remove = [*options.remove, *(p for i in options.remove_ids for p in paths.get(i, ()))]

@@ -125,8 +125,15 @@ def extend(
         "--retain-seconds",
         type=float,
         metavar="S",
-        help="remove segments no longer named once older than this (default 3600; not for "
-        "an Iceberg table, whose old index files go with their snapshots)",
+        help="remove segments no longer named once older than this (default 3600; at least 60 "
+        "unless --no-concurrent-writers; not for an Iceberg table, whose old index files go "
+        "with their snapshots)",
+    )
+    p.add_argument(
+        "--no-concurrent-writers",
+        action="store_true",
+        help="no other process builds or refreshes the index meanwhile: allows --retain-seconds "
+        "below 60 (a segment written but not yet named could otherwise be removed)",
     )
 
     def snapshot(p: argparse.ArgumentParser) -> None:
@@ -414,6 +421,13 @@ def _compact(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     target = _where(args, writing=True)
     options = target.options
     retain = 3600.0 if args.retain_seconds is None else args.retain_seconds
+    if target.kind != "iceberg":
+        from parquet_bloom._index.maintain import check_retain
+
+        try:
+            check_retain(retain, args.no_concurrent_writers, flags=True)
+        except ValueError as e:  # the user's choice: told before anything is read
+            raise _IndexError(str(e)) from None
     if target.kind == "iceberg":
         import parquet_bloom.iceberg as pbi
 
@@ -427,7 +441,10 @@ def _compact(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
         from parquet_bloom import delta as pbd
 
         report = pbd.compact_index(
-            args.target, storage_options=options or None, retain_seconds=retain
+            args.target,
+            storage_options=options or None,
+            retain_seconds=retain,
+            no_concurrent_writers=args.no_concurrent_writers,
         )
     else:
         from parquet_bloom import index
@@ -437,6 +454,7 @@ def _compact(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             source=args.target,
             storage_options=options or None,
             retain_seconds=retain,
+            no_concurrent_writers=args.no_concurrent_writers,
         )
     return _report(args, out, asdict(report), str(report))
 

@@ -513,7 +513,12 @@ def _add(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
 
 def _resize(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
-    return _rewrite(args, out, err, columns=args.column or "existing", **_sizing(args))
+    # --column X rebuilds X's filters where files have them, and adds none (as the file-level
+    # resize): a file without one is left as it is; no file with one is an error.
+    kwargs: dict[str, Any] = {"columns": args.column or "existing", **_sizing(args)}
+    if args.column:
+        kwargs["existing_only"] = True
+    return _rewrite(args, out, err, **kwargs)
 
 
 def _remove(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:

@@ -71,6 +71,7 @@ def rewrite_table(
     files: Iterable[str] | None = None,
     storage_options: Mapping[str, str] | None = None,
     file_storage_options: Mapping[str, Any] | None = None,
+    existing_only: bool = False,
 ) -> TableRewriteReport:
     """Add, resize or remove the Bloom filters of a table's data files, the files rewritten on
     the executors, in one commit made by the driver.
@@ -81,7 +82,9 @@ def rewrite_table(
     :func:`parquet_bloom.delta.rewrite_bloom_filters` and
     :func:`parquet_bloom.iceberg.rewrite_bloom_filters`, and so is the result: the same
     plan, the same new filters byte for byte, the same one commit, with the same handling of
-    refused and failed files and of a concurrent commit.
+    refused and failed files and of a concurrent commit. ``existing_only=True`` resizes only
+    the filters ``columns`` have (a file without one is left as it is; a column no file has a
+    filter of is a ValueError, nothing committed).
 
     ``storage_options``: deltalake's, for a Delta table's log. ``file_storage_options``: fsspec's,
     for the data files, shipped to the executors with each task (default: derived from the
@@ -94,6 +97,7 @@ def rewrite_table(
     filters: dict[str, Any] = dict(
         columns=columns, fpp=fpp, ndv=ndv, num_bytes=num_bytes, flavor=flavor, remove=remove
     )
+    filters["existing_only"] = existing_only
     if kind == "delta":
         from parquet_bloom import delta
         from parquet_bloom._tables.delta_snapshot import file_storage_options as delta_files
