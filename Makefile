@@ -54,7 +54,14 @@ demo: $(CORE_STAMP)
 test: $(TEST_STAMP) java
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	@# Two processes on the two cores: the Spark tests (one JVM, mostly waiting on it) beside the
+	@# rest; the Spark run's output is printed after it ends.
+	@set -e; log=$$(mktemp); \
+	$(BIN)/python -m pytest -q -m spark >"$$log" 2>&1 & spark=$$!; \
+	rest=0; $(BIN)/python -m pytest -q -m "not spark" || rest=$$?; \
+	sparkrc=0; wait $$spark || sparkrc=$$?; \
+	echo "--- the Spark tests (-m spark):"; cat "$$log"; rm -f "$$log"; \
+	test $$rest = 0 -a $$sparkrc = 0
 
 bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/run.py
