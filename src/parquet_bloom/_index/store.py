@@ -188,9 +188,9 @@ def _read_newest(where: _Directory) -> tuple[bool, Pointer | None]:
 def _newest_generation(where: _Directory) -> int | None:
     """The highest generation of the directory's pointers (None: none, or no directory). On
     S3, the first key after ``pointer-`` (names sort newest first): one request of one key,
-    however many pointers there are; elsewhere, and when that key is not a pointer's name,
-    from the directory's listing."""
-    if where.filesystem is not None and is_s3(where.filesystem):
+    however many pointers there are; elsewhere (a directory bucket too, whose listings are
+    not in order), and when that key is not a pointer's name, from the directory's listing."""
+    if _sorted_listing(where):
         found, first = _first_pointer_name(where.filesystem, where.root, where.name)
         if not found:
             return None
@@ -198,6 +198,16 @@ def _newest_generation(where: _Directory) -> int | None:
         if generation is not None:
             return generation
     return max(_pointers(_files(where)), default=None)
+
+
+def _sorted_listing(where: _Directory) -> bool:
+    """Whether the directory is on S3 in a bucket whose listings are in ascending order of key:
+    a general purpose bucket, not a directory bucket (S3 Express One Zone, named
+    ``...--x-s3``), whose listings are in no order and take only prefixes ending in ``/``."""
+    filesystem = where.filesystem
+    if filesystem is None or not is_s3(filesystem):
+        return False
+    return not str(filesystem.split_path(where.root)[0]).endswith("--x-s3")
 
 
 def _first_pointer_name(filesystem: Any, root: str, name: str) -> tuple[bool, str]:
