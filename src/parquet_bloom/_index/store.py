@@ -42,6 +42,7 @@ from parquet_bloom.errors import BloomFilterError, CorruptFileError
 
 __all__ = [
     "POINTER",
+    "Directory",
     "Listed",
     "Pointer",
     "SegmentRef",
@@ -122,16 +123,17 @@ def pointer_name(generation: int) -> str:
 
 
 @dataclass(frozen=True)
-class _Directory:
+class Directory:
     """An index directory resolved once: its ``name`` as given, its ``filesystem`` (None:
-    local) and its ``root`` path there, so that the reads of one pointer share one client."""
+    local) and its ``root`` path there, so that the reads of one pointer (and of the segments
+    it names, by :class:`~parquet_bloom._index.lookup.BloomIndex`) share one client."""
 
     name: str
     filesystem: Any | None
     root: str
 
     @classmethod
-    def of(cls, directory: str, storage_options: Mapping[str, Any] | None) -> _Directory:
+    def of(cls, directory: str, storage_options: Mapping[str, Any] | None) -> Directory:
         if not location.is_url(directory):
             return cls(directory, None, directory)
         filesystem, root = location.resolve(directory, storage_options=storage_options)
@@ -143,22 +145,27 @@ class _Directory:
         return f"{self.root.rstrip('/')}/{name}"
 
 
-def read_pointer(directory: str, storage_options: Mapping[str, Any] | None) -> Pointer | None:
+def read_pointer(
+    directory: str | Directory, storage_options: Mapping[str, Any] | None
+) -> Pointer | None:
     """The directory's newest pointer, or None when it has none (no index there yet): its copy
-    ``latest.json`` read while the directory is listed (at once on a remote store), and the
-    newest versioned pointer read when the copy is behind it."""
-    where = _Directory.of(directory, storage_options)
+    ``latest.json`` read while the newest pointer's name is looked for (at once on a remote
+    store), and the newest pointer read when the copy is behind it. ``directory``: a
+    location, or one resolved already (``storage_options`` then unused)."""
+    where = (
+        directory if isinstance(directory, Directory) else Directory.of(directory, storage_options)
+    )
     for _ in range(3):
         gone, found = _read_newest(where)
         if not gone:
             return found
     raise CorruptFileError(
         "the newest index pointer was removed three times between listing and reading it",
-        source=directory,
+        source=where.name,
     )
 
 
-def _read_newest(where: _Directory) -> tuple[bool, Pointer | None]:
+def _read_newest(where: Directory) -> tuple[bool, Pointer | None]:
     """:func:`read_pointer` once: (gone, pointer); ``gone`` when the newest pointer listed was
     removed (by a compaction, once newer ones were written) before it was read."""
     if where.filesystem is not None:
@@ -185,7 +192,7 @@ def _read_newest(where: _Directory) -> tuple[bool, Pointer | None]:
     return False, replace(found, size=size + found.size, reads=reads + 1)
 
 
-def _newest_generation(where: _Directory) -> int | None:
+def _newest_generation(where: Directory) -> int | None:
     """The highest generation of the directory's pointers (None: none, or no directory). On
     S3, the first key after ``pointer-`` (names sort newest first): one request of one key,
     however many pointers there are; elsewhere (a directory bucket too, whose listings are
@@ -200,7 +207,7 @@ def _newest_generation(where: _Directory) -> int | None:
     return max(_pointers(_files(where)), default=None)
 
 
-def _sorted_listing(where: _Directory) -> bool:
+def _sorted_listing(where: Directory) -> bool:
     """Whether the directory is on S3 in a bucket whose listings are in ascending order of key:
     a general purpose bucket, not a directory bucket (S3 Express One Zone, named
     ``...--x-s3``), whose listings are in no order and take only prefixes ending in ``/``."""
@@ -266,10 +273,10 @@ class Listed:
 def directory_files(directory: str, storage_options: Mapping[str, Any] | None) -> list[Listed]:
     """The files directly in the directory, listed once (on object storage: one listing,
     paged by the store)."""
-    return _files(_Directory.of(directory, storage_options))
+    return _files(Directory.of(directory, storage_options))
 
 
-def _files(where: _Directory) -> list[Listed]:
+def _files(where: Directory) -> list[Listed]:
     filesystem = where.filesystem
     if filesystem is None:
         try:
@@ -343,7 +350,7 @@ def remove(directory: str, files: Sequence[Listed]) -> list[str]:
     return [f.entry.name for f in files]
 
 
-def _read_one(where: _Directory, name: str) -> Pointer | None:
+def _read_one(where: Directory, name: str) -> Pointer | None:
     """The pointer in the directory's file ``name``, or None when there is none."""
     target = join(where.name, name)
     try:
