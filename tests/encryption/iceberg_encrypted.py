@@ -82,9 +82,7 @@ def write(path: Path, rows: pa.Table, *, plaintext_footer: bool) -> None:
     config.plaintext_footer = plaintext_footer
     props = factory.file_encryption_properties(pe.KmsConnectionConfig(), config)
     schema = schema_to_pyarrow(SCHEMA, include_field_ids=True)
-    pq.write_table(
-        rows.cast(schema), path, row_group_size=ROW_GROUP, encryption_properties=props
-    )
+    pq.write_table(rows.cast(schema), path, row_group_size=ROW_GROUP, encryption_properties=props)
 
 
 def data_file(path: Path, rows: pa.Table) -> DataFile:
@@ -125,8 +123,7 @@ def encrypted_table(
         else:
             write(path, rows, plaintext_footer=plaintext_footer)
         files.append(data_file(path, rows))
-    with table.transaction() as tx:
-        with tx.update_snapshot().fast_append() as append:
-            for made in files:
-                append.append_data_file(made)
+    with table.transaction() as tx, tx.update_snapshot().fast_append() as append:
+        for made in files:
+            append.append_data_file(made)
     return table
