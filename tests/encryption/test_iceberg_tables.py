@@ -150,13 +150,21 @@ def test_without_keys_every_row_group_is_kept(tmp_path: Path, plaintext_footer: 
         assert names(result) == {"part-0": None, "part-1": None}
 
 
-def test_files_left_unread_are_checked_before_the_scan(tmp_path: Path) -> None:
+@FOOTERS
+def test_files_left_unread_are_checked_before_the_scan(
+    tmp_path: Path, plaintext_footer: bool
+) -> None:
     """A filter no Bloom filter decides reads no footer; with keys, to_arrow() reads them to
     refuse encrypted files before pyarrow is given one."""
-    table = ie.encrypted_table(tmp_path / "t", plaintext_footer=True)
+    table = ie.encrypted_table(tmp_path / "t", plaintext_footer=plaintext_footer)
     result = pbi.prune(table, GreaterThan("a", 10), decryption=ie.keys())
     assert names(result) == {"part-0": None, "part-1": None}
     with pytest.raises(UnsupportedFileError, match="and 1 more encrypted files"):
+        result.to_arrow()
+    # Keys without the footer key: an encrypted footer is encrypted all the same.
+    lacking = DecryptionKeys(column_keys={"a": b"y" * 16})
+    result = pbi.prune(table, GreaterThan("a", 10), decryption=lacking)
+    with pytest.raises(UnsupportedFileError, match="encrypted data file"):
         result.to_arrow()
 
 

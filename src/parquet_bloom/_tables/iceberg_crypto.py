@@ -50,20 +50,29 @@ def raise_wrong_key(err: BloomFilterError, keys: DecryptionKeys | None, path: st
 
 def raise_wrong_keys(reader: BloomFilterReader, keys: DecryptionKeys | None, path: str) -> None:
     """Raise the first column chunk of ``reader``'s file whose key was given but is wrong (its
-    metadata does not decrypt); chunks without their key stay unreadable, not raised."""
+    metadata does not decrypt); chunks without their key stay unreadable, not raised. A row
+    group that does not decode was reported by the prune, which kept it."""
     if keys is None or reader.encryption_algorithm is None:
         return
     for row_group in range(reader.num_row_groups):
-        for err in reader.unreadable_columns(row_group).values():
+        try:
+            unreadable = reader.unreadable_columns(row_group)
+        except BloomFilterError:
+            continue
+        for err in unreadable.values():
             raise_wrong_key(err, keys, path)
 
 
-def is_encrypted(reader: BloomFilterReader) -> bool:
+def is_encrypted(reader: BloomFilterReader) -> bool | None:
     """The file is encrypted: opened with keys as such, or (without keys) a plaintext footer
-    listing encrypted column chunks."""
+    listing encrypted column chunks; None when its row groups do not decode (the prune kept
+    them, reported, and left the file to pyiceberg's scan)."""
     if reader.encryption_algorithm is not None:
         return True
-    return any(chunk.encrypted for chunk in reader.column_chunks)
+    try:
+        return any(chunk.encrypted for chunk in reader.column_chunks)
+    except BloomFilterError:
+        return None
 
 
 def encrypted_files(
@@ -74,21 +83,24 @@ def encrypted_files(
 ) -> list[str]:
     """The data files of ``tasks`` that are encrypted: ``known`` says so of those whose footer
     the prune read; with ``keys`` (the table is said to hold encrypted files), the others'
-    footers are read here. Without keys, an unread file is left to pyiceberg as its own
-    scan would read it."""
+    footers are read here (a wrong key is raised, located). Without keys, an unread file is
+    left to pyiceberg as its own scan would read it."""
     found = []
     for task in tasks:
         path: str = task.file.file_path
         encrypted = known.get(path)
         if encrypted is None and keys is not None:
             source = local_or_url(path)
-            with BloomFilterReader(
-                source,
-                storage_options=storage_options if location.is_url(source) else None,
-                size=task.file.file_size_in_bytes,
-                decryption=keys,
-            ) as reader:
-                encrypted = reader.encryption_algorithm is not None
+            try:
+                with BloomFilterReader(
+                    source,
+                    storage_options=storage_options if location.is_url(source) else None,
+                    size=task.file.file_size_in_bytes,
+                    decryption=keys,
+                ) as reader:
+                    encrypted = reader.encryption_algorithm is not None
+            except MissingKeyError:
+                encrypted = True  # an encrypted footer whose key is not among the keys
         if encrypted:
             found.append(path)
     return found

@@ -459,7 +459,7 @@ class _FileOutcome:
     problem: str | None = None
     subset: _Subset | None = None
     left_to_table: bool = False
-    encrypted: bool | None = None  # None: the footer unread
+    encrypted: bool | None = None  # None: unknown (the footer unread, or it does not decode)
 
 
 def _probe_task(
@@ -503,7 +503,7 @@ def _probe_task(
         num_row_groups = reader.num_row_groups
         encrypted = is_encrypted(reader)
         subset = None
-        if 0 < len(kept) < num_row_groups and not encrypted:  # (encrypted: never read here)
+        if 0 < len(kept) < num_row_groups and encrypted is False:  # (encrypted: never read)
             subset = _Subset(tuple(kept), (reader.footer_start, bytes(reader.footer_bytes)))
     return _FileOutcome(task, kept, report, problem or pruned.problem, subset, encrypted=encrypted)
 
