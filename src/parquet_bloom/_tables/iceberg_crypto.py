@@ -8,8 +8,9 @@ a prune given wrong keys is the caller's mistake, not a file to keep whole in si
 
 Their rows cannot be read through pyiceberg: its ``ArrowScan`` makes each file's
 ``ParquetFileFormat`` itself with no decryption properties (pyiceberg 0.12 has no setting for
-them), so pyarrow cannot open an encrypted footer, and under a plaintext footer it aborts the
-process (a C++ exception nothing catches) on the encrypted column metadata. So
+them), so pyarrow cannot open an encrypted footer, and under a plaintext footer it fails on
+the encrypted column metadata, hangs (a scan filtered on an encrypted column) or aborts the
+process (reading its statistics: a C++ exception nothing catches). So
 :meth:`IcebergPruneResult.to_arrow` refuses a result holding an encrypted file before pyarrow
 is given any, with what to do instead: read the files and row groups the result keeps with
 pyarrow's own decryption properties.
