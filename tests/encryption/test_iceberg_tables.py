@@ -254,3 +254,25 @@ def test_the_table_commands_take_a_decryption_config(
     assert "nothing was committed" in err and "decryption=" in out
     table.refresh()
     assert table.current_snapshot() == snapshot
+
+
+def test_the_three_stages_take_the_keys(tmp_path: Path) -> None:
+    """plan_rewrite holds no keys; run_job and commit_rewrite are given them. A commit without
+    them cannot read the new encrypted footers: nothing committed, the new files deleted."""
+    table = ie.encrypted_table(tmp_path / "t", bloom=())
+    before = table.current_snapshot()
+    plan = pbi.plan_rewrite(table, columns=["b"])
+    options = pbi.storage_options_for(table)
+    outcomes = [pbi.run_job(job, plan.options, options, decryption=ie.keys()) for job in plan.jobs]
+    assert all(o.ok for o in outcomes)
+    report = pbi.commit_rewrite(table, plan, outcomes)
+    assert report.version is None and len(report.failed) == ie.FILES
+    assert all("decryption=" in error for _, error in report.failed), report.failed
+    assert not any(Path(local(job.target)).exists() for job in plan.jobs)
+    table.refresh()
+    assert table.current_snapshot() == before
+    outcomes = [pbi.run_job(job, plan.options, options, decryption=ie.keys()) for job in plan.jobs]
+    report = pbi.commit_rewrite(table, plan, outcomes, decryption=ie.keys())
+    assert len(report.rewritten) == ie.FILES and report.version is not None
+    table.refresh()
+    _check_rewritten(table, False, {"b"})
