@@ -72,7 +72,9 @@ def parse_footer_trailer(trailer: bytes, *, file_size: int, encrypted: bool = Fa
     magic_offset = file_size - len(MAGIC)
     if magic == ENCRYPTED_MAGIC and not encrypted:
         raise UnsupportedFileError(
-            "encrypted Parquet footers are not supported", offset=magic_offset
+            "an encrypted Parquet footer, not read without the file's keys: pass "
+            "decryption=DecryptionKeys(...) (docs/encryption.md)",
+            offset=magic_offset,
         )
     if magic not in (MAGIC, ENCRYPTED_MAGIC):
         raise CorruptFileError(
