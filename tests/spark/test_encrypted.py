@@ -204,8 +204,9 @@ def test_spark_reads_our_rewrite_and_its_bloom_filters_find_every_value(
     footer: str,
 ) -> None:
     src, dst = written[footer], tmp_path / "rewritten"
-    outcomes = pbs.rewrite_files(spark, str(src), str(dst), columns=COLUMNS, fpp=0.001,
-                                 decryption=keys())  # fmt: skip
+    outcomes = pbs.rewrite_files(
+        spark, str(src), str(dst), columns=COLUMNS, fpp=0.001, decryption=keys()
+    )
     assert [o.error for o in outcomes] == [None, None]
     files = data_files(dst)
     assert [f.name for f in files] == [f.name for f in data_files(src)]
@@ -222,8 +223,9 @@ def test_spark_reads_our_rewrite_and_its_bloom_filters_find_every_value(
             for chunk in new.row_group(rg):
                 assert chunk.encrypted == (chunk.path in ("id", "name"))
                 bloom = new.filter(rg, chunk.path)
-                hashes = pb.hash_values(values(chunk.path, np.arange(start, stop)),
-                                        PHYSICAL[chunk.path])  # fmt: skip
+                hashes = pb.hash_values(
+                    values(chunk.path, np.arange(start, stop)), PHYSICAL[chunk.path]
+                )
                 assert bloom.find_hashes(hashes).all(), (file.name, rg, chunk.path)
                 if chunk.path in FILTERED:
                     assert bloom.num_bytes > old.filter(rg, chunk.path).num_bytes
@@ -265,7 +267,7 @@ def test_spark_reads_our_rewrite_and_its_bloom_filters_find_every_value(
         # which our filters exclude: the scan reads nothing with the Bloom filter, and the row
         # group without it.
         checked = 0
-        for file, rg, start, stop in groups[:: max(1, len(groups) // 4)]:
+        for file, _, start, stop in groups[:: max(1, len(groups) // 4)]:
             with pb.BloomFilterReader(file, decryption=keys()) as reader:
                 for column, absent in (("id", 2 * start + 1), ("x", start * 0.25 + 0.125)):
                     if reader.row_groups_might_contain(column, [absent]):
@@ -273,9 +275,9 @@ def test_spark_reads_our_rewrite_and_its_bloom_filters_find_every_value(
                     query = f"SELECT * FROM rewritten WHERE {column} = {absent}"
                     rows, scanned = scan(spark.sql(query))
                     assert rows == [] and scanned == 0, (query, scanned)
-                    off = spark.read.options(**READ_OPTIONS, **{
-                        **pushdown, "parquet.filter.bloom.enabled": "false"
-                    }).parquet(str(dst))  # fmt: skip
+                    off = spark.read.options(
+                        **READ_OPTIONS, **{**pushdown, "parquet.filter.bloom.enabled": "false"}
+                    ).parquet(str(dst))
                     rows, scanned = scan(off.where(off[column] == absent))
                     assert rows == [] and scanned >= stop - start, (query, scanned)
                     checked += 1
@@ -284,15 +286,24 @@ def test_spark_reads_our_rewrite_and_its_bloom_filters_find_every_value(
     # parquet-java, with the crypto factory and KMS Spark uses, reads every row of the new
     # files and finds every value in its row group's filter.
     for file in files:
-        run = subprocess.run([*java, str(file), "kms", KEY_LIST, "--", *COLUMNS],
-                             capture_output=True, text=True, timeout=600)  # fmt: skip
+        run = subprocess.run(
+            [*java, str(file), "kms", KEY_LIST, "--", *COLUMNS],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert run.returncode == 0, run.stderr[-3000:]
         words = run.stdout.split()
         got = {words[k]: int(words[k + 1]) for k in range(0, len(words), 2)}
         rgs = sum(1 for g in groups if g[0] == file)
         rows = sum(b - a for f, _, a, b in groups if f == file)
-        assert got == {"rows": rows, "filters": 4 * rgs, "lookups": 4 * rows, "missing": 0,
-                       "absent": 0}, file.name  # fmt: skip
+        assert got == {
+            "rows": rows,
+            "filters": 4 * rgs,
+            "lookups": 4 * rows,
+            "missing": 0,
+            "absent": 0,
+        }, file.name
 
 
 @pytest.mark.parametrize("footer", FOOTERS)
@@ -329,8 +340,9 @@ def test_the_index_and_pruning_of_encrypted_files(
     # Pruning: every row group of each value looked up is kept; with a KMS that lacks name's
     # master key, name's row groups are all kept, id's still pruned.
     looked_up = [(f, rg, value("id", a)) for f, rg, a, _ in groups]
-    kept = pbs.files_might_contain(spark, str(src), "id", [v for _, _, v in looked_up],
-                                   decryption=keys()).collect()  # fmt: skip
+    kept = pbs.files_might_contain(
+        spark, str(src), "id", [v for _, _, v in looked_up], decryption=keys()
+    ).collect()
     kept_pairs = {(r.file, r.row_group) for r in kept}
     assert {(str(f), rg) for f, rg, _ in looked_up} <= kept_pairs
     partial = keys({k: v for k, v in MASTER_KEYS.items() if k != "kc2"})
@@ -344,8 +356,9 @@ def test_the_index_and_pruning_of_encrypted_files(
 
 def test_rewrite_table_of_encrypted_delta_files(spark: SparkSession, tmp_path: Path) -> None:
     root = encrypted_tables.encrypted_table(tmp_path / "t", plaintext_footer=False)
-    report = pbs.rewrite_table(spark, str(root), columns=["a", "b"],
-                               decryption=encrypted_tables.keys())  # fmt: skip
+    report = pbs.rewrite_table(
+        spark, str(root), columns=["a", "b"], decryption=encrypted_tables.keys()
+    )
     assert len(report.rewritten) == 2 and not report.failed and report.version == 1
     for uri in DeltaTable(str(root)).file_uris():
         with pb.BloomFilterReader(uri, decryption=encrypted_tables.keys()) as reader:
@@ -390,13 +403,13 @@ def test_keys_that_do_not_pickle_are_refused_on_the_driver(
         "index": lambda: pbs.bloom_filter_index(spark, str(tmp_path), decryption=decryption),
         "prune": lambda: pbs.files_might_contain(
             spark, str(tmp_path), "id", [1], decryption=decryption
-        ),  # fmt: skip
+        ),
         "rewrite_files": lambda: pbs.rewrite_files(
             spark, str(tmp_path), str(tmp_path / "out"), columns=["id"], decryption=decryption
-        ),  # fmt: skip
+        ),
         "rewrite_table": lambda: pbs.rewrite_table(
             spark, str(tmp_path / "no-table"), columns=["id"], decryption=decryption
-        ),  # fmt: skip
+        ),
     }
     with pytest.raises(
         TypeError, match=f"must be picklable to be sent to Spark's executors, but {named}"

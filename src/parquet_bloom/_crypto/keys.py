@@ -110,7 +110,9 @@ class DecryptionKeys:
             parts.append("kms=<given>")
         return f"DecryptionKeys({', '.join(parts)})"
 
-    def check_picklable(self, dumps: Callable[[Any], bytes] = pickle.dumps, *, to: str = "") -> None:
+    def check_picklable(
+        self, dumps: Callable[[Any], bytes] = pickle.dumps, *, to: str = ""
+    ) -> None:
         """Raise a TypeError naming the part of these keys that ``dumps`` (default
         ``pickle.dumps``; Spark's is cloudpickle) cannot serialize: the key retriever, or the
         KMS client, and what to do about it. ``to``: where the keys are to be sent, for the
