@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import shutil
 import subprocess
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -117,14 +118,9 @@ def java(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> list[
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
-    jar = workdir / "kms.jar"
-    done = subprocess.run(
-        ["jar", "cf", str(jar), "-C", str(classes), "InMemoryKms.class"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
+    jar = workdir / "kms.jar"  # a jar is a zip; the class alone needs no manifest
+    with zipfile.ZipFile(jar, "w") as archive:
+        archive.write(classes / "InMemoryKms.class", "InMemoryKms.class")
     spark.sparkContext._jsc.addJar(str(jar))
     return ["java", "-cp", f"{classes}:{classpath}", "ParquetJavaEncryptedReader"]
 
