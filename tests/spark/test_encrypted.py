@@ -16,7 +16,8 @@ material. The oracles:
 - ``bloom_filter_index`` and ``files_might_contain`` with ``decryption=`` agree with our local
   reader; without keys, or without one column's master key, they report or keep rather than
   guess.
-- ``rewrite_table`` rewrites a Delta table of encrypted files in one commit on the executors.
+- ``rewrite_files(..., in_place=True)`` adds a filter and leaves the files encrypted as they were;
+  ``rewrite_table`` rewrites a Delta table of encrypted files in one commit on the executors.
 - Keys that do not pickle are a TypeError on the driver naming the part, never the keys.
 """
 
@@ -40,6 +41,7 @@ from pyspark.sql import DataFrame, SparkSession
 import parquet_bloom as pb
 from parquet_bloom import DecryptionKeys
 from parquet_bloom import spark as pbs
+from parquet_bloom.errors import DecryptionError
 from tests import skips
 from tests.encryption import test_tables as encrypted_tables
 from tests.encryption.keys import MASTER_KEYS, InServerWrapKms
@@ -348,6 +350,24 @@ def test_the_index_and_pruning_of_encrypted_files(
     ids = pbs.files_might_contain(spark, str(src), "id", [first], decryption=partial).collect()
     assert (str(first_file), 0) in {(r.file, r.row_group) for r in ids}
     assert len(ids) < len(groups)
+
+
+def test_rewrite_files_in_place_keeps_them_encrypted(
+    spark: SparkSession, written: dict[str, Path], tmp_path: Path
+) -> None:
+    src = shutil.copytree(written["plaintext"], tmp_path / "copy")
+    outcomes = pbs.rewrite_files(spark, str(src), in_place=True, columns=["k"], decryption=keys())
+    assert [o.error for o in outcomes] == [None, None]
+    for file, rg, start, stop in row_groups(data_files(src), keys()):
+        with pb.BloomFilterReader(file, decryption=keys()) as reader:
+            assert not reader.encrypted_footer and reader.encryption_algorithm == "AES_GCM_V1"
+            assert [c.encrypted for c in reader.row_group(rg)] == [True, True, False, False]
+            hashes = pb.hash_values(values("k", np.arange(start, stop)), "INT32")
+            assert reader.filter(rg, "k").find_hashes(hashes).all()
+            assert reader.filter(rg, "id").num_bytes  # kept, still readable with the keys
+    (file, *_) = data_files(src)
+    with pytest.raises(DecryptionError):
+        pb.BloomFilterReader(file, decryption=keys({"kf": MASTER_KEYS["kf"]})).filter(0, "id")
 
 
 def test_rewrite_table_of_encrypted_delta_files(spark: SparkSession, tmp_path: Path) -> None:
