@@ -126,8 +126,8 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
             "--decryption-config",
             type=decryption_config,
             metavar="FILE",
-            help="keys of encrypted data files (a Delta table's), which stay encrypted with "
-            "them (docs/cli.md#encrypted-files)",
+            help="keys of encrypted data files, which stay encrypted with them "
+            "(docs/cli.md#encrypted-files)",
         )
         if sizing:
             p.add_argument("--fpp", type=fpp, help="false-positive rate (default 0.01)")
@@ -548,12 +548,6 @@ def _chosen_files(table: Table, names: Sequence[str] | None) -> list[str] | None
 def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any) -> int:
     """Plan, rewrite each file (a progress bar over files), commit once; print the report."""
     table = open_table(args, writing=True)
-    if args.decryption_config is not None and table.format != "delta":
-        raise TableError(
-            f"{args.table}: --decryption-config rewrites the encrypted files of Delta tables "
-            "only (an Iceberg commit reads the new files' footers with pyarrow, which cannot "
-            "decrypt them here)"
-        )
     files = _chosen_files(table, args.files)
     if table.format == "delta":
         import parquet_bloom.delta as pbd
@@ -590,7 +584,11 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
         )
     else:
         report = pbi.commit_rewrite(
-            table.handle, plan, outcomes, storage_options=table.file_options
+            table.handle,
+            plan,
+            outcomes,
+            storage_options=table.file_options,
+            decryption=args.decryption_config,
         )
     report.table = table.name  # as given, as the other commands name it
     document = _report_dict(report, args.stats)
