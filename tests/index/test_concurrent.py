@@ -238,11 +238,13 @@ def test_compaction_removes_old_pointers_but_the_newest(tmp_path: Path) -> None:
         os.utime(path, (past, past))
     report = index.compact_index(target, retain_seconds=3600)
     removed = sorted(Path(p).name for p in report.removed)
-    assert [n for n in removed if n.startswith("pointer-")] == [
+    # Generation 2 was the index until this compaction: it stays, as its segments do.
+    assert [n for n in removed if n.startswith("pointer-")] == [store.pointer_name(1)]
+    assert sorted(p.name for p in target.glob("*.json")) == [
+        "latest.json",
+        store.pointer_name(3),
         store.pointer_name(2),
-        store.pointer_name(1),
     ]
-    assert sorted(p.name for p in target.glob("*.json")) == ["latest.json", store.pointer_name(3)]
     _check(root, target, [5])
 
 
@@ -282,3 +284,37 @@ def test_two_refreshes_on_s3_race_through_conditional_puts(
     assert len([o for o in objects if "segment-" in o]) == 2  # the loser's was removed
     got = index.lookup(f"s3://{bucket}/t/", "id", int(b0[8]), index=target, storage_options=options)
     assert got.probed == [] and f"s3://{bucket}/t/f2.parquet" in got.files
+
+
+def test_compaction_keeps_an_old_segment_a_reader_of_the_previous_pointer_reads(
+    tmp_path: Path,
+) -> None:
+    """A segment written long ago but named by the pointer that was the index until this
+    compaction: a lookup that opened the index just before may still read it, so the retention
+    counts from when it stopped being named, not from when it was written."""
+    root, target, rng = _lake(tmp_path)
+    b0 = rng.integers(0, 10**9, 1500)
+    write_ids(root / "b0.parquet", b0)
+    index.refresh_index(str(root), target)
+    past = time.time() - 7200  # both segments and both pointers written two hours ago
+    for path in target.iterdir():
+        os.utime(path, (past, past))
+    with index.BloomIndex(target) as reader:  # opened at generation 2, before the compaction
+        assert reader.generation == 2
+        report = index.compact_index(target, retain_seconds=3600)
+        assert not [n for n in report.removed if Path(n).name.startswith("segment-")]
+        assert [Path(n).name for n in report.removed] == [store.pointer_name(1)]
+        found = reader.lookup("id", int(b0[7]))
+        assert str(root / "b0.parquet") in found.files()
+    # Two hours after that compaction, the old segments and the pointer naming them go.
+    later = time.time() - 7200
+    for path in target.iterdir():
+        os.utime(path, (later, later))
+    report = index.compact_index(target, retain_seconds=3600)
+    names = sorted(Path(n).name for n in report.removed)
+    # The two first segments; the first compaction's stays, named by generation 3, the index
+    # until now.
+    assert len([n for n in names if n.startswith("segment-")]) == 2
+    assert [n for n in names if n.startswith("pointer-")] == [store.pointer_name(2)]
+    assert len(_segments(target)) == 2
+    _check(root, target, [int(b0[7])])

@@ -495,23 +495,50 @@ def _merged_slices(
 def _remove_unnamed(
     directory: str, made: store.Pointer, storage_options: Mapping[str, Any] | None, retain: float
 ) -> list[str]:
-    """Delete the directory's segment files that neither ``made`` nor the newest pointer name,
-    and its pointers older than ``made``, once older than ``retain`` seconds (the times the
-    listing gives; a store's whose listing has none, looked up file by file)."""
+    """Delete the directory's old files once ``retain`` seconds have passed since they were in
+    use (the times the listing gives; a store's whose listing has none, looked up file by file):
+    a pointer older than ``made`` once the pointer after it is that old (until that one was
+    written it was the index, which a lookup may have read), and a segment file that is that
+    old itself (a writer's, not named yet) and that no pointer kept names (``made``, the
+    newest, and every pointer that was the index within ``retain`` seconds)."""
     newest = store.read_pointer(directory, storage_options)
-    named = {s.name for p in (made, newest) if p is not None for s in p.segments}
-    old = []
     now = time.time()
-    for file in store.directory_files(directory, storage_options):
-        segment = file.name.startswith("segment-") and file.name.endswith(".puffin")
-        generation = store.pointer_generation(file.name)
-        if not (
-            (segment and file.name not in named)
-            or (generation is not None and generation < made.generation)
-        ):
-            continue
+    listed = store.directory_files(directory, storage_options)
+
+    def age(file: store.Listed) -> float | None:
         modified = file.modified if file.modified is not None else _modified(file.entry)
-        if modified is None or now - modified < retain:
+        return None if modified is None else now - modified
+
+    pointers = {
+        g: file for file in listed if (g := store.pointer_generation(file.name)) is not None
+    }
+    ages = {g: age(file) for g, file in pointers.items()}
+    ages[made.generation] = 0.0  # written just now, whatever the listing saw
+    old = []
+    kept: list[int] = []
+    for g in sorted(pointers):
+        # It stopped being the index when the next pointer listed was written.
+        later = [n for n in ages if n > g]
+        retired = ages[min(later)] if later else None
+        if g < made.generation and retired is not None and retired >= retain:
+            old.append(pointers[g])
+        else:
+            kept.append(g)
+    named = {s.name for p in (made, newest) if p is not None for s in p.segments}
+    known = {made.generation} | ({newest.generation} if newest is not None else set())
+    for g in kept:
+        if g in known:
+            continue
+        pointer = store.read_generation(directory, g, storage_options)
+        if pointer is not None:
+            named.update(s.name for s in pointer.segments)
+    for file in listed:
+        if not (file.name.startswith("segment-") and file.name.endswith(".puffin")):
+            continue
+        if file.name in named:
+            continue
+        elapsed = age(file)
+        if elapsed is None or elapsed < retain:
             continue
         old.append(file)
     return store.remove(directory, old)
