@@ -34,6 +34,7 @@ from parquet_bloom._index.text import TextFilter, TextSpec
 from parquet_bloom._index.text_build import TextSummary, class_blobs
 from parquet_bloom._io import location
 from parquet_bloom._sbbf import BITS_PER_BLOCK, BYTES_PER_BLOCK
+from parquet_bloom._threads import read_pool
 
 __all__ = [
     "DEFAULT_RETAIN_SECONDS",
@@ -526,10 +527,10 @@ def _remove_unnamed(
             kept.append(g)
     named = {s.name for p in (made, newest) if p is not None for s in p.segments}
     known = {made.generation} | ({newest.generation} if newest is not None else set())
-    for g in kept:
-        if g in known:
-            continue
-        pointer = store.read_generation(directory, g, storage_options)
+    unread = [g for g in kept if g not in known]
+    for pointer in read_pool().map(
+        lambda g: store.read_generation(directory, g, storage_options), unread
+    ):
         if pointer is not None:
             named.update(s.name for s in pointer.segments)
     for file in listed:
