@@ -318,3 +318,61 @@ def test_compaction_keeps_an_old_segment_a_reader_of_the_previous_pointer_reads(
     assert [n for n in names if n.startswith("pointer-")] == [store.pointer_name(2)]
     assert len(_segments(target)) == 2
     _check(root, target, [int(b0[7])])
+
+
+def test_a_refresh_whose_pointer_went_in_though_the_store_said_it_existed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that made the pointer but answered that it existed (a reply lost, the client's
+    retry refused): the refresh reads its own pointer back, and must not remove the segment
+    that pointer names."""
+    root, target, rng = _lake(tmp_path)
+    b0 = rng.integers(0, 10**9, 1500)
+    write_ids(root / "b0.parquet", b0)
+    real = store._create
+    calls: list[str] = []
+
+    def made_then_refused(target_name: str, data: bytes, options: Any) -> None:
+        real(target_name, data, options)
+        if not calls:
+            calls.append(target_name)
+            raise FileExistsError(target_name)
+
+    monkeypatch.setattr(store, "_create", made_then_refused)
+    index.refresh_index(str(root), target)
+    monkeypatch.setattr(store, "_create", real)
+    assert calls
+    pointer = _pointer(target)
+    assert {s.name for s in pointer.segments} <= set(_segments(target))
+    _check(root, target, [int(b0[3])])
+
+
+@pytest.mark.parametrize("change", ["compact", "build"])
+def test_a_compaction_or_build_whose_pointer_went_in_though_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    root, target, rng = _lake(tmp_path)
+    write_ids(root / "b0.parquet", rng.integers(0, 10**9, 1500))
+    index.refresh_index(str(root), target)
+    real = store._create
+    calls: list[str] = []
+
+    def made_then_refused(target_name: str, data: bytes, options: Any) -> None:
+        real(target_name, data, options)
+        if not calls:
+            calls.append(target_name)
+            raise FileExistsError(target_name)
+
+    monkeypatch.setattr(store, "_create", made_then_refused)
+    if change == "compact":
+        report = index.compact_index(target)
+        assert report.removed == []
+    else:
+        index.build_index(str(root), ["id"], target)
+    monkeypatch.setattr(store, "_create", real)
+    assert calls
+    pointer = _pointer(target)
+    names = [s.name for s in pointer.segments]
+    assert len(names) == len(set(names)) == 1
+    assert set(names) <= set(_segments(target))
+    _check(root, target, [5])

@@ -150,6 +150,10 @@ def refresh_files(
         keys = frozenset(f.key for f in new)
         if written:
             made, made_keys, ref = written[-1]
+            if any(s.name == ref.name for s in current.segments):
+                # Its pointer went in though the store answered that it existed (a reply
+                # lost, the client's retry refused): the change is made.
+                return None
             if made.columns == current.columns and made_keys == keys:
                 return store.Pointer(0, current.columns, (*current.segments, ref))
             _remove(directory, ref.name, storage_options)  # named by no pointer
@@ -245,8 +249,9 @@ def compact_files(
         raise FileNotFoundError(f"no Bloom index at {directory} to compact")
     report = CompactReport(location=directory)
     written: list[tuple[store.Pointer, store.SegmentRef]] = []
+    landed: list[store.Pointer] = []
 
-    def change(current: store.Pointer | None) -> store.Pointer:
+    def change(current: store.Pointer | None) -> store.Pointer | None:
         nonlocal report
         if current is None:
             raise FileNotFoundError(
@@ -254,6 +259,10 @@ def compact_files(
             )
         if written:
             merged, ref = written[-1]
+            if any(s.name == ref.name for s in current.segments):
+                # Its pointer went in though the store answered that it existed.
+                landed.append(current)
+                return None
             k = len(merged.segments)
             if current.columns == merged.columns and current.segments[:k] == merged.segments:
                 # Another writer added segments after those merged: they stay after it.
@@ -266,7 +275,8 @@ def compact_files(
         return store.Pointer(0, current.columns, (ref,))
 
     made = store.commit(directory, pointer, change, storage_options)
-    assert made is not None
+    if made is None:
+        made = landed[-1]
     report.removed = _remove_unnamed(directory, made, storage_options, retain_seconds)
     return report
 
