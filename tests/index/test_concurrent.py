@@ -320,15 +320,9 @@ def test_compaction_keeps_an_old_segment_a_reader_of_the_previous_pointer_reads(
     _check(root, target, [int(b0[7])])
 
 
-def test_a_refresh_whose_pointer_went_in_though_the_store_said_it_existed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A store that made the pointer but answered that it existed (a reply lost, the client's
-    retry refused): the refresh reads its own pointer back, and must not remove the segment
-    that pointer names."""
-    root, target, rng = _lake(tmp_path)
-    b0 = rng.integers(0, 10**9, 1500)
-    write_ids(root / "b0.parquet", b0)
+def _made_then_refused_once(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The next pointer created is made, and the store then answers that it existed (its
+    reply lost, the client's retry refused); the names so answered are appended to the list."""
     real = store._create
     calls: list[str] = []
 
@@ -339,8 +333,21 @@ def test_a_refresh_whose_pointer_went_in_though_the_store_said_it_existed(
             raise FileExistsError(target_name)
 
     monkeypatch.setattr(store, "_create", made_then_refused)
+    return calls
+
+
+def test_a_refresh_whose_pointer_went_in_though_the_store_said_it_existed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that made the pointer but answered that it existed (a reply lost, the client's
+    retry refused): the refresh reads its own pointer back, and must not remove the segment
+    that pointer names."""
+    root, target, rng = _lake(tmp_path)
+    b0 = rng.integers(0, 10**9, 1500)
+    write_ids(root / "b0.parquet", b0)
+    calls = _made_then_refused_once(monkeypatch)
     index.refresh_index(str(root), target)
-    monkeypatch.setattr(store, "_create", real)
+    monkeypatch.undo()
     assert calls
     pointer = _pointer(target)
     assert {s.name for s in pointer.segments} <= set(_segments(target))
@@ -354,22 +361,13 @@ def test_a_compaction_or_build_whose_pointer_went_in_though_refused(
     root, target, rng = _lake(tmp_path)
     write_ids(root / "b0.parquet", rng.integers(0, 10**9, 1500))
     index.refresh_index(str(root), target)
-    real = store._create
-    calls: list[str] = []
-
-    def made_then_refused(target_name: str, data: bytes, options: Any) -> None:
-        real(target_name, data, options)
-        if not calls:
-            calls.append(target_name)
-            raise FileExistsError(target_name)
-
-    monkeypatch.setattr(store, "_create", made_then_refused)
+    calls = _made_then_refused_once(monkeypatch)
     if change == "compact":
         report = index.compact_index(target)
         assert report.removed == []
     else:
         index.build_index(str(root), ["id"], target)
-    monkeypatch.setattr(store, "_create", real)
+    monkeypatch.undo()
     assert calls
     pointer = _pointer(target)
     names = [s.name for s in pointer.segments]
