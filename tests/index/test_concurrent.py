@@ -374,3 +374,23 @@ def test_a_compaction_or_build_whose_pointer_went_in_though_refused(
     assert len(names) == len(set(names)) == 1
     assert set(names) <= set(_segments(target))
     _check(root, target, [5])
+
+
+def test_a_compaction_keeps_every_segment_when_a_kept_pointer_does_not_read(
+    tmp_path: Path,
+) -> None:
+    """An older pointer of the last hour that is not one (edited by hand): the compaction is
+    made, and removes no segment, not knowing which that pointer names."""
+    root, target, rng = _lake(tmp_path)
+    for name in ("b0", "b1"):
+        write_ids(root / f"{name}.parquet", rng.integers(0, 10**9, 1500))
+        index.refresh_index(str(root), target)
+    segments = _segments(target)
+    past = time.time() - 7200
+    for path in target.glob("segment-*.puffin"):
+        os.utime(path, (past, past))
+    (target / store.pointer_name(2)).write_text("{}")
+    report = index.compact_index(target, retain_seconds=3600)
+    assert not [n for n in report.removed if "segment-" in n]
+    assert segments < _segments(target)
+    _check(root, target, [5])

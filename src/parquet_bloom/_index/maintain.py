@@ -35,6 +35,7 @@ from parquet_bloom._index.text_build import TextSummary, class_blobs
 from parquet_bloom._io import location
 from parquet_bloom._sbbf import BITS_PER_BLOCK, BYTES_PER_BLOCK
 from parquet_bloom._threads import read_pool
+from parquet_bloom.errors import BloomFilterError
 
 __all__ = [
     "DEFAULT_RETAIN_SECONDS",
@@ -511,7 +512,8 @@ def _remove_unnamed(
     a pointer older than ``made`` once the pointer after it is that old (until that one was
     written it was the index, which a lookup may have read), and a segment file that is that
     old itself (a writer's, not named yet) and that no pointer kept names (``made``, the
-    newest, and every pointer that was the index within ``retain`` seconds)."""
+    newest, and every pointer that was the index within ``retain`` seconds; when one of those
+    does not read as a pointer, no segment is removed)."""
     newest = store.read_pointer(directory, storage_options)
     now = time.time()
     listed = store.directory_files(directory, storage_options)
@@ -538,13 +540,25 @@ def _remove_unnamed(
     named = {s.name for p in (made, newest) if p is not None for s in p.segments}
     known = {made.generation} | ({newest.generation} if newest is not None else set())
     unread = [g for g in kept if g not in known]
-    for pointer in read_pool().map(
-        lambda g: store.read_generation(directory, g, storage_options), unread
-    ):
-        if pointer is not None:
-            named.update(s.name for s in pointer.segments)
+
+    def segments_of(g: int) -> set[str] | None:
+        """The segments pointer ``g`` names (None: it does not read as a pointer)."""
+        try:
+            pointer = store.read_generation(directory, g, storage_options)
+        except BloomFilterError:
+            return None
+        return set() if pointer is None else {s.name for s in pointer.segments}
+
+    every = True  # each kept pointer's segments known
+    for names in read_pool().map(segments_of, unread):
+        if names is None:
+            every = False
+        else:
+            named |= names
     for file in listed:
         if not (file.name.startswith("segment-") and file.name.endswith(".puffin")):
+            continue
+        if not every:  # a kept pointer that does not read may name any of them
             continue
         if file.name in named:
             continue
