@@ -222,8 +222,9 @@ def compact_index(
 ) -> CompactReport:
     """Merge the segments of the index directory at ``index_location`` into one. Each file
     keeps the row groups of its newest segment's version; with ``source``, only the files
-    live there at that size are kept. Then segment files no pointer names and older than
-    ``retain_seconds`` are removed (a lookup that read the old pointer may still read them).
+    live there at that size are kept. Then the old pointers and segment files out of use for
+    ``retain_seconds`` are removed: a segment is kept while a pointer that was the index within
+    that time names it (a lookup that read that pointer may still read it).
     ``retain_seconds`` below :data:`SAFE_RETAIN_SECONDS` (60) needs
     ``no_concurrent_writers=True``: a refresh or build running meanwhile has written its
     segment before its pointer names it, and would lose it (:func:`check_retain`)."""
