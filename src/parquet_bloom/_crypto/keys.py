@@ -27,7 +27,7 @@ from typing import Any
 
 from parquet_bloom._crypto.cipher import check_key
 from parquet_bloom._logical import hex_bytes
-from parquet_bloom.errors import DecryptionError
+from parquet_bloom.errors import DecryptionError, MissingKeyError
 
 KeyRetriever = Callable[[bytes], "bytes | None"]
 # The external key material of one data file, by key reference; None when it has none.
@@ -90,6 +90,18 @@ class DecryptionKeys:
         self.key_retriever = key_retriever
         self.allow_plaintext_files = bool(allow_plaintext_files)
         self._kms: _KmsUnwrapper | None = None
+        self._kms_connection_config: Any | None = None
+
+    @property
+    def kms_client(self) -> Any | None:
+        """The KMS client these keys were made with (:meth:`from_kms`), or None: what a
+        pyarrow scan of the same files is given to decrypt them with."""
+        return None if self._kms is None else self._kms.client
+
+    @property
+    def kms_connection_config(self) -> Any | None:
+        """The KMS connection configuration given to :meth:`from_kms`, if any."""
+        return self._kms_connection_config
 
     def __repr__(self) -> str:  # never the keys themselves
         parts = []
@@ -135,6 +147,7 @@ class DecryptionKeys:
                 raise TypeError("the KMS client factory returned an object without unwrap_key")
         keys = cls(aad_prefix=aad_prefix, allow_plaintext_files=allow_plaintext_files)
         keys._kms = _KmsUnwrapper(kms_client)
+        keys._kms_connection_config = kms_connection_config
         return keys
 
     @classmethod
@@ -190,7 +203,9 @@ class DecryptionKeys:
             client = factory(connection)  # a class has unwrap_key too: make the client here
             if not hasattr(client, "unwrap_key"):
                 raise ValueError(f"kms.client made {type(client).__name__!r}, without unwrap_key")
-            return cls.from_kms(client, aad_prefix=aad_prefix, allow_plaintext_files=plaintext_ok)
+            return cls.from_kms(
+                client, connection, aad_prefix=aad_prefix, allow_plaintext_files=plaintext_ok
+            )
         by_id = {str(k).encode(): _config_bytes(v, f"key_ids[{k!r}]") for k, v in ids.items()}
         return cls(
             None if footer is None else _config_bytes(footer, "footer_key"),
@@ -242,7 +257,7 @@ class _KmsUnwrapper:
     """Data keys from key material, through one KMS client (thread-safe, KEKs cached)."""
 
     def __init__(self, client: Any) -> None:
-        self._client = client
+        self.client = client
         self._keks: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
@@ -289,11 +304,11 @@ class _KmsUnwrapper:
 
     def _unwrap(self, wrapped: str, master_key_id: str) -> bytes:
         try:
-            key = self._client.unwrap_key(wrapped, master_key_id)
-        except (
-            Exception
-        ) as err:  # the caller's client: a KMS refusal, an unknown key, a network error
-            raise DecryptionError(
+            key = self.client.unwrap_key(wrapped, master_key_id)
+        except Exception as err:  # the caller's client: a refusal, an unknown key, the network
+            # The key is not available to these keys' holder (a KMS grants keys column by
+            # column): a missing key, as one not given, not a wrong one.
+            raise MissingKeyError(
                 f"the KMS client could not unwrap a key with master key {master_key_id!r}: "
                 f"{type(err).__name__}: {err}"
             ) from err
@@ -307,7 +322,7 @@ class _KmsUnwrapper:
 
     def _external_material(self, reference: str, sidecar: SidecarReader | None) -> dict[str, Any]:
         if sidecar is None:
-            raise DecryptionError(
+            raise MissingKeyError(
                 "the key material is stored outside the file, and this file's location "
                 "cannot tell where"
             )

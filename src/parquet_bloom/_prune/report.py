@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._prune.rows import matching_rows
 
 __all__ = ["FileCost", "PruneReport", "PruneResult"]
@@ -115,6 +116,8 @@ class PruneResult:
     dataset: ds.Dataset
     report: PruneReport
     filter: pc.Expression | None = None  # the filter pruned for
+    # the keys the dataset's scan decryption was made from, to tell its failures
+    decryption: DecryptionKeys | None = field(default=None, repr=False)
 
     def to_table(self, columns: Sequence[str] | None = None) -> pa.Table:
         """The rows the filter keeps: ``dataset.to_table(filter=filter, columns=columns)``,
@@ -124,4 +127,4 @@ class PruneResult:
         lie: docs/performance.md, "The point lookup without an index")."""
         if self.filter is None:
             return self.dataset.to_table(columns=columns)
-        return matching_rows(self.dataset, self.filter, columns)
+        return matching_rows(self.dataset, self.filter, columns, self.decryption)
