@@ -227,7 +227,7 @@ def _listed_dataset(
         # pyarrow takes the schema from the first file's footer. When that file cannot be
         # read (gone since the listing, a store's failure), the schema comes from the first
         # file that can be: the unreadable one stays in, and pruning keeps its row groups.
-        schema = _first_readable_schema(entries[1:], decryption)
+        schema = _first_readable_schema(entries, decryption)
         if schema is None:
             raise
         dataset = ds.dataset(paths, schema=schema, format=parquet, filesystem=fs)
@@ -245,7 +245,9 @@ def _first_readable_schema(
                 entry.path, filesystem=entry.filesystem, size=entry.size, decryption=decryption
             ) as r:
                 return _physical_schema(r)
-        except (BloomFilterError, OSError, pa.ArrowException):
+        except (BloomFilterError, OSError, pa.ArrowException) as err:
+            if refuses(err):  # keys that do not decrypt: told as ours, not pyarrow's
+                raise refused(err, entry.name) from None
             continue
     return None
 
