@@ -12,6 +12,7 @@ and parquet-testing's file with Bloom filters under per-column keys given direct
 
 from __future__ import annotations
 
+import json
 import shutil
 import warnings
 from pathlib import Path
@@ -260,3 +261,52 @@ def test_prune_of_paths_scans_with_the_same_keys(tmp_path: Path, plaintext_foote
     # A key that does not decrypt stops it here too.
     with pytest.raises(DecryptionError, match="pruning stops"):
         pb.prune(files, expr, decryption=DecryptionKeys.from_kms(WrongKms(MASTER_KEYS)))
+
+
+def test_the_cli_probes_and_prunes_a_table_with_a_decryption_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from parquet_bloom.cli import main
+    from tests.encryption.test_kms_config import KMS, config_file
+
+    root = kms_table(tmp_path / "t", plaintext_footer=False)
+
+    def keys_file(name: str, config: dict[str, Any]) -> list[str]:
+        (tmp_path / name).mkdir()
+        return ["--decryption-config", str(config_file(tmp_path / name, config))]
+
+    keyed = keys_file("right", {"kms": KMS})
+    names = sorted(Path(u).name for u in DeltaTable(str(root)).file_uris())
+    # probe on the table's directory: its live files, each probed with the keys.
+    capsys.readouterr()
+    assert main(["probe", "--json", *keyed, "--column", "a", "4500", "--", str(root)]) == 0
+    document = json.loads(capsys.readouterr().out)
+    found = {
+        Path(f["path"]).name: [g["row_group"] for g in f["row_groups"] if g["result"] != "excluded"]
+        for f in document["files"]
+    }
+    assert found == {names[0]: [], names[1]: [1]}
+    # table prune: the files and row groups left.
+    assert main(["table", "prune", "--json", str(root), "--column", "b", "v4500", *keyed]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [(Path(f["path"]).name, f["row_groups"]) for f in document["files"]] == [(names[1], [1])]
+    assert main(["table", "prune", str(root), "--column", "a", "-5", *keyed]) == 1
+    capsys.readouterr()
+    # Without keys nothing can be decided (every row group kept, warned); wrong keys stop it.
+    assert main(["table", "prune", "--json", str(root), "--column", "a", "-5"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["report"]["bloom"]["row_groups_skipped"] == 0
+    assert "keeping all row groups" in err
+    wrong = {"kms": {**KMS, "connection": {"custom_kms_conf": {"kf": "x" * 16}}}}
+    wrong_keys = keys_file("wrong", wrong)
+    assert main(["table", "prune", str(root), "--column", "a", "-5", *wrong_keys]) == 0
+    out, err = capsys.readouterr()
+    assert "no key" in err or "could not unwrap" in err  # the KMS refuses: a missing key
+    bad = {"footer_key": "hex:" + "00" * 16}
+    bad_keys = keys_file("bad", bad)
+    assert main(["table", "prune", str(root), "--column", "a", "-5", *bad_keys]) == 2
+    assert "does not decrypt" in capsys.readouterr().err
+    # table inspect reads the encrypted footers and filters with the keys.
+    assert main(["table", "inspect", "--json", str(root), *keyed]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["columns"]["a"]["row_groups"] == document["columns"]["b"]["row_groups"] == 6
