@@ -141,6 +141,7 @@ def test_a_column_whose_key_is_missing_is_kept_and_reported(kms_root: Path) -> N
     bloom = result.report.bloom
     assert bloom.row_groups_skipped == 0 and bloom.filters_unreadable == FILES * 3
     assert len(bloom.unreadable_files) == FILES
+    assert bloom.unreadable_columns == ("b",) and "6 filters unreadable (b)" in str(bloom)
     # Its rows cannot be read either (pyarrow asks the same KMS): a located error.
     with pytest.raises(DecryptionError, match="KMS client does not give") as info:
         result.to_table()

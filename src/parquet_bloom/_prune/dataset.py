@@ -503,6 +503,7 @@ def _prune_fragment(
             compressed_bytes_skipped=compressed - sum(row_groups[rg] for rg in kept),
             filter_reads=reader.requests - footer_requests,
             filters_unreadable=len(pruning.unreadable),
+            unreadable_columns=tuple(pruning.columns_unread),
         )
     problem = None
     if pruning.unreadable:
@@ -732,6 +733,7 @@ class _FilePruning:
         self.reader = reader
         self.row_groups = row_groups
         self.unreadable: list[str] = []
+        self.columns_unread: dict[str, None] = {}  # the columns of those, each once
         self._probing = probing
         self._hashes = probes
         self._filters: dict[tuple[int, str], SplitBlockBloomFilter | FilterBlocks] = {}
@@ -777,6 +779,8 @@ class _FilePruning:
             if refuses(err):
                 raise err
             self.unreadable.append(str(err))
+            if err.column is not None:
+                self.columns_unread[err.column] = None
 
     def _evaluate(self, node: Node) -> npt.NDArray[np.bool_]:
         if isinstance(node, And | Or):
@@ -858,6 +862,7 @@ def prune_reader(
         compressed_bytes_skipped=compressed - sum(sizes[rg] for rg in kept),
         filter_reads=reader.requests - footer_requests,
         filters_unreadable=len(pruning.unreadable),
+        unreadable_columns=tuple(pruning.columns_unread),
     )
     problem = None
     if pruning.unreadable:

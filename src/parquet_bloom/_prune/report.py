@@ -39,7 +39,9 @@ class PruneReport:
     their bytes; ``per_file`` each file's :class:`FileCost`, in the order of the dataset's
     files. pyarrow's own requests (listing, schema inference, the scan) are not counted.
     ``filters_unreadable`` counts column chunk filters that could not be used (their row
-    groups were kept, with a :class:`BloomFilterWarning`); ``unreadable_files`` names the files
+    groups were kept, with a :class:`BloomFilterWarning`), ``unreadable_columns`` their columns
+    (each once: a column whose key was not given to read encrypted files shows here);
+    ``unreadable_files`` names the files
     (by URL on object storage) whose footer or some filter could not be read or used, a store's
     failure or a missing object as much as a corrupt footer: all their row groups, or those of
     the filters concerned, were kept. A filter with nothing a Bloom filter can decide reads
@@ -69,6 +71,13 @@ class PruneReport:
     index_reads: int = 0
     index_bytes_read: int = 0
     tables: tuple[str, ...] = ()
+    unreadable_columns: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # a column named once, however many files' filters of it could not be used
+        if len(set(self.unreadable_columns)) != len(self.unreadable_columns):
+            distinct = tuple(dict.fromkeys(self.unreadable_columns))
+            object.__setattr__(self, "unreadable_columns", distinct)
 
     def __add__(self, other: PruneReport) -> PruneReport:
         return PruneReport(
@@ -90,7 +99,12 @@ class PruneReport:
             "".join(f"{table}; " for table in self.tables) + ", ".join(parts) + "; "
             f"{self.requests} requests ({self.reads} reads, {self.filter_reads} for filters "
             f"alone), {self.bytes_read:,} bytes read"
-            + (f"; {self.filters_unreadable} filters unreadable" if self.filters_unreadable else "")
+            + (
+                f"; {self.filters_unreadable} filters unreadable"
+                + (f" ({', '.join(self.unreadable_columns)})" if self.unreadable_columns else "")
+                if self.filters_unreadable
+                else ""
+            )
             + (
                 f"; {len(self.unreadable_files)} files not read in full (their row groups kept): "
                 + ", ".join(self.unreadable_files[:3])
