@@ -608,11 +608,12 @@ def _file_report(
     row_groups: int = 0,
     compressed_bytes: int = 0,
     unreadable: str | None = None,
+    unreadable_columns: tuple[str, ...] = (),
     **outcome: int,
 ) -> PruneReport:
     """One file's report, with the requests and bytes of ``reader`` (None: it did not open),
     in total and as the file's own entry; ``unreadable`` names the file when some of it could
-    not be read."""
+    not be read, ``unreadable_columns`` the columns whose filters could not be."""
     requests = 0 if reader is None else reader.requests
     bytes_read = 0 if reader is None else reader.bytes_read
     return PruneReport(
@@ -624,6 +625,7 @@ def _file_report(
         bytes_read=bytes_read,
         per_file=(FileCost(path, requests, bytes_read),),
         unreadable_files=() if unreadable is None else (unreadable,),
+        unreadable_columns=unreadable_columns,
         tables=(),
         **outcome,
     )
