@@ -311,3 +311,25 @@ def test_the_cli_probes_and_prunes_a_table_with_a_decryption_config(
     assert main(["table", "inspect", "--json", str(root), *keyed]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["columns"]["a"]["row_groups"] == document["columns"]["b"]["row_groups"] == 6
+
+
+def test_a_table_of_plaintext_and_encrypted_files(tmp_path: Path) -> None:
+    """A table being moved to encryption: a plaintext file beside an encrypted one is refused
+    by keys that do not allow plaintext files (it may be a file stripped of its encryption),
+    and read with those that do."""
+    root = tmp_path / "t"
+    root.mkdir()
+    encrypted = tables.pyarrow_files.write(root / "part-0.parquet")  # no filters
+    plain = root / "part-1.parquet"
+    rows = tables.pyarrow_files.table(tables.ROWS)
+    pq.write_table(rows, plain, row_group_size=ROW_GROUP, bloom_filter_options={"a": True})
+    tables.register(root, [encrypted, plain], rows.schema)
+    expr = pc.field("a").isin([5, 3500])
+    with pytest.raises(DecryptionError, match="not encrypted") as info:
+        delta.prune(str(root), expr, decryption=tables.keys())
+    assert info.value.source == str(plain) and "allow_plaintext_files=True" in str(info.value)
+    mixed = DecryptionKeys.from_kms(tables.kms(), allow_plaintext_files=True)
+    result = delta.prune(str(root), expr, decryption=mixed)
+    assert result.report.bloom.row_groups_skipped == 2  # the plaintext file's, by its filters
+    assert by_a(result.to_table()).equals(oracle(root, expr))
+    assert result.to_table().num_rows == 2
