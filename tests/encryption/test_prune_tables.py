@@ -311,6 +311,12 @@ def test_the_cli_probes_and_prunes_a_table_with_a_decryption_config(
     assert main(["table", "inspect", "--json", str(root), *keyed]) == 0
     document = json.loads(capsys.readouterr().out)
     assert document["columns"]["a"]["row_groups"] == document["columns"]["b"]["row_groups"] == 6
+    # table check checks the decrypted filters (their rate: the pages stay encrypted).
+    assert main(["table", "check", "--json", str(root), *keyed]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["ok"] and document["filters_checked"] == 12
+    report = delta.check(str(root), decryption=tables.keys())
+    assert report.ok and report.filters_checked == 12
 
 
 def test_a_table_of_plaintext_and_encrypted_files(tmp_path: Path) -> None:

@@ -172,6 +172,7 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
         run_table_check,
     )
     at_version(p)
+    reading_keys(p, "to read their filters with (a Delta table's)")
     p.add_argument("--column", action="append", help="check only this column (repeatable)")
     p.add_argument("--max-fpp", type=fpp, help="also flag filters whose rate exceeds this")
     add_gate_options(p)
