@@ -49,8 +49,8 @@ def refused(err: DecryptionError, name: str) -> DecryptionError:
     """``err`` located in the file ``name`` (when it was not yet), saying why pruning stops."""
     located = err.located(source=name)
     return DecryptionError(
-        f"{located.reason}; pruning stops rather than keep the file's row groups (check the "
-        "keys and the AAD prefix; allow_plaintext_files=True reads plaintext files too)",
+        f"{located.reason}; pruning stops here rather than keep the file's row groups as if "
+        "its filters could not help (a wrong key would go unnoticed)",
         source=located.source,
         row_group=located.row_group,
         column=located.column,
