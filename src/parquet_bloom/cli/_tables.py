@@ -134,8 +134,8 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
             "--decryption-config",
             type=decryption_config,
             metavar="FILE",
-            help="keys of encrypted data files (a Delta table's), which stay encrypted with "
-            "them (docs/cli.md#encrypted-files)",
+            help="keys of encrypted data files, which stay encrypted with them "
+            "(docs/cli.md#encrypted-files)",
         )
         if sizing:
             p.add_argument("--fpp", type=fpp, help="false-positive rate (default 0.01)")
@@ -153,7 +153,7 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
         _prune,
     )
     at_version(p)
-    reading_keys(p, "to read their filters with (a Delta table's)")
+    reading_keys(p, "to read their filters with")
     p.usage = (
         f"{output.PROG} table prune [options] TABLE --column C VALUE [VALUE ...] [--column ...]"
     )
@@ -482,12 +482,6 @@ def _prune(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
 
         import parquet_bloom.iceberg as pbi
 
-        if args.decryption_config is not None:
-            raise TableError(
-                f"{args.table}: --decryption-config prunes Delta tables of encrypted files "
-                "only (the Iceberg scan takes no keys yet)"
-            )
-
         make: Any = ice.In  # pydantic's signature hides In(term, literals)
         predicates = [make(column, values) for column, _, values in conditions]
         iceberg = pbi.prune(
@@ -495,6 +489,7 @@ def _prune(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             predicates[0] if len(predicates) == 1 else ice.And(*predicates),
             snapshot_id=table.snapshot_id,
             storage_options=table.file_options,
+            decryption=args.decryption_config,
         )
         kept = [(t.file.file_path, iceberg.row_groups[t.file.file_path]) for t in iceberg.tasks]
         report, version = iceberg.report, table.version
@@ -570,12 +565,6 @@ def _chosen_files(table: Table, names: Sequence[str] | None) -> list[str] | None
 def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any) -> int:
     """Plan, rewrite each file (a progress bar over files), commit once; print the report."""
     table = open_table(args, writing=True)
-    if args.decryption_config is not None and table.format != "delta":
-        raise TableError(
-            f"{args.table}: --decryption-config rewrites the encrypted files of Delta tables "
-            "only (an Iceberg commit reads the new files' footers with pyarrow, which cannot "
-            "decrypt them here)"
-        )
     files = _chosen_files(table, args.files)
     if table.format == "delta":
         import parquet_bloom.delta as pbd
@@ -612,7 +601,11 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
         )
     else:
         report = pbi.commit_rewrite(
-            table.handle, plan, outcomes, storage_options=table.file_options
+            table.handle,
+            plan,
+            outcomes,
+            storage_options=table.file_options,
+            decryption=args.decryption_config,
         )
     report.table = table.name  # as given, as the other commands name it
     document = _report_dict(report, args.stats)
