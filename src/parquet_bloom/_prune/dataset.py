@@ -227,6 +227,7 @@ def _listed_dataset(
         # pyarrow takes the schema from the first file's footer. When that file cannot be
         # read (gone since the listing, a store's failure), the schema comes from the first
         # file that can be: the unreadable one stays in, and pruning keeps its row groups.
+        # (The first is tried again by us: keys that do not decrypt it are told as ours.)
         schema = _first_readable_schema(entries, decryption)
         if schema is None:
             raise
