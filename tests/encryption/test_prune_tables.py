@@ -369,3 +369,24 @@ def test_the_cli_prunes_an_iceberg_table_with_a_decryption_config(
     # table check takes keys for Delta tables only: refused here, saying so.
     assert main(["table", "check", *target, *keyed]) == 2
     assert "Delta tables of encrypted files only" in capsys.readouterr().err
+
+
+def test_a_tampered_filter_stops_the_pruning(tmp_path: Path) -> None:
+    """A filter's bitset that does not authenticate (one byte flipped) is not a filter to keep
+    the row group for in silence: AES-GCM cannot tell it from a wrong key."""
+    root = kms_table(tmp_path / "t", plaintext_footer=False)
+    path = Path(sorted(DeltaTable(str(root)).file_uris())[0])
+    with pb.BloomFilterReader(path, decryption=tables.keys()) as reader:
+        chunk = reader.column_chunk(1, "a")
+    assert chunk.bloom_filter_offset is not None and chunk.bloom_filter_length is not None
+    data = bytearray(path.read_bytes())
+    data[chunk.bloom_filter_offset + chunk.bloom_filter_length - 5] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(DecryptionError, match="does not decrypt") as info:
+        delta.prune(str(root), pc.field("a") == 1500, decryption=tables.keys())
+    err = info.value
+    assert (err.source, err.row_group, err.column) == (str(path), 1, "a")
+    assert err.module == "Bloom filter bitset"
+    # A lookup on another column reads no filter of a: the pruning goes on.
+    result = delta.prune(str(root), pc.field("b") == "v1500", decryption=tables.keys())
+    assert result.to_table().column("a").to_pylist() == [1500]
