@@ -390,3 +390,39 @@ def test_a_tampered_filter_stops_the_pruning(tmp_path: Path) -> None:
     # A lookup on another column reads no filter of a: the pruning goes on.
     result = delta.prune(str(root), pc.field("b") == "v1500", decryption=tables.keys())
     assert result.to_table().column("a").to_pylist() == [1500]
+
+
+class PicklingKms(InServerWrapKms):
+    """The test KMS made from a connection config (its master keys in ``custom_kms_conf``), as
+    a pyarrow ``kms_client_factory`` makes one, and picklable."""
+
+    def __init__(self, config: pe.KmsConnectionConfig | dict[str, str]) -> None:
+        conf = config if isinstance(config, dict) else config.custom_kms_conf
+        self.conf = dict(conf)
+        super().__init__({k: v.encode() for k, v in self.conf.items()})
+
+    def __reduce__(self) -> tuple[type, tuple[dict[str, str]]]:
+        return (PicklingKms, (self.conf,))
+
+
+def make_kms(config: pe.KmsConnectionConfig) -> PicklingKms:
+    return PicklingKms(config)
+
+
+def test_keys_from_a_kms_factory_and_its_config_scan_and_pickle(tmp_path: Path) -> None:
+    """from_kms(factory, config): the config reaches pyarrow's CryptoFactory with the client,
+    and the keys still pickle (pyarrow's KmsConnectionConfig does not: kept as its fields)."""
+    import pickle
+
+    root = kms_table(tmp_path / "t", plaintext_footer=True)
+    conf = {k: v.decode() for k, v in MASTER_KEYS.items()}
+    config = pe.KmsConnectionConfig(kms_instance_id="lake", custom_kms_conf=conf)
+    keys = DecryptionKeys.from_kms(make_kms, config)
+    copy = pickle.loads(pickle.dumps(keys))
+    for made in (keys, copy):
+        given = made.kms_connection_config
+        assert given.kms_instance_id == "lake" and dict(given.custom_kms_conf) == conf
+        expr = pc.field("a").isin([3, 5000])
+        assert by_a(delta.prune(str(root), expr, decryption=made).to_table()).equals(
+            oracle(root, expr)
+        )
