@@ -28,7 +28,7 @@ from typing import Any
 
 from parquet_bloom._crypto.cipher import check_key
 from parquet_bloom._logical import hex_bytes
-from parquet_bloom.errors import DecryptionError
+from parquet_bloom.errors import DecryptionError, MissingKeyError
 
 KeyRetriever = Callable[[bytes], "bytes | None"]
 # The external key material of one data file, by key reference; None when it has none.
@@ -95,6 +95,24 @@ class DecryptionKeys:
         self.key_retriever = key_retriever
         self.allow_plaintext_files = bool(allow_plaintext_files)
         self._kms: _KmsUnwrapper | None = None
+        # from_kms's connection config as its fields (pyarrow's KmsConnectionConfig does not
+        # pickle, and keys are sent to Spark's executors)
+        self._kms_connection: dict[str, Any] | None = None
+
+    @property
+    def kms_client(self) -> Any | None:
+        """The KMS client these keys were made with (:meth:`from_kms`), or None: what a
+        pyarrow scan of the same files is given to decrypt them with."""
+        return None if self._kms is None else self._kms.client
+
+    @property
+    def kms_connection_config(self) -> Any | None:
+        """The pyarrow ``KmsConnectionConfig`` given to :meth:`from_kms` (a copy), if any."""
+        if self._kms_connection is None:
+            return None
+        import pyarrow.parquet.encryption as pe
+
+        return pe.KmsConnectionConfig(**self._kms_connection)
 
     def __repr__(self) -> str:  # never the keys themselves
         parts = []
@@ -167,6 +185,11 @@ class DecryptionKeys:
                 raise TypeError("the KMS client factory returned an object without unwrap_key")
         keys = cls(aad_prefix=aad_prefix, allow_plaintext_files=allow_plaintext_files)
         keys._kms = _KmsUnwrapper(kms_client)
+        if all(hasattr(kms_connection_config, name) for name in _CONNECTION_MEMBERS):
+            keys._kms_connection = {
+                name: getattr(kms_connection_config, name) for name in _CONNECTION_MEMBERS
+            }
+            keys._kms_connection["custom_kms_conf"] = dict(keys._kms_connection["custom_kms_conf"])
         return keys
 
     @classmethod
@@ -222,7 +245,9 @@ class DecryptionKeys:
             client = factory(connection)  # a class has unwrap_key too: make the client here
             if not hasattr(client, "unwrap_key"):
                 raise ValueError(f"kms.client made {type(client).__name__!r}, without unwrap_key")
-            return cls.from_kms(client, aad_prefix=aad_prefix, allow_plaintext_files=plaintext_ok)
+            return cls.from_kms(
+                client, connection, aad_prefix=aad_prefix, allow_plaintext_files=plaintext_ok
+            )
         by_id = {str(k).encode(): _config_bytes(v, f"key_ids[{k!r}]") for k, v in ids.items()}
         return cls(
             None if footer is None else _config_bytes(footer, "footer_key"),
@@ -331,10 +356,10 @@ class _KmsUnwrapper:
     def _unwrap(self, wrapped: str, master_key_id: str) -> bytes:
         try:
             key = self.client.unwrap_key(wrapped, master_key_id)
-        except (
-            Exception
-        ) as err:  # the caller's client: a KMS refusal, an unknown key, a network error
-            raise DecryptionError(
+        except Exception as err:  # the caller's client: a refusal, an unknown key, the network
+            # The key is not available to these keys' holder (a KMS grants keys column by
+            # column): a missing key, as one not given, not a wrong one.
+            raise MissingKeyError(
                 f"the KMS client could not unwrap a key with master key {master_key_id!r}: "
                 f"{type(err).__name__}: {err}"
             ) from err
@@ -348,7 +373,7 @@ class _KmsUnwrapper:
 
     def _external_material(self, reference: str, sidecar: SidecarReader | None) -> dict[str, Any]:
         if sidecar is None:
-            raise DecryptionError(
+            raise MissingKeyError(
                 "the key material is stored outside the file, and this file's location "
                 "cannot tell where"
             )

@@ -25,11 +25,11 @@ from pyiceberg.table import FileScanTask
 
 from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._io import location
+from parquet_bloom._prune.decryption import refused, refuses
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._tables.iceberg_io import local_or_url
 from parquet_bloom.errors import (
     BloomFilterError,
-    DecryptionError,
     MissingKeyError,
     UnsupportedFileError,
 )
@@ -38,15 +38,13 @@ __all__ = ["encrypted_files", "is_encrypted", "raise_wrong_key", "raise_wrong_ke
 
 
 def raise_wrong_key(err: BloomFilterError, keys: DecryptionKeys | None, path: str) -> None:
-    """Raise ``err`` (located in ``path``) when it is a key given that does not decrypt: a
-    :class:`DecryptionError` of a module (footer, column metadata, filter header or bitset),
-    or a plaintext file the keys do not allow. A key missing (:class:`MissingKeyError`, or a
-    KMS that could not unwrap it: no module named) is left to the caller, which keeps the
-    row groups it cannot decide."""
-    if keys is None or not isinstance(err, DecryptionError) or isinstance(err, MissingKeyError):
-        return
-    if err.module is not None:
-        raise err.located(source=path) from err
+    """Raise ``err`` (located in ``path``) when it must stop the prune, by the rule every
+    prune follows (:func:`parquet_bloom._prune.decryption.refuses`): a key given that does not
+    decrypt, or a plaintext file the keys do not allow. A key missing
+    (:class:`MissingKeyError`: not given, or refused by the KMS) is left to the caller, which
+    keeps the row groups it cannot decide."""
+    if keys is not None and refuses(err):
+        raise refused(err, path) from err
 
 
 def raise_wrong_keys(reader: BloomFilterReader, keys: DecryptionKeys | None, path: str) -> None:
