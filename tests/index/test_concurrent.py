@@ -238,11 +238,13 @@ def test_compaction_removes_old_pointers_but_the_newest(tmp_path: Path) -> None:
         os.utime(path, (past, past))
     report = index.compact_index(target, retain_seconds=3600)
     removed = sorted(Path(p).name for p in report.removed)
-    assert [n for n in removed if n.startswith("pointer-")] == [
+    # Generation 2 was the index until this compaction: it stays, as its segments do.
+    assert [n for n in removed if n.startswith("pointer-")] == [store.pointer_name(1)]
+    assert sorted(p.name for p in target.glob("*.json")) == [
+        "latest.json",
+        store.pointer_name(3),
         store.pointer_name(2),
-        store.pointer_name(1),
     ]
-    assert sorted(p.name for p in target.glob("*.json")) == ["latest.json", store.pointer_name(3)]
     _check(root, target, [5])
 
 
@@ -282,3 +284,113 @@ def test_two_refreshes_on_s3_race_through_conditional_puts(
     assert len([o for o in objects if "segment-" in o]) == 2  # the loser's was removed
     got = index.lookup(f"s3://{bucket}/t/", "id", int(b0[8]), index=target, storage_options=options)
     assert got.probed == [] and f"s3://{bucket}/t/f2.parquet" in got.files
+
+
+def test_compaction_keeps_an_old_segment_a_reader_of_the_previous_pointer_reads(
+    tmp_path: Path,
+) -> None:
+    """A segment written long ago but named by the pointer that was the index until this
+    compaction: a lookup that opened the index just before may still read it, so the retention
+    counts from when it stopped being named, not from when it was written."""
+    root, target, rng = _lake(tmp_path)
+    b0 = rng.integers(0, 10**9, 1500)
+    write_ids(root / "b0.parquet", b0)
+    index.refresh_index(str(root), target)
+    past = time.time() - 7200  # both segments and both pointers written two hours ago
+    for path in target.iterdir():
+        os.utime(path, (past, past))
+    with index.BloomIndex(target) as reader:  # opened at generation 2, before the compaction
+        assert reader.generation == 2
+        report = index.compact_index(target, retain_seconds=3600)
+        assert not [n for n in report.removed if Path(n).name.startswith("segment-")]
+        assert [Path(n).name for n in report.removed] == [store.pointer_name(1)]
+        found = reader.lookup("id", int(b0[7]))
+        assert str(root / "b0.parquet") in found.files()
+    # Two hours after that compaction, the old segments and the pointer naming them go.
+    later = time.time() - 7200
+    for path in target.iterdir():
+        os.utime(path, (later, later))
+    report = index.compact_index(target, retain_seconds=3600)
+    names = sorted(Path(n).name for n in report.removed)
+    # The two first segments; the first compaction's stays, named by generation 3, the index
+    # until now.
+    assert len([n for n in names if n.startswith("segment-")]) == 2
+    assert [n for n in names if n.startswith("pointer-")] == [store.pointer_name(2)]
+    assert len(_segments(target)) == 2
+    _check(root, target, [int(b0[7])])
+
+
+def _made_then_refused_once(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The next pointer created is made, and the store then answers that it existed (its
+    reply lost, the client's retry refused); the names so answered are appended to the list."""
+    real = store._create
+    calls: list[str] = []
+
+    def made_then_refused(target_name: str, data: bytes, options: Any) -> None:
+        real(target_name, data, options)
+        if not calls:
+            calls.append(target_name)
+            raise FileExistsError(target_name)
+
+    monkeypatch.setattr(store, "_create", made_then_refused)
+    return calls
+
+
+def test_a_refresh_whose_pointer_went_in_though_the_store_said_it_existed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that made the pointer but answered that it existed (a reply lost, the client's
+    retry refused): the refresh reads its own pointer back, and must not remove the segment
+    that pointer names."""
+    root, target, rng = _lake(tmp_path)
+    b0 = rng.integers(0, 10**9, 1500)
+    write_ids(root / "b0.parquet", b0)
+    calls = _made_then_refused_once(monkeypatch)
+    index.refresh_index(str(root), target)
+    monkeypatch.undo()
+    assert calls
+    pointer = _pointer(target)
+    assert {s.name for s in pointer.segments} <= set(_segments(target))
+    _check(root, target, [int(b0[3])])
+
+
+@pytest.mark.parametrize("change", ["compact", "build"])
+def test_a_compaction_or_build_whose_pointer_went_in_though_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    root, target, rng = _lake(tmp_path)
+    write_ids(root / "b0.parquet", rng.integers(0, 10**9, 1500))
+    index.refresh_index(str(root), target)
+    calls = _made_then_refused_once(monkeypatch)
+    if change == "compact":
+        report = index.compact_index(target)
+        assert report.removed == []
+    else:
+        index.build_index(str(root), ["id"], target)
+    monkeypatch.undo()
+    assert calls
+    pointer = _pointer(target)
+    names = [s.name for s in pointer.segments]
+    assert len(names) == len(set(names)) == 1
+    assert set(names) <= set(_segments(target))
+    _check(root, target, [5])
+
+
+def test_a_compaction_keeps_every_segment_when_a_kept_pointer_does_not_read(
+    tmp_path: Path,
+) -> None:
+    """An older pointer of the last hour that is not one (edited by hand): the compaction is
+    made, and removes no segment, not knowing which that pointer names."""
+    root, target, rng = _lake(tmp_path)
+    for name in ("b0", "b1"):
+        write_ids(root / f"{name}.parquet", rng.integers(0, 10**9, 1500))
+        index.refresh_index(str(root), target)
+    segments = _segments(target)
+    past = time.time() - 7200
+    for path in target.glob("segment-*.puffin"):
+        os.utime(path, (past, past))
+    (target / store.pointer_name(2)).write_text("{}")
+    report = index.compact_index(target, retain_seconds=3600)
+    assert not [n for n in report.removed if "segment-" in n]
+    assert segments < _segments(target)
+    _check(root, target, [5])

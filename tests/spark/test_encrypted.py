@@ -17,7 +17,8 @@ material. The oracles:
   reader; without keys, or without one column's master key, they report or keep rather than
   guess.
 - ``rewrite_files(..., in_place=True)`` adds a filter and leaves the files encrypted as they were;
-  ``rewrite_table`` rewrites a Delta table of encrypted files in one commit on the executors.
+  ``rewrite_table`` rewrites a Delta table, and an Iceberg table, of encrypted files in one
+  commit on the executors.
 - Keys that do not pickle are a TypeError on the driver naming the part, never the keys.
 """
 
@@ -379,6 +380,29 @@ def test_rewrite_table_of_encrypted_delta_files(spark: SparkSession, tmp_path: P
     for uri in DeltaTable(str(root)).file_uris():
         with pb.BloomFilterReader(uri, decryption=encrypted_tables.keys()) as reader:
             assert reader.encrypted_footer
+            filters, failed = reader.filters_with_errors()
+            assert not failed and {c for _, c in filters} == {"a", "b"}
+
+
+def test_rewrite_table_of_encrypted_iceberg_files(spark: SparkSession, tmp_path: Path) -> None:
+    """An Iceberg table's encrypted files rewritten on the executors with the keys, kept
+    encrypted, in one snapshot (as the local rewrite_bloom_filters does with decryption=)."""
+    from tests.encryption import iceberg_encrypted as ie
+
+    table = ie.encrypted_table(tmp_path / "t", plaintext_footer=False, bloom=())
+    before = table.current_snapshot()
+    assert before is not None
+    report = pbs.rewrite_table(spark, table, columns=["a", "b"], decryption=ie.keys())
+    assert len(report.rewritten) == ie.FILES and not report.failed, report.failed
+    table.refresh()
+    after = table.current_snapshot()
+    assert after is not None and after.snapshot_id == report.version
+    assert after.parent_snapshot_id == before.snapshot_id
+    files = [t.file.file_path.removeprefix("file://") for t in table.scan().plan_files()]
+    assert len(files) == ie.FILES and all(".bloom-" in f for f in files)
+    for path in files:
+        assert Path(path).read_bytes()[-4:] == b"PARE"
+        with pb.BloomFilterReader(path, decryption=ie.keys()) as reader:
             filters, failed = reader.filters_with_errors()
             assert not failed and {c for _, c in filters} == {"a", "b"}
 

@@ -267,7 +267,9 @@ def create_index_with(
         # refresh that went in first) stay after it, for the same columns.
         kept: tuple[store.SegmentRef, ...] = ()
         if current is not None and current.columns == tuple(columns):
-            kept = tuple(s for s in current.segments if s.name not in replaced)
+            # (Its own segment too, named when its pointer went in though the store answered
+            # that it existed.)
+            kept = tuple(s for s in current.segments if s.name not in replaced and s.name != name)
         return store.Pointer(0, tuple(columns), (ref, *kept))
 
     store.commit(directory, previous, change, storage_options)

@@ -34,6 +34,8 @@ from parquet_bloom._index.text import TextFilter, TextSpec
 from parquet_bloom._index.text_build import TextSummary, class_blobs
 from parquet_bloom._io import location
 from parquet_bloom._sbbf import BITS_PER_BLOCK, BYTES_PER_BLOCK
+from parquet_bloom._threads import read_pool
+from parquet_bloom.errors import BloomFilterError
 
 __all__ = [
     "DEFAULT_RETAIN_SECONDS",
@@ -149,6 +151,10 @@ def refresh_files(
         keys = frozenset(f.key for f in new)
         if written:
             made, made_keys, ref = written[-1]
+            if any(s.name == ref.name for s in current.segments):
+                # Its pointer went in though the store answered that it existed (a reply
+                # lost, the client's retry refused): the change is made.
+                return None
             if made.columns == current.columns and made_keys == keys:
                 return store.Pointer(0, current.columns, (*current.segments, ref))
             _remove(directory, ref.name, storage_options)  # named by no pointer
@@ -216,8 +222,9 @@ def compact_index(
 ) -> CompactReport:
     """Merge the segments of the index directory at ``index_location`` into one. Each file
     keeps the row groups of its newest segment's version; with ``source``, only the files
-    live there at that size are kept. Then segment files no pointer names and older than
-    ``retain_seconds`` are removed (a lookup that read the old pointer may still read them).
+    live there at that size are kept. Then the old pointers and segment files out of use for
+    ``retain_seconds`` are removed: a segment is kept while a pointer that was the index within
+    that time names it (a lookup that read that pointer may still read it).
     ``retain_seconds`` below :data:`SAFE_RETAIN_SECONDS` (60) needs
     ``no_concurrent_writers=True``: a refresh or build running meanwhile has written its
     segment before its pointer names it, and would lose it (:func:`check_retain`)."""
@@ -244,8 +251,9 @@ def compact_files(
         raise FileNotFoundError(f"no Bloom index at {directory} to compact")
     report = CompactReport(location=directory)
     written: list[tuple[store.Pointer, store.SegmentRef]] = []
+    landed: list[store.Pointer] = []
 
-    def change(current: store.Pointer | None) -> store.Pointer:
+    def change(current: store.Pointer | None) -> store.Pointer | None:
         nonlocal report
         if current is None:
             raise FileNotFoundError(
@@ -253,6 +261,10 @@ def compact_files(
             )
         if written:
             merged, ref = written[-1]
+            if any(s.name == ref.name for s in current.segments):
+                # Its pointer went in though the store answered that it existed.
+                landed.append(current)
+                return None
             k = len(merged.segments)
             if current.columns == merged.columns and current.segments[:k] == merged.segments:
                 # Another writer added segments after those merged: they stay after it.
@@ -265,7 +277,8 @@ def compact_files(
         return store.Pointer(0, current.columns, (ref,))
 
     made = store.commit(directory, pointer, change, storage_options)
-    assert made is not None
+    if made is None:
+        made = landed[-1]
     report.removed = _remove_unnamed(directory, made, storage_options, retain_seconds)
     return report
 
@@ -495,23 +508,63 @@ def _merged_slices(
 def _remove_unnamed(
     directory: str, made: store.Pointer, storage_options: Mapping[str, Any] | None, retain: float
 ) -> list[str]:
-    """Delete the directory's segment files that neither ``made`` nor the newest pointer name,
-    and its pointers older than ``made``, once older than ``retain`` seconds (the times the
-    listing gives; a store's whose listing has none, looked up file by file)."""
+    """Delete the directory's old files once ``retain`` seconds have passed since they were in
+    use (the times the listing gives; a store's whose listing has none, looked up file by file):
+    a pointer older than ``made`` once the pointer after it is that old (until that one was
+    written it was the index, which a lookup may have read), and a segment file that is that
+    old itself (a writer's, not named yet) and that no pointer kept names (``made``, the
+    newest, and every pointer that was the index within ``retain`` seconds; when one of those
+    does not read as a pointer, no segment is removed)."""
     newest = store.read_pointer(directory, storage_options)
-    named = {s.name for p in (made, newest) if p is not None for s in p.segments}
-    old = []
     now = time.time()
-    for file in store.directory_files(directory, storage_options):
-        segment = file.name.startswith("segment-") and file.name.endswith(".puffin")
-        generation = store.pointer_generation(file.name)
-        if not (
-            (segment and file.name not in named)
-            or (generation is not None and generation < made.generation)
-        ):
-            continue
+    listed = store.directory_files(directory, storage_options)
+
+    def age(file: store.Listed) -> float | None:
         modified = file.modified if file.modified is not None else _modified(file.entry)
-        if modified is None or now - modified < retain:
+        return None if modified is None else now - modified
+
+    pointers = {
+        g: file for file in listed if (g := store.pointer_generation(file.name)) is not None
+    }
+    ages = {g: age(file) for g, file in pointers.items()}
+    ages[made.generation] = 0.0  # written just now, whatever the listing saw
+    old = []
+    kept: list[int] = []
+    for g in sorted(pointers):
+        # It stopped being the index when the next pointer listed was written.
+        later = [n for n in ages if n > g]
+        retired = ages[min(later)] if later else None
+        if g < made.generation and retired is not None and retired >= retain:
+            old.append(pointers[g])
+        else:
+            kept.append(g)
+    named = {s.name for p in (made, newest) if p is not None for s in p.segments}
+    known = {made.generation} | ({newest.generation} if newest is not None else set())
+    unread = [g for g in kept if g not in known]
+
+    def segments_of(g: int) -> set[str] | None:
+        """The segments pointer ``g`` names (None: it does not read as a pointer)."""
+        try:
+            pointer = store.read_generation(directory, g, storage_options)
+        except BloomFilterError:
+            return None
+        return set() if pointer is None else {s.name for s in pointer.segments}
+
+    every = True  # each kept pointer's segments known
+    for names in read_pool().map(segments_of, unread):
+        if names is None:
+            every = False
+        else:
+            named |= names
+    for file in listed:
+        if not (file.name.startswith("segment-") and file.name.endswith(".puffin")):
+            continue
+        if not every:  # a kept pointer that does not read may name any of them
+            continue
+        if file.name in named:
+            continue
+        elapsed = age(file)
+        if elapsed is None or elapsed < retain:
             continue
         old.append(file)
     return store.remove(directory, old)

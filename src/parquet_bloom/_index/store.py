@@ -55,6 +55,7 @@ __all__ = [
     "pointer_files",
     "pointer_generation",
     "pointer_name",
+    "read_generation",
     "read_pointer",
     "remove",
     "write_pointer",
@@ -348,6 +349,21 @@ def remove(directory: str, files: Sequence[Listed]) -> list[str]:
                     f"{first.get('Code')} {first.get('Message')}"
                 )
     return [f.entry.name for f in files]
+
+
+def read_generation(
+    directory: str, generation: int, storage_options: Mapping[str, Any] | None
+) -> Pointer | None:
+    """The directory's pointer of ``generation``, or None when it has none (removed)."""
+    where = Directory.of(directory, storage_options)
+    found = _read_one(where, pointer_name(generation))
+    if found is not None and found.generation != generation:
+        raise CorruptFileError(
+            f"not an index pointer: its generation is {found.generation}, its name says "
+            f"{generation}",
+            source=join(where.name, pointer_name(generation)),
+        )
+    return found
 
 
 def _read_one(where: Directory, name: str) -> Pointer | None:

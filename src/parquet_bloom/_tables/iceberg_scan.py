@@ -131,6 +131,10 @@ class IcebergPruneResult:
         :class:`~parquet_bloom.errors.UnsupportedFileError` naming it, raised before any file
         is read: pyiceberg reads files with pyarrow and passes it no decryption properties
         (read ``row_groups`` with pyarrow's own instead; docs/encryption.md#iceberg-tables).
+        Known as such: the files whose footer the prune read, and, when the prune was given
+        ``decryption=``, every other file (its footer read here); without it a file the prune
+        did not read (no Bloom filter decides the filter) is left to pyiceberg, which fails or
+        hangs on an encrypted one.
         """
         keys, options = self._decryption if self._decryption is not None else (None, {})
         refuse_rows(encrypted_files(self.tasks, self._encrypted, keys, options))

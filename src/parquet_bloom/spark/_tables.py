@@ -99,10 +99,11 @@ def rewrite_table(
     table's own options, as the local rewrite does). Where the executors find credentials
     through the standard chain (environment, instance metadata), pass none.
 
-    ``decryption``: the keys of a Delta table's encrypted data files, rewritten encrypted with
+    ``decryption``: the keys of the table's encrypted data files, rewritten encrypted with
     them (docs/encryption.md#rewriting-encrypted-files), sent to the executors with each task
-    (so they must pickle: a TypeError before anything runs names the part that does not).
-    An Iceberg table takes none, as :func:`parquet_bloom.iceberg.rewrite_bloom_filters`.
+    (so they must pickle: a TypeError before anything runs names the part that does not); the
+    driver reads the new files' footers with them too, as
+    :func:`parquet_bloom.iceberg.commit_rewrite` does.
     """
     kind = format or _format_of(table)
     if kind not in _FORMATS:
@@ -126,21 +127,16 @@ def rewrite_table(
         return delta.commit_rewrite(plan, outcomes, storage_options=storage_options)
     if storage_options is not None:
         raise ValueError("storage_options= is deltalake's; an Iceberg table brings its own FileIO")
-    if keys is not None:
-        raise ValueError(
-            "decryption= rewrites the encrypted files of Delta tables and plain files; an "
-            "Iceberg table's are not rewritten encrypted yet (docs/encryption.md)"
-        )
     from parquet_bloom import iceberg
     from parquet_bloom._tables.iceberg_io import storage_options_for
 
     iceberg_plan = iceberg.plan_rewrite(table, files=files, **filters)
     if file_storage_options is None:
         file_storage_options = storage_options_for(table)
-    work = _table_work(iceberg_plan.options, file_storage_options)
+    work = _table_work(iceberg_plan.options, file_storage_options, keys)
     outcomes = _run_on_executors(spark, iceberg_plan.jobs, work)
     return iceberg.commit_rewrite(
-        table, iceberg_plan, outcomes, storage_options=file_storage_options
+        table, iceberg_plan, outcomes, storage_options=file_storage_options, decryption=keys
     )
 
 
