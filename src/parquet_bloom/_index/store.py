@@ -233,7 +233,9 @@ def _first_pointer_name(filesystem: Any, root: str, name: str) -> tuple[bool, st
         return False, ""
     contents = response.get("Contents") or []
     if not contents:
-        return False, ""
+        # S3 may answer fewer keys than asked, none even, with more to come: then the name is
+        # not known, and the caller lists the whole directory.
+        return bool(response.get("IsTruncated")), ""
     return True, str(contents[0]["Key"])[len(prefix) :]
 
 
