@@ -53,7 +53,7 @@ def test_the_cli_reads_and_rewrites_through_a_configured_kms(
         assert reader.row_groups_might_contain("a", [1500]) == [1]
     # Without the config, the rewrite refuses the file.
     assert main(["add", str(src), str(tmp_path / "x.parquet"), "--column", "a"]) == 2
-    assert "decryption=" in capsys.readouterr().err
+    assert "--decryption-config FILE" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

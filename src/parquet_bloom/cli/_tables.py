@@ -37,6 +37,7 @@ from parquet_bloom._sizing import FLAVORS
 from parquet_bloom._tables.jobs import JobOutcome, TableRewriteReport, run_jobs
 from parquet_bloom.cli import _output as output
 from parquet_bloom.cli._checks import run_table_check
+from parquet_bloom.cli._flags import in_flags
 from parquet_bloom.cli._options import (
     add_gate_options,
     add_limit_options,
@@ -657,8 +658,8 @@ def _report_dict(report: TableRewriteReport, stats: bool) -> dict[str, Any]:
         "filters_written": report.filters_written,
         "bytes_before": report.bytes_before,
         "bytes_after": report.bytes_after,
-        "refused": [{"path": key, "reason": reason} for key, reason in report.refused],
-        "failed": [{"path": key, "error": error} for key, error in report.failed],
+        "refused": [{"path": key, "reason": in_flags(why)} for key, why in report.refused],
+        "failed": [{"path": key, "error": in_flags(error)} for key, error in report.failed],
         "to_retry": list(report.to_retry),
         "leftovers": list(report.leftovers),
         "unchanged": list(report.unchanged),
@@ -682,8 +683,8 @@ def _report_text(report: TableRewriteReport, document: dict[str, Any], table: Ta
     if rows:
         headers = ["file", "filters", "bytes", "removed", "size before", "after"]
         lines.append(output.table(headers, rows, right=(1, 2, 3, 4, 5)))
-    lines += [f"refused: {table.display(key)}: {reason}" for key, reason in report.refused]
-    lines += [f"failed: {table.display(key)}: {error}" for key, error in report.failed]
+    lines += [f"refused: {table.display(key)}: {in_flags(why)}" for key, why in report.refused]
+    lines += [f"failed: {table.display(key)}: {in_flags(error)}" for key, error in report.failed]
     lines += [f"to retry: {table.display(key)}" for key in report.to_retry]
     lines += [f"left to delete: {path}" for path in report.leftovers]
     if "stats" in document and rows:
