@@ -29,6 +29,24 @@ def best_in_turns(candidates: dict[str, Callable[[], object]], repeat: int) -> d
     return {name: min(ts) for name, ts in times.items()}
 
 
+def runs_in_turns(
+    candidates: dict[str, Callable[[], object]], repeat: int
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Every run of each candidate, in turns as :func:`best_in_turns` runs them: per candidate
+    its wall-clock times and its CPU times (this process's, all threads), in seconds. On a
+    shared machine the CPU times are the less disturbed: other load stretches the wall clock
+    of a run more than the CPU it uses."""
+    times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in candidates}
+    for _ in range(repeat):
+        for name, fn in candidates.items():
+            cpu = time.process_time()
+            start = time.perf_counter()
+            fn()
+            times[name][0].append(time.perf_counter() - start)
+            times[name][1].append(time.process_time() - cpu)
+    return times
+
+
 def report(name: str, ratio: float, target: str | None = None, ok: bool = True) -> bool:
     """One ratio, with its target and verdict when it has one; returns ``ok``."""
     verdict = "" if target is None else f"target {target:<8} {'ok' if ok else 'MISSED'}"

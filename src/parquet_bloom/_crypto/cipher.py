@@ -77,13 +77,18 @@ def module_aad(
         return file_aad + bytes([module_type])
     if row_group is None or column is None:
         raise ValueError(f"a {MODULE_NAMES[module_type]} AAD needs a row group and a column")
-    for what, n in (("row group", row_group), ("column", column), ("page", page)):
-        if n is not None and not 0 <= n <= _ORDINAL_MAX:
-            raise DecryptionError(
-                f"{what} ordinal {n} does not fit the AAD's 2-byte ordinal (at most "
-                f"{_ORDINAL_MAX})",
-                module=MODULE_NAMES[module_type],
-            )
+    if not (
+        0 <= row_group <= _ORDINAL_MAX
+        and 0 <= column <= _ORDINAL_MAX
+        and (page is None or 0 <= page <= _ORDINAL_MAX)
+    ):
+        for what, n in (("row group", row_group), ("column", column), ("page", page)):
+            if n is not None and not 0 <= n <= _ORDINAL_MAX:
+                raise DecryptionError(
+                    f"{what} ordinal {n} does not fit the AAD's 2-byte ordinal (at most "
+                    f"{_ORDINAL_MAX})",
+                    module=MODULE_NAMES[module_type],
+                )
     if module_type in (DATA_PAGE, DATA_PAGE_HEADER):
         if page is None:
             raise ValueError(f"a {MODULE_NAMES[module_type]} AAD needs a page ordinal")
@@ -94,6 +99,32 @@ def module_aad(
 # The AAD suffixes after the file AAD: the module type (1 byte), then 2-byte LE ordinals.
 _TYPE_AND_TWO_ORDINALS = struct.Struct("<Bhh")
 _TYPE_AND_THREE_ORDINALS = struct.Struct("<Bhhh")
+
+
+class AadBuffer:
+    """Module AADs of one file (4.4.2) written in place, into one buffer allocated once: for
+    a caller that opens module after module (the filters of a file) on one thread. An AAD
+    it gives is valid until the next call; :func:`module_aad` gives one to keep."""
+
+    __slots__ = ("_at", "_buf", "_view")
+
+    def __init__(self, file_aad: bytes) -> None:
+        self._at = len(file_aad)
+        self._buf = bytearray(file_aad) + bytearray(_TYPE_AND_TWO_ORDINALS.size)
+        self._view = memoryview(self._buf)
+
+    def ordinals(self, module_type: int, row_group: int, column: int) -> memoryview:
+        """The AAD of a module with a row group and column ordinal and no page ordinal (not
+        a footer, data page or data page header), checked as :func:`module_aad` checks it."""
+        if (
+            module_type in (FOOTER, DATA_PAGE, DATA_PAGE_HEADER)
+            or module_type not in MODULE_NAMES
+            or not (0 <= row_group <= _ORDINAL_MAX and 0 <= column <= _ORDINAL_MAX)
+        ):
+            module_aad(b"", module_type, row_group, column)  # raises what is wrong
+            raise ValueError(f"a {MODULE_NAMES[module_type]} AAD is not built in place")
+        _TYPE_AND_TWO_ORDINALS.pack_into(self._buf, self._at, module_type, row_group, column)
+        return self._view
 
 
 def check_key(key: Any, what: str) -> bytes:
@@ -150,7 +181,9 @@ class Gcm:
         self.key = key
         self._aead = _aesgcm(key)
 
-    def decrypt(self, buf: bytes | memoryview, aad: bytes, *, module_type: int) -> bytes:
+    def decrypt(
+        self, buf: bytes | memoryview, aad: bytes | memoryview, *, module_type: int
+    ) -> bytes:
         """:func:`decrypt_gcm` with this key."""
         data = memoryview(buf)
         if len(data) < GCM_OVERHEAD:
