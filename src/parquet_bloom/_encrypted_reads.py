@@ -189,7 +189,7 @@ def load_encrypted(
                 f"{num_bytes} bytes (+ {cipher.GCM_OVERHEAD} of nonce and tag)"
             )
         chunk = loc.chunk
-        aad = aads.ordinals(bitset_type, ordinal, chunk.column_index)
+        aad = aads.of(bitset_type, ordinal, chunk.column_index)
         plain = gcm.decrypt(module[MODULE_PREFIX:], aad, module_type=bitset_type)
         k = (chunk.row_group, chunk.path)
         reads.cache[k] = out[k] = SplitBlockBloomFilter.from_bytes(plain)
@@ -223,7 +223,7 @@ def load_encrypted(
                 if missing and (unread_header := reads.read_into(buffer, missing)):
                     raise next(iter(unread_header.values()))
                 body = buffer.get(body_range)
-            aad = aads.ordinals(header_type, ordinal, chunk.column_index)
+            aad = aads.of(header_type, ordinal, chunk.column_index)
             plain = gcm.decrypt(body, aad, module_type=header_type)
             header, plain_len = fmt.parse_bloom_filter_header(plain)
             check_header(

@@ -103,28 +103,39 @@ _TYPE_AND_THREE_ORDINALS = struct.Struct("<Bhhh")
 
 class AadBuffer:
     """Module AADs of one file (4.4.2) written in place, into one buffer allocated once: for
-    a caller that opens module after module (the filters of a file) on one thread. An AAD
-    it gives is valid until the next call; :func:`module_aad` gives one to keep."""
+    a caller that opens module after module (the filters of a file, the pages of a chunk) on
+    one thread. An AAD it gives is valid until its next call; :func:`module_aad` gives one
+    to keep."""
 
-    __slots__ = ("_at", "_buf", "_view")
+    __slots__ = ("_at", "_buf", "_two", "_view")
 
     def __init__(self, file_aad: bytes) -> None:
         self._at = len(file_aad)
-        self._buf = bytearray(file_aad) + bytearray(_TYPE_AND_TWO_ORDINALS.size)
+        self._buf = bytearray(file_aad) + bytearray(_TYPE_AND_THREE_ORDINALS.size)
         self._view = memoryview(self._buf)
+        self._two = self._view[: self._at + _TYPE_AND_TWO_ORDINALS.size]
 
-    def ordinals(self, module_type: int, row_group: int, column: int) -> memoryview:
-        """The AAD of a module with a row group and column ordinal and no page ordinal (not
-        a footer, data page or data page header), checked as :func:`module_aad` checks it."""
+    def of(
+        self, module_type: int, row_group: int, column: int, page: int | None = None
+    ) -> memoryview:
+        """The AAD of a module other than the footer, as :func:`module_aad` makes and checks
+        it (a page ordinal for data pages and their headers only)."""
+        paged = module_type in (DATA_PAGE, DATA_PAGE_HEADER)
         if (
-            module_type in (FOOTER, DATA_PAGE, DATA_PAGE_HEADER)
+            module_type == FOOTER
             or module_type not in MODULE_NAMES
             or not (0 <= row_group <= _ORDINAL_MAX and 0 <= column <= _ORDINAL_MAX)
+            or (paged and (page is None or not 0 <= page <= _ORDINAL_MAX))
         ):
-            module_aad(b"", module_type, row_group, column)  # raises what is wrong
-            raise ValueError(f"a {MODULE_NAMES[module_type]} AAD is not built in place")
+            module_aad(b"", module_type, row_group, column, page)  # raises what is wrong
+            raise ValueError("the footer's AAD has no ordinals: module_aad makes it")
+        if paged:
+            _TYPE_AND_THREE_ORDINALS.pack_into(
+                self._buf, self._at, module_type, row_group, column, page
+            )
+            return self._view
         _TYPE_AND_TWO_ORDINALS.pack_into(self._buf, self._at, module_type, row_group, column)
-        return self._view
+        return self._two
 
 
 def check_key(key: Any, what: str) -> bytes:

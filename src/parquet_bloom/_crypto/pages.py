@@ -72,6 +72,7 @@ def decrypted_pages(
     carry the file offset of the page they are about (``base``: the chunk's).
     """
     view = memoryview(data)
+    aads = cipher.AadBuffer(file_aad)  # this chunk's own: each build thread has its chunk
     at = 0
     ordinal = 0
     ctr = algorithm == "AES_GCM_CTR_V1"
@@ -82,7 +83,7 @@ def decrypted_pages(
             header_type = cipher.DICTIONARY_PAGE_HEADER if dictionary else cipher.DATA_PAGE_HEADER
             page = None if dictionary else ordinal
             body, at = _module(view, at, header_type, ctr=False)
-            aad = cipher.module_aad(file_aad, header_type, row_group, column, page)
+            aad = aads.of(header_type, row_group, column, page)
             plain = gcm.decrypt(body, aad, module_type=header_type)
             # parquet-mr 1.14 leaves zero bytes after the header in its module: not read.
             header, _ = fmt.parse_page_header(plain)
@@ -98,7 +99,7 @@ def decrypted_pages(
                 page_body = cipher.decrypt_ctr(body, gcm.key, module_type=body_type)
             else:
                 body, at = _module(view, at, body_type, ctr=False)
-                aad = cipher.module_aad(file_aad, body_type, row_group, column, page)
+                aad = aads.of(body_type, row_group, column, page)
                 page_body = gcm.decrypt(body, aad, module_type=body_type)
         except DecryptionError as err:
             raise DecryptionError(err.reason, module=err.module, offset=base + page_at) from None

@@ -102,8 +102,7 @@ def open_footer(
         )
     md = fmt.decode_file_metadata(plain, full=True)
     if not force:
-        plain = _unpadded(plain, md, fmt.encode_file_metadata)
-        check_lossless(plain, md, fmt.encode_file_metadata, "the footer")
+        plain = _lossless(plain, md, fmt.encode_file_metadata, "the footer")
     rewrite = EncryptedRewrite(md, decryptor, footer_key, crypto_bytes, force=force)
     return md, rewrite
 
@@ -117,15 +116,16 @@ def _no_sidecar(reference: str) -> bytes | None:
     )
 
 
-def _unpadded(plain: bytes, decoded: Any, encode: Callable[[Any], bytes]) -> bytes:
-    """A decrypted struct without the zero bytes after it that parquet-mr 1.14 leaves
-    (parquet-testing's encrypt_columns_and_footer_bloom_filter: 721 of them after a footer of
-    879 bytes, 94 after a column's metadata): nothing a reader reads, nothing the rewrite
-    loses."""
+def _lossless(plain: bytes, decoded: Any, encode: Callable[[Any], bytes], what: str) -> bytes:
+    """A decrypted struct checked to re-encode to its own bytes (:func:`check_lossless`),
+    without the zero bytes after it that parquet-mr 1.14 leaves (parquet-testing's
+    encrypt_columns_and_footer_bloom_filter: 721 of them after a footer of 879 bytes, 94 after
+    a column's metadata): nothing a reader reads, nothing the rewrite loses. Encoded once."""
     again = encode(decoded)
     tail = plain[len(again) :]
     if len(plain) > len(again) and plain.startswith(again) and not tail.strip(b"\0"):
         return again
+    check_lossless(plain, decoded, lambda _: again, what)
     return plain
 
 
@@ -183,8 +183,7 @@ class EncryptedRewrite:
             full = fmt.decode_column_metadata(found.plain)
             encode = fmt.encode_column_metadata
             if not force:
-                found.plain = _unpadded(found.plain, full, encode)
-                check_lossless(found.plain, full, encode, "the encrypted column metadata")
+                found.plain = _lossless(found.plain, full, encode, "the encrypted column metadata")
             found.stripped = chunk.meta_data
             found.offsets = tuple(getattr(full, name) for name in _OFFSET_FIELDS)
             chunk.meta_data = full
