@@ -232,7 +232,8 @@ def _invalid_tag() -> type[Exception]:
 class Nonces:
     """Fresh random 12-byte nonces (4.1.3), drawn from the OS's CSPRNG many at a time (a
     system call for each of 20,000 modules costs more than encrypting them). One per
-    writer: never shared across a fork, so no two processes hand out the same bytes."""
+    writer, never shared across a fork, so no two processes hand out the same bytes; not
+    thread-safe (a writer used from several threads takes a lock around it)."""
 
     _BATCH = 1024
 
