@@ -35,11 +35,19 @@ storage, and a Delta table's point lookup through its index against DataFusion's
      the lookup: target at most 3 rounds; *cold, .puffin*: the segment opened as one file
      (its footer read from its tail) + the lookup: at most 3 rounds;
    - *IN*: ``idx.lookup("id", [100 values])`` warm: at most 2 rounds (every value's slices
-     planned together and read in one round).
+     planned together and read in one round);
+   - *cold, dir, client kept*: the cold lookup through the directory with fsspec's instance
+     cache on (its default; the session's options skip it), so that the S3 client an earlier
+     call made is used, as in a process making many lookups;
+   - after the turns, *cold, dir, 1,500 ptrs*: the directory given generations 2 to
+     ``--pointers`` (1,500: more than a listing's page of 1,000 keys; pointers of the same
+     segment), then cold lookups through it: at most 3 rounds still.
 
-   A *round* is one batch of reads the library issues at once (a ``ByteSource.read`` call, a
-   suffix read, a size lookup: counted by wrapping them); *requests* and *bytes* are the
-   server's (its meter). Each answer is checked against the direct probe. Shown: best and
+   A *round trip* is counted as the longest chain of the library's requests in which each
+   starts after the one before it ended (its batches of reads, ``ByteSource.read`` calls; its
+   suffix reads; size lookups; the index directory's listings: each timed by wrapping it), so
+   that requests issued at once count once; *requests* and *bytes* are the server's (its
+   meter). Each answer is checked against the direct probe. Shown: best and
    median wall time, and each over the one GET's best. The index's size is shown against the
    filters' sum, and what it would weigh with filters for 100,000 values a row group at 1 %
    and at 1/N (``optimal_num_bytes``).
@@ -76,6 +84,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -113,39 +122,57 @@ TARGET_DELTA_SPEEDUP = 10.0
 
 
 class Rounds:
-    """Batches of reads the library issues at once: ``ByteSource.read`` calls (one
-    ``cat_ranges``: its ranges fetched concurrently), suffix reads and size lookups."""
+    """Round trips: the longest chain of the library's requests in which each starts after
+    the one before it ended. Counted are its batches of reads (``ByteSource.read``: one
+    ``cat_ranges``, its ranges fetched concurrently), suffix reads, size lookups and the
+    listings of an index directory (the one-key listing of its newest pointer's name, a whole
+    listing), each timed by wrapping it: the pointer's copy and the listing beside it, issued
+    at once, overlap and make one round."""
 
     def __init__(self) -> None:
-        self.count = 0
+        self.calls: list[tuple[float, float]] = []
+
+    def reset(self) -> None:
+        self.calls = []
+
+    @property
+    def count(self) -> int:
+        chain: list[tuple[float, int]] = []  # (end, longest chain ending with that call)
+        for start, end in sorted(self.calls, key=lambda c: c[1]):
+            before = max((n for e, n in chain if e <= start), default=0)
+            chain.append((end, before + 1))
+        return max((n for _, n in chain), default=0)
+
+    def _timed(self, fn: Callable[..., Any], skip: Callable[..., bool] | None = None) -> Any:
+        def timed(*args: Any) -> Any:
+            if skip is not None and skip(*args):
+                return fn(*args)
+            start = time.perf_counter()
+            try:
+                return fn(*args)
+            finally:
+                self.calls.append((start, time.perf_counter()))
+
+        return timed
 
     @contextmanager
     def installed(self) -> Iterator[None]:
         cls = io_source.ByteSource
-        read, suffix, size = cls.read, io_source._suffix_read, io_source._fsspec_size
-
-        def counted_read(self_: Any, ranges: Any) -> Any:
-            if ranges:
-                self.count += 1
-            return read(self_, ranges)
-
-        def counted_suffix(*args: Any) -> Any:
-            self.count += 1
-            return suffix(*args)
-
-        def counted_size(*args: Any) -> Any:
-            self.count += 1
-            return size(*args)
-
-        cls.read = counted_read  # type: ignore[method-assign]
-        io_source._suffix_read = counted_suffix
-        io_source._fsspec_size = counted_size
+        originals = [
+            (cls, "read", cls.read),
+            (io_source, "_suffix_read", io_source._suffix_read),
+            (io_source, "_fsspec_size", io_source._fsspec_size),
+            (store, "_first_pointer_name", store._first_pointer_name),
+            (store, "_files", store._files),
+        ]
+        for owner, name, fn in originals:
+            skip = (lambda _self, ranges: not ranges) if name == "read" else None
+            setattr(owner, name, self._timed(fn, skip))
         try:
             yield
         finally:
-            cls.read = read  # type: ignore[method-assign]
-            io_source._suffix_read = suffix
-            io_source._fsspec_size = size
+            for owner, name, fn in originals:
+                setattr(owner, name, fn)
 
 
 ROUNDS = Rounds()
@@ -426,7 +453,14 @@ def measure_s3(
         "cold, directory",
         "cold, .puffin",
         f"IN of {args.in_values}",
+        f"cold, dir, {args.pointers:,} ptrs",
+        "cold, dir, client kept",
     )
+    # fsspec's instance cache on (its default; the session's options skip it): a cold lookup
+    # through the S3 client an earlier call made, as in a process making many.
+    kept = {k: v for k, v in s3.storage_options.items() if k != "skip_instance_cache"}
+    with BloomIndex(directory, storage_options=kept) as first:
+        first.lookup(COLUMN, 0)
     results = {name: Measured() for name in names}
 
     def value() -> int:
@@ -446,14 +480,14 @@ def measure_s3(
     def lookup_warm(v: Any) -> IndexLookup:
         return warm.lookup(COLUMN, v)
 
-    def lookup_cold(where: str, v: Any) -> IndexLookup:
-        with BloomIndex(where, storage_options=s3.storage_options) as idx:
+    def lookup_cold(where: str, v: Any, options: dict[str, Any] = s3.storage_options) -> Any:
+        with BloomIndex(where, storage_options=options) as idx:
             return idx.lookup(COLUMN, v)
 
     def run(name: str, fn: Callable[[], Any], expected: set[int] | None) -> None:
         m = results[name]
         server.reset_counters()
-        ROUNDS.count = 0
+        ROUNDS.reset()
         start = time.perf_counter()
         answer = fn()
         m.wall.append(time.perf_counter() - start)
@@ -482,6 +516,14 @@ def measure_s3(
             run(names[3], lambda v2=v2: lookup_cold(directory, v2), e2)
             run(names[4], lambda v3=v3: lookup_cold(segment_url, v3), e3)
             run(names[5], lambda many=many: lookup_warm(many), e_many)
+            v5 = value()
+            run(names[7], lambda v5=v5: lookup_cold(directory, v5, kept), direct(words, v5))
+        # The directory after as many changes (pointers of the same segment), more than a
+        # listing's page: cold lookups through it.
+        add_pointers(s3, directory, args.pointers)
+        for _ in range(args.repeat):
+            v4 = value()
+            run(names[6], lambda v4=v4: lookup_cold(directory, v4), direct(words, v4))
     warm.close()
 
     print(
@@ -524,7 +566,7 @@ def measure_s3(
         )
         and ok
     )
-    for name in names[3:5]:
+    for name in (*names[3:5], *names[6:]):
         m = results[name]
         ok = (
             report(
@@ -548,6 +590,26 @@ def measure_s3(
     for name in names[1:]:
         report(f"wall time, best: {name} / one GET", min(results[name].wall) / peer)
     return ok
+
+
+def add_pointers(s3: S3Session, directory: str, newest: int) -> None:
+    """Generations 2 to ``newest`` of the directory's pointer, each naming the same segment as
+    the first (as changes that replaced it by itself would), and the copy of the newest."""
+    bucket, _, prefix = directory.removeprefix("s3://").partition("/")
+    client = s3.client()
+    first = client.get_object(Bucket=bucket, Key=f"{prefix}/{store.POINTER}")["Body"].read()
+    doc = json.loads(first)
+
+    def put(generation: int, name: str | None = None) -> None:
+        body = json.dumps({**doc, "generation": generation}).encode()
+        key = f"{prefix}/{name or store.pointer_name(generation)}"
+        client.put_object(Bucket=bucket, Key=key, Body=body)
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(put, range(2, newest + 1)))
+    put(newest, store.POINTER)
+    print(f"  wrote pointers 2 to {newest:,} ({time.perf_counter() - start:.0f} s)", flush=True)
 
 
 def sizes(gen: Generated, segment: build.Segment) -> None:
@@ -728,6 +790,13 @@ def main() -> int:
         "--bandwidth-mbps", type=float, default=800.0, help="Mbit/s a response body, each"
     )
     parser.add_argument("--repeat", type=int, default=5, help="turns on the S3 server")
+    parser.add_argument(
+        "--pointers",
+        type=int,
+        default=1500,
+        help="the index directory's generations for the last cold lookups (over a listing's "
+        "page of 1,000 keys)",
+    )
     parser.add_argument("--in-values", type=int, default=100)
     parser.add_argument("--sample", type=int, default=100, help="values checked locally, x2")
     parser.add_argument("--delta-files", type=int, default=10_000)

@@ -9,6 +9,8 @@ deterministic (seeded, one thread), so the README can show the exact output.
 - ``clickhouse/``: a MergeTree part written by ClickHouse 26 (chDB), 4,096 rows with a
   ``bloom_filter`` and a ``tokenbf_v1`` skip index, and its table's ``ATTACH TABLE`` statement:
   copied from ``examples/clickhouse/`` (the demo does not install chDB).
+- ``encrypted/``: an encrypted Parquet file with Bloom filters (parquet-mr's, from Apache
+  parquet-testing) and its published test keys, copied from ``examples/encrypted/``.
 
 Run ``python examples/readme_data.py DIRECTORY`` to write it (DIRECTORY is emptied first).
 """
@@ -68,7 +70,8 @@ def write_example_data(directory: Path) -> list[str]:
     write_orders_file(directory / "orders.parquet")
     write_delta_table(directory / "lake" / "orders")
     shutil.copytree(Path(__file__).parent / "clickhouse", directory / "clickhouse")
-    return ["orders.parquet", "lake/orders", "clickhouse"]
+    shutil.copytree(Path(__file__).parent / "encrypted", directory / "encrypted")
+    return ["orders.parquet", "lake/orders", "clickhouse", "encrypted"]
 
 
 if __name__ == "__main__":

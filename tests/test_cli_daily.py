@@ -276,3 +276,18 @@ def test_resize_of_a_column_without_filters_adds_none(
     status, text, err = run(capsys, "resize", "--column", "email", "--fpp", 0.2, users, out)
     assert status == 0, err
     assert "wrote 1 filters" in text
+
+
+def test_an_encrypted_file_without_keys_names_the_flag(capsys: Capture) -> None:
+    from tests.encryption.keys import DATA
+
+    encrypted = DATA / "encrypt_columns_and_footer_bloom_filter.parquet.encrypted"
+    for command in ("inspect", "probe"):
+        extra = ["--column", "double_field", "1.5"] if command == "probe" else []
+        status, _, err = run(capsys, command, encrypted, *extra)
+        assert status == 2
+        assert_user_error(err, "pass --decryption-config FILE (docs/encryption.md)")
+        assert "decryption=" not in err
+    assert in_flags("read the file with decryption= and the column's key") == (
+        "read the file with --decryption-config FILE and the column's key"
+    )

@@ -465,13 +465,15 @@ def test_an_iceberg_table_read_from_its_metadata_is_not_committed_to(
     status, out, err = run(capsys, "add", "db.events", "--catalog", CATALOG, "--column", "nope")
     assert status == 2 and out == ""
     assert_one_line_error(err, "nope")
-    # Keys for encrypted files: a Delta table's only (tests/encryption/test_tables.py).
+    # Keys for encrypted files (tests/encryption/test_iceberg_tables.py), given for a table of
+    # plaintext files: each file fails, saying so, and nothing is committed.
     keys = iceberg_table.location().removeprefix("file://") + "/../keys.json"
     Path(keys).write_text('{"footer_key": "hex:30313233343536373839303132333435"}')
     argv = ("add", "db.events", "--catalog", CATALOG, "--column", "id", "--decryption-config", keys)
     status, out, err = run(capsys, *argv)
-    assert status == 2 and out == ""
-    assert_one_line_error(err, "Delta tables only")
+    assert status == 2
+    assert "not encrypted" in out and "allow_plaintext_files=True" in out
+    assert "nothing was committed" in err
     assert it.catalog_table(iceberg_table).current_snapshot() == snapshot
 
 

@@ -26,7 +26,12 @@ from parquet_bloom._locate import (
     check_header,
 )
 from parquet_bloom._sbbf import SplitBlockBloomFilter
-from parquet_bloom.errors import BloomFilterError, CorruptFileError, DecryptionError
+from parquet_bloom.errors import (
+    BloomFilterError,
+    CorruptFileError,
+    DecryptionError,
+    MissingKeyError,
+)
 
 
 def open_footer(
@@ -88,7 +93,7 @@ def sidecar_reader(source: Any, filesystem: Any, storage_options: Any) -> Any:
                         )
                     data = material.read_exact(0, material.size)
             except FileNotFoundError:
-                raise DecryptionError(
+                raise MissingKeyError(
                     f"the key material is stored outside the file, in {sibling}, which is missing"
                 ) from None
             store = parse_key_material_file(data)

@@ -4,7 +4,10 @@
 // filter, read and decrypted by parquet-java.
 //
 // args: FILE FOOTER_KEY AAD_PREFIX(- for none) COLUMN=KEY... then -- COLUMN... (the filtered
-// columns, all of INT64, INT32, DOUBLE or BINARY)
+// columns, all of INT64, INT32, DOUBLE or BINARY); or, for files written through a KMS,
+// FILE kms KEY_LIST -- COLUMN...: the keys recovered by parquet-java's
+// PropertiesDrivenCryptoFactory (as Spark reads) through InMemoryKms.java, whose master keys
+// KEY_LIST holds ("id: base64 key, ...").
 // Prints "rows R filters F lookups L missing M absent A": A counts row groups of a named
 // column without a filter.
 
@@ -16,6 +19,7 @@ import java.util.Map;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
+import org.apache.parquet.HadoopReadOptions;
 import org.apache.parquet.ParquetReadOptions;
 import org.apache.parquet.column.ColumnDescriptor;
 import org.apache.parquet.column.page.PageReadStore;
@@ -44,6 +48,20 @@ public class ParquetJavaEncryptedReader {
 
   public static void main(String[] args) throws Exception {
     String file = args[0];
+    if (args[1].equals("kms")) {
+      Configuration conf = new Configuration();
+      conf.set("parquet.crypto.factory.class",
+          "org.apache.parquet.crypto.keytools.PropertiesDrivenCryptoFactory");
+      conf.set("parquet.encryption.kms.client.class", "InMemoryKms");
+      conf.set("parquet.encryption.key.list", args[2]);
+      List<String> filtered = new ArrayList<>();
+      for (int i = 4; i < args.length; i++) {
+        filtered.add(args[i]);
+      }
+      // The decryption properties the crypto factory makes for this file, as Spark's reader's.
+      read(file, HadoopReadOptions.builder(conf, new Path(file)).build(), conf, filtered);
+      return;
+    }
     FileDecryptionProperties.Builder props =
         FileDecryptionProperties.builder().withFooterKey(ascii(args[1]));
     if (!args[2].equals("-")) {
@@ -65,9 +83,14 @@ public class ParquetJavaEncryptedReader {
     }
     ParquetReadOptions options =
         ParquetReadOptions.builder().withDecryption(props.build()).build();
+    read(file, options, new Configuration(), filtered);
+  }
+
+  static void read(String file, ParquetReadOptions options, Configuration conf,
+      List<String> filtered) throws Exception {
     long rows = 0, filters = 0, lookups = 0, missing = 0, absent = 0;
     try (ParquetFileReader reader = ParquetFileReader.open(
-        HadoopInputFile.fromPath(new Path(file), new Configuration()), options)) {
+        HadoopInputFile.fromPath(new Path(file), conf), options)) {
       MessageType schema = reader.getFooter().getFileMetaData().getSchema();
       MessageColumnIO io = new ColumnIOFactory().getColumnIO(schema);
       for (BlockMetaData block : reader.getFooter().getBlocks()) {

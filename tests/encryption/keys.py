@@ -4,7 +4,8 @@ The KMS client is the one parquet-java's ``InMemoryKMS`` and Arrow C++'s
 ``TestOnlyInServerWrapKms`` are: master keys held in memory by id, a key wrapped by AES-GCM
 with the master key (nonce | ciphertext | tag, base64) and the master key id as AAD. It is a
 real ``pyarrow.parquet.encryption.KmsClient``, so pyarrow's CryptoFactory writes with it, and
-our reader unwraps with the same object.
+our reader unwraps with the same object. It pickles (Spark sends it to its executors), and
+``InMemoryKms.java`` is the same KMS for parquet-java's key tools (Spark's writer and reader).
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ class InServerWrapKms(pe.KmsClient):  # type: ignore[misc]
         super().__init__()
         self.master_keys = dict(MASTER_KEYS if master_keys is None else master_keys)
         self.unwraps = 0
+
+    def __reduce__(self) -> tuple[type, tuple[dict[str, bytes]]]:
+        # pyarrow's KmsClient does not pickle by itself: this makes the client again from its
+        # master keys (in another process, its unwrap count starts again from 0).
+        return InServerWrapKms, (self.master_keys,)
 
     def wrap_key(self, key_bytes: bytes, master_key_identifier: str) -> bytes:
         nonce = os.urandom(12)

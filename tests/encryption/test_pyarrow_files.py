@@ -27,12 +27,14 @@ ROW_GROUP = 1000
 MASTER_KEYS = {"kf": b"0123456789012345", "ka": b"1234567890123450", "kb": b"abcdefghijklmnop"}
 
 
-def table() -> pa.Table:
+def table(start: int = 0) -> pa.Table:
+    """ROWS rows: ``a`` from ``start`` on, ``b`` "v" and ``a``, ``c`` half of ``a``."""
+    values = range(start, start + ROWS)
     return pa.table(
         {
-            "a": pa.array(range(ROWS), pa.int64()),
-            "b": pa.array([f"v{i}" for i in range(ROWS)]),
-            "c": pa.array([i * 0.5 for i in range(ROWS)]),
+            "a": pa.array(values, pa.int64()),
+            "b": pa.array([f"v{i}" for i in values]),
+            "c": pa.array([i * 0.5 for i in values]),
         }
     )
 
@@ -44,7 +46,11 @@ def write(
     plaintext_footer: bool = False,
     double_wrapping: bool = True,
     algorithm: str = "AES_GCM_V1",
+    start: int = 0,
 ) -> Path:
+    """An encrypted file of :func:`table` (``start``), written through pyarrow's CryptoFactory:
+    the footer's key ``kf``, and ``a``'s ``ka``, ``b``'s ``kb`` (``c`` in plaintext), or
+    every column with ``kf`` (``uniform``)."""
     kms = InServerWrapKms(MASTER_KEYS)
     factory = pe.CryptoFactory(lambda config: kms)
     if uniform:
@@ -55,7 +61,7 @@ def write(
     config.double_wrapping = double_wrapping
     config.encryption_algorithm = algorithm
     props = factory.file_encryption_properties(pe.KmsConnectionConfig(), config)
-    pq.write_table(table(), path, row_group_size=ROW_GROUP, encryption_properties=props)
+    pq.write_table(table(start), path, row_group_size=ROW_GROUP, encryption_properties=props)
     return path
 
 

@@ -5,37 +5,18 @@ keys and its rows by pyarrow through the same KMS."""
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
 import pytest
-from deltalake import DeltaTable, Schema
-from deltalake.transaction import AddAction, create_table_with_add_actions
+from deltalake import DeltaTable
 
 import parquet_bloom as pb
-from parquet_bloom import DecryptionKeys, delta
+from parquet_bloom import delta
 from tests.encryption import test_pyarrow_files as pyarrow_files
 from tests.encryption.keys import InServerWrapKms
-
-
-def encrypted_table(root: Path, *, plaintext_footer: bool) -> Path:
-    root.mkdir()
-    adds = []
-    for k in range(2):
-        path = pyarrow_files.write(root / f"part-{k}.parquet", plaintext_footer=plaintext_footer)
-        stats = json.dumps({"numRecords": pyarrow_files.ROWS})
-        now = int(time.time() * 1000)
-        adds.append(AddAction(path.name, path.stat().st_size, {}, now, True, stats))
-    schema = Schema.from_arrow(pyarrow_files.table().schema)
-    create_table_with_add_actions(str(root), schema, adds)
-    return root
-
-
-def keys() -> DecryptionKeys:
-    return DecryptionKeys.from_kms(InServerWrapKms(pyarrow_files.MASTER_KEYS))
+from tests.encryption.tables import encrypted_table, keys
 
 
 @pytest.mark.parametrize("plaintext_footer", [False, True], ids=["encrypted", "plaintext"])

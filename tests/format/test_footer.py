@@ -44,7 +44,9 @@ def test_trailer_of_a_pyarrow_file(rich_file: Path) -> None:
 
 
 def test_trailer_encrypted_footer_is_unsupported() -> None:
-    with pytest.raises(UnsupportedFileError, match="encrypted Parquet footers are not supported"):
+    with pytest.raises(
+        UnsupportedFileError, match="encrypted Parquet footer, not read without the file's keys"
+    ):
         fmt.parse_footer_trailer(struct.pack("<I", 100) + b"PARE", file_size=1000)
 
 

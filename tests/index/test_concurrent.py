@@ -95,10 +95,10 @@ def test_two_refreshes_of_different_files_keep_both_segments(
     pointer = _pointer(target)
     assert pointer.generation == 3 and len(pointer.segments) == 3
     assert _segments(target) == {s.name for s in pointer.segments}
-    assert sorted(p.name for p in target.glob("latest.*.json")) == [
-        "latest.1.json",
-        "latest.2.json",
-        "latest.3.json",
+    assert sorted(p.name for p in target.glob("pointer-*.json")) == [
+        store.pointer_name(3),
+        store.pointer_name(2),
+        store.pointer_name(1),
     ]
     _check(root, target, [int(b0[5]), int(b1[7]), [int(b0[1]), int(b1[2])], 3])
 
@@ -203,13 +203,13 @@ def test_a_refresh_during_a_build_keeps_its_segment(
 
 def test_an_index_of_the_old_layout_is_read_and_refreshed(tmp_path: Path) -> None:
     root, target, rng = _lake(tmp_path)
-    (target / "latest.1.json").unlink()  # what the library wrote before versioned pointers
+    (target / store.pointer_name(1)).unlink()  # what the library wrote before versioned pointers
     with index.BloomIndex(target) as idx:
         assert idx.generation == 1
     b0 = rng.integers(0, 10**9, 1500)
     write_ids(root / "b0.parquet", b0)
     assert index.refresh_index(str(root), target).files == 1
-    assert (target / "latest.2.json").exists()
+    assert (target / store.pointer_name(2)).exists()
     _check(root, target, [int(b0[3])])
 
 
@@ -224,8 +224,8 @@ def test_a_copy_behind_the_newest_pointer_is_not_used(tmp_path: Path) -> None:
         assert idx.generation == 2 and len(idx.segments) == 2
         assert idx.reads == 3  # the copy, the listing, the newest pointer
     _check(root, target, [int(b0[3])])
-    (target / "latest.2.json").write_text(json.dumps({"format": "parquet-bloom-index"}))
-    with pytest.raises(pb.CorruptFileError, match=r"latest\.2\.json"):
+    (target / store.pointer_name(2)).write_text(json.dumps({"format": "parquet-bloom-index"}))
+    with pytest.raises(pb.CorruptFileError, match=store.pointer_name(2).replace(".", r"\.")):
         index.BloomIndex(target)
 
 
@@ -238,8 +238,11 @@ def test_compaction_removes_old_pointers_but_the_newest(tmp_path: Path) -> None:
         os.utime(path, (past, past))
     report = index.compact_index(target, retain_seconds=3600)
     removed = sorted(Path(p).name for p in report.removed)
-    assert [n for n in removed if n.startswith("latest.")] == ["latest.1.json", "latest.2.json"]
-    assert sorted(p.name for p in target.glob("latest.*")) == ["latest.3.json", "latest.json"]
+    assert [n for n in removed if n.startswith("pointer-")] == [
+        store.pointer_name(2),
+        store.pointer_name(1),
+    ]
+    assert sorted(p.name for p in target.glob("*.json")) == ["latest.json", store.pointer_name(3)]
     _check(root, target, [5])
 
 
@@ -266,15 +269,15 @@ def test_two_refreshes_on_s3_race_through_conditional_puts(
     s3_requests.reset()
     assert index.refresh_index(f"s3://{bucket}/t/", target, storage_options=options).files == 0
     assert other[1].files == 1
-    puts = [r for r in s3_requests.list() if r.method == "PUT" and "latest.2" in r.key]
+    puts = [r for r in s3_requests.list() if r.method == "PUT" and store.pointer_name(2) in r.key]
     # Both writers asked for generation 2 on condition that it did not exist: one made it.
     assert len(puts) == 2
     assert all(r.headers.get("If-None-Match") == "*" for r in puts)
     objects = s3.objects(bucket, "t/_bloom_index/")
-    assert sorted(o for o in objects if "latest" in o) == [
-        "t/_bloom_index/latest.1.json",
-        "t/_bloom_index/latest.2.json",
+    assert sorted(o for o in objects if o.endswith(".json")) == [
         "t/_bloom_index/latest.json",
+        f"t/_bloom_index/{store.pointer_name(2)}",
+        f"t/_bloom_index/{store.pointer_name(1)}",
     ]
     assert len([o for o in objects if "segment-" in o]) == 2  # the loser's was removed
     got = index.lookup(f"s3://{bucket}/t/", "id", int(b0[8]), index=target, storage_options=options)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ import pytest
 
 import parquet_bloom as pb
 from parquet_bloom import index
+from parquet_bloom._index import store
 from tests.index.lake import probed
 
 
@@ -130,7 +133,7 @@ def test_an_index_directory_on_s3_is_three_rounds_from_cold(
     target = f"s3://{bucket}/t/_bloom_index"
     index.build_index(f"s3://{bucket}/t/", ["id"], target, storage_options=options)
     objects = sorted(s3.objects(bucket, "t/_bloom_index/"))
-    assert objects[:2] == ["t/_bloom_index/latest.1.json", "t/_bloom_index/latest.json"]
+    assert objects[:2] == ["t/_bloom_index/latest.json", f"t/_bloom_index/{store.pointer_name(1)}"]
     s3_requests.reset()
     with index.BloomIndex(target, storage_options=options) as idx:
         answer = idx.lookup("id", int(ids[17]))
@@ -138,10 +141,96 @@ def test_an_index_directory_on_s3_is_three_rounds_from_cold(
     assert f"s3://{bucket}/t/f3.parquet" in answer.files()
     requests = s3_requests.list()
     assert [r.method for r in requests] == ["GET"] * len(requests), requests
-    # 1: the pointer's copy and the listing of the directory, at once
+    # 1: the pointer's copy and the first pointer's name (a listing of one key), at once
     first = sorted((r.key, r.query.get("list-type", "")) for r in requests[:2])
     assert first == [("", "2"), ("t/_bloom_index/latest.json", "")], requests[:2]
-    assert requests[0].query.get("prefix", requests[1].query.get("prefix")) == "t/_bloom_index/"
+    (listing,) = [r for r in requests[:2] if r.query.get("list-type") == "2"]
+    assert listing.query["prefix"] == "t/_bloom_index/pointer-"
+    assert listing.query["max-keys"] == "1"
     # 2: the slices (one coalesced read: the class is small); 3: the entries.
     assert len(requests) == 4
     assert idx.reads == 4
+
+
+def test_a_cold_lookup_on_s3_is_three_rounds_after_many_pointers(
+    s3: Any, s3_requests: Any, tmp_path: Path
+) -> None:
+    """1,501 generations, more than a listing's page (1,000 keys): a cold lookup still finds
+    the newest pointer with one listing of one key beside the copy, and a compaction removes
+    the old pointers in two requests."""
+    bucket = s3.bucket()
+    options = s3.storage_options
+    rng = np.random.default_rng(9)
+    ids = [rng.integers(0, 10**9, 3000) for _ in range(3)]
+    for i, values in enumerate(ids):
+        _write(tmp_path / f"f{i}.parquet", values)
+        s3.upload(tmp_path / f"f{i}.parquet", f"s3://{bucket}/t/f{i}.parquet")
+    urls = [f"s3://{bucket}/t/f{i}.parquet" for i in range(3)]
+    target = f"s3://{bucket}/t/_bloom_index"
+    prefix = "t/_bloom_index/"
+    index.build_index(urls[:2], ["id"], target, storage_options=options)
+    # Generations 2 to 1,500 as refreshes that found nothing new would have written them,
+    # had they written anything (1,499 real refreshes would take minutes here): pointers of
+    # the same segments, each of its generation.
+    client = s3.client()
+    doc = json.loads(client.get_object(Bucket=bucket, Key=prefix + "latest.json")["Body"].read())
+
+    def put(generation: int) -> None:
+        body = json.dumps({**doc, "generation": generation}).encode()
+        client.put_object(Bucket=bucket, Key=prefix + store.pointer_name(generation), Body=body)
+
+    with s3.server.paused_recording(), ThreadPoolExecutor(8) as pool:
+        list(pool.map(put, range(2, 1501)))
+    # A real refresh: it finds generation 1,500 (the copy says 1) and writes 1,501.
+    dataset = f"s3://{bucket}/t/"
+    assert index.refresh_index(dataset, target, storage_options=options).files == 1
+    pointers = [k for k in s3.objects(bucket, prefix) if "/pointer-" in k]
+    assert len(pointers) == 1501
+
+    s3_requests.reset()
+    with index.BloomIndex(target, storage_options=options) as idx:
+        answer = idx.lookup("id", int(ids[2][11]))
+        assert idx.generation == 1501 and len(idx.segments) == 2
+    assert urls[2] in answer.files()
+    requests = s3_requests.list()
+    assert [r.method for r in requests] == ["GET"] * len(requests), requests
+    # 1: the copy and one key of the listing, at once; 2: each segment's slices; 3: the
+    # entries of the segments with candidates.
+    first = sorted((r.key, r.query.get("list-type", "")) for r in requests[:2])
+    assert first == [("", "2"), (prefix + "latest.json", "")], requests[:2]
+    listings = [r for r in requests if r.query.get("list-type") == "2"]
+    assert len(listings) == 1 and listings[0].query["max-keys"] == "1"
+    segments = [r for r in requests[2:] if r.key.startswith(prefix + "segment-")]
+    assert len(segments) == len(requests) - 2
+    assert max(Counter(r.key for r in segments).values()) <= 2
+    assert idx.reads == len(requests) <= 6
+
+    # A copy behind (a writer stopped before replacing it): the newest pointer read after.
+    client.put_object(Bucket=bucket, Key=prefix + "latest.json", Body=json.dumps(doc).encode())
+    s3_requests.reset()
+    with index.BloomIndex(target, storage_options=options) as idx:
+        assert idx.generation == 1501 and len(idx.segments) == 2
+    keys = [r.key for r in s3_requests.list()]
+    assert sorted(keys) == ["", prefix + "latest.json", prefix + store.pointer_name(1501)]
+    # A name of another kind that sorts first: the whole directory listed (two pages).
+    client.put_object(Bucket=bucket, Key=prefix + "pointer-0.tmp", Body=b"")
+    s3_requests.reset()
+    with index.BloomIndex(target, storage_options=options) as idx:
+        assert idx.generation == 1501
+    assert sum(r.query.get("list-type") == "2" for r in s3_requests.list()) == 3
+    client.delete_object(Bucket=bucket, Key=prefix + "pointer-0.tmp")
+
+    s3_requests.reset()
+    compacted = index.compact_index(
+        target, storage_options=options, retain_seconds=0, no_concurrent_writers=True
+    )
+    # The 1,501 older pointers and the 2 merged segments: two DeleteObjects, no HEADs.
+    assert len(compacted.removed) == 1503
+    methods = Counter(r.method for r in s3_requests.list())
+    assert methods["POST"] == 2 and methods["HEAD"] == 0 and methods["DELETE"] == 0
+    left = sorted(s3.objects(bucket, prefix))
+    assert left[:2] == [prefix + "latest.json", prefix + store.pointer_name(1502)]
+    assert len(left) == 3  # and the merged segment
+    for i, values in enumerate(ids):
+        got = index.lookup(dataset, "id", int(values[5]), index=target, storage_options=options)
+        assert urls[i] in got.files and got.probed == []

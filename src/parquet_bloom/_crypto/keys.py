@@ -21,13 +21,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import pickle
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from parquet_bloom._crypto.cipher import check_key
 from parquet_bloom._logical import hex_bytes
-from parquet_bloom.errors import DecryptionError
+from parquet_bloom.errors import DecryptionError, MissingKeyError
 
 KeyRetriever = Callable[[bytes], "bytes | None"]
 # The external key material of one data file, by key reference; None when it has none.
@@ -63,6 +64,10 @@ class DecryptionKeys:
     replaced (or had its footer's encryption fields stripped).
 
     One ``DecryptionKeys`` serves any number of files (but ``aad_prefix`` is one file's).
+
+    It pickles (to be sent to other processes: Spark's executors) when its ``key_retriever``
+    and its KMS client do; the key-encryption keys a KMS has unwrapped stay behind (each copy
+    asks its client again). :meth:`check_picklable` says which part does not.
     """
 
     def __init__(
@@ -90,6 +95,24 @@ class DecryptionKeys:
         self.key_retriever = key_retriever
         self.allow_plaintext_files = bool(allow_plaintext_files)
         self._kms: _KmsUnwrapper | None = None
+        # from_kms's connection config as its fields (pyarrow's KmsConnectionConfig does not
+        # pickle, and keys are sent to Spark's executors)
+        self._kms_connection: dict[str, Any] | None = None
+
+    @property
+    def kms_client(self) -> Any | None:
+        """The KMS client these keys were made with (:meth:`from_kms`), or None: what a
+        pyarrow scan of the same files is given to decrypt them with."""
+        return None if self._kms is None else self._kms.client
+
+    @property
+    def kms_connection_config(self) -> Any | None:
+        """The pyarrow ``KmsConnectionConfig`` given to :meth:`from_kms` (a copy), if any."""
+        if self._kms_connection is None:
+            return None
+        import pyarrow.parquet.encryption as pe
+
+        return pe.KmsConnectionConfig(**self._kms_connection)
 
     def __repr__(self) -> str:  # never the keys themselves
         parts = []
@@ -104,6 +127,33 @@ class DecryptionKeys:
         if self._kms is not None:
             parts.append("kms=<given>")
         return f"DecryptionKeys({', '.join(parts)})"
+
+    def check_picklable(
+        self, dumps: Callable[[Any], bytes] = pickle.dumps, *, to: str = ""
+    ) -> None:
+        """Raise a TypeError naming the part of these keys that ``dumps`` (default
+        ``pickle.dumps``; Spark's is cloudpickle) cannot serialize: the key retriever, or the
+        KMS client, and what to do about it. ``to``: where the keys are to be sent, for the
+        message. The keys themselves are never in the message."""
+        parts: list[tuple[str, Any]] = []
+        if self.key_retriever is not None:
+            parts.append(("its key_retriever", self.key_retriever))
+        if self._kms is not None:
+            parts.append(("its KMS client", self._kms.client))
+        for what, part in parts:
+            try:
+                dumps(part)
+            except Exception as err:  # whatever the pickler raises for an object it cannot take
+                kind = type(part)
+                raise TypeError(
+                    f"decryption= must be picklable{' to be sent to ' + to if to else ''}, but "
+                    f"{what} ({kind.__module__}.{kind.__qualname__}) is not "
+                    f"({type(err).__name__}: {_first_line(err)}). Make it picklable: a function "
+                    "defined at module level, or a class whose __reduce__ returns the class "
+                    "and the arguments that make the object again (a subclass of pyarrow's "
+                    "KmsClient does not pickle without one); or give the keys explicitly "
+                    "(footer_key=, column_keys=)"
+                ) from None
 
     @classmethod
     def from_kms(
@@ -135,6 +185,11 @@ class DecryptionKeys:
                 raise TypeError("the KMS client factory returned an object without unwrap_key")
         keys = cls(aad_prefix=aad_prefix, allow_plaintext_files=allow_plaintext_files)
         keys._kms = _KmsUnwrapper(kms_client)
+        if all(hasattr(kms_connection_config, name) for name in _CONNECTION_MEMBERS):
+            keys._kms_connection = {
+                name: getattr(kms_connection_config, name) for name in _CONNECTION_MEMBERS
+            }
+            keys._kms_connection["custom_kms_conf"] = dict(keys._kms_connection["custom_kms_conf"])
         return keys
 
     @classmethod
@@ -190,7 +245,9 @@ class DecryptionKeys:
             client = factory(connection)  # a class has unwrap_key too: make the client here
             if not hasattr(client, "unwrap_key"):
                 raise ValueError(f"kms.client made {type(client).__name__!r}, without unwrap_key")
-            return cls.from_kms(client, aad_prefix=aad_prefix, allow_plaintext_files=plaintext_ok)
+            return cls.from_kms(
+                client, connection, aad_prefix=aad_prefix, allow_plaintext_files=plaintext_ok
+            )
         by_id = {str(k).encode(): _config_bytes(v, f"key_ids[{k!r}]") for k, v in ids.items()}
         return cls(
             None if footer is None else _config_bytes(footer, "footer_key"),
@@ -239,11 +296,20 @@ class DecryptionKeys:
 
 
 class _KmsUnwrapper:
-    """Data keys from key material, through one KMS client (thread-safe, KEKs cached)."""
+    """Data keys from key material, through one KMS client (thread-safe, KEKs cached; pickled
+    with its client alone, the cached KEKs left behind)."""
 
     def __init__(self, client: Any) -> None:
-        self._client = client
+        self.client = client
         self._keks: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"client": self.client}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.client = state["client"]
+        self._keks = {}
         self._lock = threading.Lock()
 
     def data_key(self, key_metadata: bytes, sidecar: SidecarReader | None) -> bytes:
@@ -289,11 +355,11 @@ class _KmsUnwrapper:
 
     def _unwrap(self, wrapped: str, master_key_id: str) -> bytes:
         try:
-            key = self._client.unwrap_key(wrapped, master_key_id)
-        except (
-            Exception
-        ) as err:  # the caller's client: a KMS refusal, an unknown key, a network error
-            raise DecryptionError(
+            key = self.client.unwrap_key(wrapped, master_key_id)
+        except Exception as err:  # the caller's client: a refusal, an unknown key, the network
+            # The key is not available to these keys' holder (a KMS grants keys column by
+            # column): a missing key, as one not given, not a wrong one.
+            raise MissingKeyError(
                 f"the KMS client could not unwrap a key with master key {master_key_id!r}: "
                 f"{type(err).__name__}: {err}"
             ) from err
@@ -307,7 +373,7 @@ class _KmsUnwrapper:
 
     def _external_material(self, reference: str, sidecar: SidecarReader | None) -> dict[str, Any]:
         if sidecar is None:
-            raise DecryptionError(
+            raise MissingKeyError(
                 "the key material is stored outside the file, and this file's location "
                 "cannot tell where"
             )
@@ -367,6 +433,12 @@ def _kms_config(kms: Any) -> tuple[Callable[[Any], Any], Any]:
     import pyarrow.parquet.encryption as pe
 
     return factory, pe.KmsConnectionConfig(**{**connection, "custom_kms_conf": dict(custom)})
+
+
+def _first_line(err: BaseException) -> str:
+    """An exception's message, its first line, at most 200 characters."""
+    lines = str(err).splitlines()
+    return lines[0][:200] if lines else ""
 
 
 def _config_bytes(value: Any, what: str) -> bytes:

@@ -72,7 +72,9 @@ def parse_footer_trailer(trailer: bytes, *, file_size: int, encrypted: bool = Fa
     magic_offset = file_size - len(MAGIC)
     if magic == ENCRYPTED_MAGIC and not encrypted:
         raise UnsupportedFileError(
-            "encrypted Parquet footers are not supported", offset=magic_offset
+            "an encrypted Parquet footer, not read without the file's keys: pass "
+            "decryption=DecryptionKeys(...) (docs/encryption.md)",
+            offset=magic_offset,
         )
     if magic not in (MAGIC, ENCRYPTED_MAGIC):
         raise CorruptFileError(
@@ -276,40 +278,47 @@ def _checked_row_group_size(
     checks them (the same errors), without making their :class:`ColumnChunkInfo`; the sum of
     their ``total_compressed_size``."""
     type_names = _tt.Type._VALUES_TO_NAMES
-    columns = _row_group_columns(i, rg, leaves)
     size = 0
-    for j, chunk in enumerate(columns):
-        leaf = leaves[j]
-        meta = chunk.meta_data
-        if meta is None:
-            encrypted = (
-                chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None
-            )
-            if not encrypted:
-                raise _chunk_error(i, j, leaf, "no ColumnMetaData")
-            continue
-        bloom_filter_offset = meta.bloom_filter_offset
-        bloom_filter_length = meta.bloom_filter_length
-        try:
-            ok = (
-                meta.num_values >= 0
-                and meta.data_page_offset >= 0
-                and meta.total_compressed_size >= 0
-                and (bloom_filter_offset is None or bloom_filter_offset >= 0)
-                and (bloom_filter_length is None or bloom_filter_length >= 0)
-                and type_names.get(meta.type) == leaf.physical_type
-                and meta.path_in_schema == leaf_paths[j]
-            )
-        except TypeError:  # a required field is None
-            ok = False
-        if not ok:
-            _check_chunk(i, j, meta, leaf)
-        size += meta.total_compressed_size
+    for j, chunk in enumerate(_row_group_columns(i, rg, leaves)):
+        meta = _checked_meta(i, j, chunk, leaves[j], leaf_paths[j], type_names)
+        if meta is not None:
+            size += meta.total_compressed_size
     return size
 
 
+def _checked_meta(
+    i: int, j: int, chunk: Any, leaf: SchemaLeaf, leaf_path: list[str], type_names: Any
+) -> Any:
+    """Column chunk ``j`` of row group ``i``'s ColumnMetaData, checked against its schema leaf;
+    None for an encrypted chunk whose metadata the footer does not hold. This runs once per
+    column chunk (10,000s in wide files), so the common case is one combined check; only a
+    failing chunk takes the slow path that says why."""
+    meta = chunk.meta_data
+    if meta is None:
+        if chunk.crypto_metadata is None and chunk.encrypted_column_metadata is None:
+            raise _chunk_error(i, j, leaf, "no ColumnMetaData")
+        return None
+    bloom_filter_offset = meta.bloom_filter_offset
+    bloom_filter_length = meta.bloom_filter_length
+    try:
+        ok = (
+            meta.num_values >= 0
+            and meta.data_page_offset >= 0
+            and meta.total_compressed_size >= 0
+            and (bloom_filter_offset is None or bloom_filter_offset >= 0)
+            and (bloom_filter_length is None or bloom_filter_length >= 0)
+            and type_names.get(meta.type) == leaf.physical_type
+            and meta.path_in_schema == leaf_path
+        )
+    except TypeError:  # a required field is None
+        ok = False
+    if not ok:
+        _check_chunk(i, j, meta, leaf)
+    return meta
+
+
 def _chunk_info(i: int, j: int, chunk: Any, leaf: SchemaLeaf) -> ColumnChunkInfo:
-    """Column chunk ``j`` of row group ``i``, checked before (:func:`_checked_row_group_size`)."""
+    """Column chunk ``j`` of row group ``i``, checked before (:func:`_checked_meta`)."""
     encrypted = chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None
     meta = chunk.meta_data
     if meta is None:
@@ -332,48 +341,10 @@ def _row_group_chunks(
 ) -> list[ColumnChunkInfo]:
     """Row group ``i``'s column chunks, checked against the schema."""
     type_names = _tt.Type._VALUES_TO_NAMES
-    columns = _row_group_columns(i, rg, leaves)
     out = []
-    # This loop runs once per column chunk (10,000s in wide files), so the common case
-    # is one combined check; only a failing chunk takes the slow path that says why.
-    for j, chunk in enumerate(columns):
-        leaf = leaves[j]
-        encrypted = chunk.crypto_metadata is not None or chunk.encrypted_column_metadata is not None
-        meta = chunk.meta_data
-        if meta is None:
-            if not encrypted:
-                raise _chunk_error(i, j, leaf, "no ColumnMetaData")
-            out.append(ColumnChunkInfo(
-                i, j, leaf.path, leaf.physical_type, leaf.type_length, leaf.logical_type,
-                leaf.converted_type, leaf.scale, leaf.precision,
-                0, 0, None, 0, None, None, True, leaf.path_in_schema,
-            ))  # fmt: skip
-            continue
-        num_values = meta.num_values
-        data_page_offset = meta.data_page_offset
-        total_compressed_size = meta.total_compressed_size
-        bloom_filter_offset = meta.bloom_filter_offset
-        bloom_filter_length = meta.bloom_filter_length
-        try:
-            ok = (
-                num_values >= 0
-                and data_page_offset >= 0
-                and total_compressed_size >= 0
-                and (bloom_filter_offset is None or bloom_filter_offset >= 0)
-                and (bloom_filter_length is None or bloom_filter_length >= 0)
-                and type_names.get(meta.type) == leaf.physical_type
-                and meta.path_in_schema == leaf_paths[j]
-            )
-        except TypeError:  # a required field is None
-            ok = False
-        if not ok:
-            _check_chunk(i, j, meta, leaf)
-        out.append(ColumnChunkInfo(
-            i, j, leaf.path, leaf.physical_type, leaf.type_length, leaf.logical_type,
-            leaf.converted_type, leaf.scale, leaf.precision,
-            num_values, data_page_offset, meta.dictionary_page_offset, total_compressed_size,
-            bloom_filter_offset, bloom_filter_length, encrypted, leaf.path_in_schema,
-        ))  # fmt: skip
+    for j, chunk in enumerate(_row_group_columns(i, rg, leaves)):
+        _checked_meta(i, j, chunk, leaves[j], leaf_paths[j], type_names)
+        out.append(_chunk_info(i, j, chunk, leaves[j]))
     return out
 
 

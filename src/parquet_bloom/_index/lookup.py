@@ -94,11 +94,17 @@ class IndexSegment:
         *,
         storage_options: Mapping[str, Any] | None = None,
         known: tuple[int, int, bytes] | None = None,
+        filesystem: Any | None = None,
     ) -> None:
         size = known[0] if known is not None else None
         self._named = known is not None  # a segment an index directory's pointer names
         with _present(os.fspath(segment_location), self._named):
-            self._source = ByteSource(segment_location, storage_options=storage_options, size=size)
+            if filesystem is None:
+                self._source = ByteSource(
+                    segment_location, storage_options=storage_options, size=size
+                )
+            else:  # a path on the index directory's filesystem: its client shared
+                self._source = ByteSource(segment_location, filesystem=filesystem, size=size)
         try:
             with _present(self._source.name, self._named):
                 self._open(known)
@@ -604,8 +610,9 @@ class BloomIndex:
         if store.is_single_file(target):
             self.segments.append(IndexSegment(target, storage_options=storage_options))
             return
+        where = store.Directory.of(target, storage_options)
         if pointer is None:
-            pointer = store.read_pointer(target, storage_options)
+            pointer = store.read_pointer(where, storage_options)
             if pointer is None:
                 raise FileNotFoundError(
                     f"no Bloom index at {target}: it has no {store.POINTER} (build one with "
@@ -615,11 +622,14 @@ class BloomIndex:
         self.generation = pointer.generation
         try:
             for ref in pointer.segments:
+                # Its URL (which names it in messages; fsspec strips the protocol), but a
+                # chained one's path on the directory's filesystem.
+                name = where.path(ref.name) if "::" in target else store.join(target, ref.name)
                 self.segments.append(
                     IndexSegment(
-                        store.join(target, ref.name),
-                        storage_options=storage_options,
+                        name,
                         known=(ref.size, ref.footer_offset, ref.footer),
+                        filesystem=where.filesystem,
                     )
                 )
         except BaseException:

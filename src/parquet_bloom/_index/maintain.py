@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -497,22 +496,25 @@ def _remove_unnamed(
     directory: str, made: store.Pointer, storage_options: Mapping[str, Any] | None, retain: float
 ) -> list[str]:
     """Delete the directory's segment files that neither ``made`` nor the newest pointer name,
-    and its pointers older than ``made``, once older than ``retain`` seconds."""
+    and its pointers older than ``made``, once older than ``retain`` seconds (the times the
+    listing gives; a store's whose listing has none, looked up file by file)."""
     newest = store.read_pointer(directory, storage_options)
     named = {s.name for p in (made, newest) if p is not None for s in p.segments}
-    removed = []
+    old = []
     now = time.time()
-    for base, entry in store.directory_files(directory, storage_options):
-        segment = base.startswith("segment-") and base.endswith(".puffin") and base not in named
-        generation = store.pointer_generation(base)
-        if not (segment or (generation is not None and generation < made.generation)):
+    for file in store.directory_files(directory, storage_options):
+        segment = file.name.startswith("segment-") and file.name.endswith(".puffin")
+        generation = store.pointer_generation(file.name)
+        if not (
+            (segment and file.name not in named)
+            or (generation is not None and generation < made.generation)
+        ):
             continue
-        modified = _modified(entry)
+        modified = file.modified if file.modified is not None else _modified(file.entry)
         if modified is None or now - modified < retain:
             continue
-        _delete(entry)
-        removed.append(entry.name)
-    return removed
+        old.append(file)
+    return store.remove(directory, old)
 
 
 def _remove(directory: str, name: str, storage_options: Mapping[str, Any] | None) -> None:
@@ -520,22 +522,10 @@ def _remove(directory: str, name: str, storage_options: Mapping[str, Any] | None
     filesystem, path = location.resolve(
         store.join(directory, name), storage_options=storage_options
     )
-    with suppress(FileNotFoundError):
-        _delete(location.Entry(path, None, filesystem))
-
-
-def _delete(entry: location.Entry) -> None:
-    if entry.filesystem is None:
-        os.remove(entry.path)
-    else:
-        entry.filesystem.rm_file(entry.path)
+    store.remove(directory, [store.Listed(name, location.Entry(path, None, filesystem))])
 
 
 def _modified(entry: location.Entry) -> float | None:
     if entry.filesystem is None:
         return os.stat(entry.path).st_mtime
-    info = entry.filesystem.info(entry.path)
-    value = info.get("LastModified") or info.get("mtime") or info.get("last_modified")
-    if value is None:
-        return None
-    return float(value.timestamp()) if hasattr(value, "timestamp") else float(value)
+    return store.modified_time(entry.filesystem.info(entry.path))

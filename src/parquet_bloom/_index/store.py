@@ -1,16 +1,18 @@
 """An index directory: segments (Puffin files, never changed once written) and the pointers that
 name the current ones (docs/index.md#index-directories).
 
-Each change of the index writes a pointer of the next generation ``n``, ``latest.<n>.json``,
-only if no writer made that generation first (a local file by a hard link of the complete
-file, an S3 object by a PutObject with ``If-None-Match: *``, any other fsspec store by its
-``pipe_file(mode="create")``): two writers that read generation ``n - 1`` cannot both win,
-and the loser reads the winner's pointer and applies its change to it again
-(:func:`commit`). The newest generation is the index. A copy of it, ``latest.json``, is then
-replaced whole: readers read it and list the pointers at once, and read the newest pointer
-only when the copy is behind it (a writer that stopped between the two writes, or two
-writers' copies crossing). An index written before versioned pointers has ``latest.json``
-alone, which is read as its generation.
+Each change of the index writes a pointer of the next generation ``n``,
+``pointer-<k>-<n>.json`` (``k`` = 999,999,999,999,999,999 - ``n`` in 18 digits, so that the
+names sort newest first), only if no writer made that generation first (a local file by a
+hard link of the complete file, an S3 object by a PutObject with ``If-None-Match: *``, any
+other fsspec store by its ``pipe_file(mode="create")``): two writers that read generation
+``n - 1`` cannot both win, and the loser reads the winner's pointer and applies its change to
+it again (:func:`commit`). The newest generation is the index. A copy of it, ``latest.json``,
+is then replaced whole: readers read it while they look for the newest pointer's name (on S3
+one listing of one key: the first name after ``pointer-``, whatever the number of pointers),
+and read the newest pointer only when the copy is behind it (a writer that stopped between
+the two writes, or two writers' copies crossing). An index written before versioned pointers
+has ``latest.json`` alone, which is read as its generation.
 
 A pointer carries each segment's size and footer, so that a lookup reads the pointer, then
 slices, then entries: three rounds from cold. Segments are written before the pointer that
@@ -24,11 +26,13 @@ import os
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any
 
 from parquet_bloom import __version__
-from parquet_bloom._io import location
+from parquet_bloom._io import limits, location
+from parquet_bloom._io.failures import fetching
 from parquet_bloom._io.object_sink import S3Sink
 from parquet_bloom._io.sink import FileSink
 from parquet_bloom._io.source import ByteSource
@@ -38,17 +42,21 @@ from parquet_bloom.errors import BloomFilterError, CorruptFileError
 
 __all__ = [
     "POINTER",
+    "Directory",
+    "Listed",
     "Pointer",
     "SegmentRef",
     "commit",
     "directory_files",
     "is_single_file",
     "join",
+    "modified_time",
     "new_segment_name",
     "pointer_files",
     "pointer_generation",
     "pointer_name",
     "read_pointer",
+    "remove",
     "write_pointer",
 ]
 
@@ -59,8 +67,11 @@ _FORMAT_VERSION = 1
 # size class; thousands of segments fit. A larger one is a corrupt (or hostile) pointer.
 MAX_POINTER_SIZE = 64 << 20
 _FIRST_READ = 1 << 20
-# A pointer of one generation: latest.<n>.json.
-_VERSIONED = re.compile(r"^latest\.([1-9][0-9]{0,17})\.json$")
+# A pointer of one generation n: pointer-<k>-<n>.json, k = MAX_GENERATION - n in 18 digits, so
+# that the newest sorts first (an S3 listing returns keys in ascending order).
+MAX_GENERATION = 10**18 - 1
+POINTER_PREFIX = "pointer-"
+_VERSIONED = re.compile(r"^pointer-([0-9]{18})-([1-9][0-9]{0,17})\.json$")
 # Changes that lose the race for a generation this many times in a row give up (an error
 # saying so): each loss means another writer's change went in.
 MAX_COMMIT_ATTEMPTS = 32
@@ -105,21 +116,24 @@ def new_segment_name() -> str:
 
 
 def pointer_name(generation: int) -> str:
-    """The name of the pointer of ``generation``."""
-    return f"latest.{generation}.json"
+    """The name of the pointer of ``generation`` (1 to :data:`MAX_GENERATION`)."""
+    if not 1 <= generation <= MAX_GENERATION:
+        raise ValueError(f"an index generation is 1 to {MAX_GENERATION}, not {generation}")
+    return f"{POINTER_PREFIX}{MAX_GENERATION - generation:018d}-{generation}.json"
 
 
 @dataclass(frozen=True)
-class _Directory:
+class Directory:
     """An index directory resolved once: its ``name`` as given, its ``filesystem`` (None:
-    local) and its ``root`` path there, so that the reads of one pointer share one client."""
+    local) and its ``root`` path there, so that the reads of one pointer (and of the segments
+    it names, by :class:`~parquet_bloom._index.lookup.BloomIndex`) share one client."""
 
     name: str
     filesystem: Any | None
     root: str
 
     @classmethod
-    def of(cls, directory: str, storage_options: Mapping[str, Any] | None) -> _Directory:
+    def of(cls, directory: str, storage_options: Mapping[str, Any] | None) -> Directory:
         if not location.is_url(directory):
             return cls(directory, None, directory)
         filesystem, root = location.resolve(directory, storage_options=storage_options)
@@ -131,22 +145,27 @@ class _Directory:
         return f"{self.root.rstrip('/')}/{name}"
 
 
-def read_pointer(directory: str, storage_options: Mapping[str, Any] | None) -> Pointer | None:
+def read_pointer(
+    directory: str | Directory, storage_options: Mapping[str, Any] | None
+) -> Pointer | None:
     """The directory's newest pointer, or None when it has none (no index there yet): its copy
-    ``latest.json`` read while the directory is listed (at once on a remote store), and the
-    newest versioned pointer read when the copy is behind it."""
-    where = _Directory.of(directory, storage_options)
+    ``latest.json`` read while the newest pointer's name is looked for (at once on a remote
+    store), and the newest pointer read when the copy is behind it. ``directory``: a
+    location, or one resolved already (``storage_options`` then unused)."""
+    where = (
+        directory if isinstance(directory, Directory) else Directory.of(directory, storage_options)
+    )
     for _ in range(3):
         gone, found = _read_newest(where)
         if not gone:
             return found
     raise CorruptFileError(
         "the newest index pointer was removed three times between listing and reading it",
-        source=directory,
+        source=where.name,
     )
 
 
-def _read_newest(where: _Directory) -> tuple[bool, Pointer | None]:
+def _read_newest(where: Directory) -> tuple[bool, Pointer | None]:
     """:func:`read_pointer` once: (gone, pointer); ``gone`` when the newest pointer listed was
     removed (by a compaction, once newer ones were written) before it was read."""
     if where.filesystem is not None:
@@ -173,55 +192,165 @@ def _read_newest(where: _Directory) -> tuple[bool, Pointer | None]:
     return False, replace(found, size=size + found.size, reads=reads + 1)
 
 
-def _newest_generation(where: _Directory) -> int | None:
-    """The highest ``n`` of the directory's ``latest.<n>.json`` (None: none, or no directory)."""
+def _newest_generation(where: Directory) -> int | None:
+    """The highest generation of the directory's pointers (None: none, or no directory). On
+    S3, the first key after ``pointer-`` (names sort newest first): one request of one key,
+    however many pointers there are; elsewhere (a directory bucket too, whose listings are
+    not in order), and when that key is not a pointer's name, from the directory's listing."""
+    if _sorted_listing(where):
+        found, first = _first_pointer_name(where.filesystem, where.root, where.name)
+        if not found:
+            return None
+        generation = pointer_generation(first)
+        if generation is not None:
+            return generation
     return max(_pointers(_files(where)), default=None)
 
 
-def pointer_files(
-    directory: str, storage_options: Mapping[str, Any] | None
-) -> dict[int, location.Entry]:
+def _sorted_listing(where: Directory) -> bool:
+    """Whether the directory is on S3 in a bucket whose listings are in ascending order of key:
+    a general purpose bucket, not a directory bucket (S3 Express One Zone, named
+    ``...--x-s3``), whose listings are in no order and take only prefixes ending in ``/``."""
+    filesystem = where.filesystem
+    if filesystem is None or not is_s3(filesystem):
+        return False
+    return not str(filesystem.split_path(where.root)[0]).endswith("--x-s3")
+
+
+def _first_pointer_name(filesystem: Any, root: str, name: str) -> tuple[bool, str]:
+    """(found, base name): the first object of the S3 directory ``root`` (``name``, as the
+    user gave it) whose name starts with ``pointer-``, in S3's (ascending) order, from a
+    listing of one key."""
+    bucket, key, _ = filesystem.split_path(root)
+    prefix = f"{key.rstrip('/')}/" if key else ""
+    try:
+        with fetching(name, action="list"):
+            response = filesystem.call_s3(
+                "list_objects_v2", Bucket=bucket, Prefix=prefix + POINTER_PREFIX, MaxKeys=1
+            )
+    except FileNotFoundError:  # no bucket
+        return False, ""
+    contents = response.get("Contents") or []
+    if not contents:
+        return False, ""
+    return True, str(contents[0]["Key"])[len(prefix) :]
+
+
+def pointer_files(directory: str, storage_options: Mapping[str, Any] | None) -> dict[int, Listed]:
     """The directory's versioned pointers: generation -> file."""
     return _pointers(directory_files(directory, storage_options))
 
 
-def _pointers(listed: list[tuple[str, location.Entry]]) -> dict[int, location.Entry]:
+def _pointers(listed: list[Listed]) -> dict[int, Listed]:
     found = {}
-    for name, entry in listed:
-        generation = pointer_generation(name)
+    for file in listed:
+        generation = pointer_generation(file.name)
         if generation is not None:
-            found[generation] = entry
+            found[generation] = file
     return found
 
 
 def pointer_generation(name: str) -> int | None:
     """The generation of a versioned pointer's base name (None: not one)."""
     matched = _VERSIONED.match(name)
-    return None if matched is None else int(matched.group(1))
+    if matched is None:
+        return None
+    generation = int(matched.group(2))
+    return generation if int(matched.group(1)) == MAX_GENERATION - generation else None
 
 
-def directory_files(
-    directory: str, storage_options: Mapping[str, Any] | None
-) -> list[tuple[str, location.Entry]]:
-    """The directory's files (base name, entry), listed once, without caching."""
-    return _files(_Directory.of(directory, storage_options))
+@dataclass(frozen=True)
+class Listed:
+    """A file directly in an index directory, as one listing gave it: its base ``name``, its
+    ``entry``, and when it was last ``modified`` (seconds since the epoch; None when the
+    listing does not say: a local directory's, or a store's whose listing has no time)."""
+
+    name: str
+    entry: location.Entry
+    modified: float | None = None
 
 
-def _files(where: _Directory) -> list[tuple[str, location.Entry]]:
-    if where.filesystem is None:
+def directory_files(directory: str, storage_options: Mapping[str, Any] | None) -> list[Listed]:
+    """The files directly in the directory, listed once (on object storage: one listing,
+    paged by the store)."""
+    return _files(Directory.of(directory, storage_options))
+
+
+def _files(where: Directory) -> list[Listed]:
+    filesystem = where.filesystem
+    if filesystem is None:
         try:
             with os.scandir(where.root) as names:
-                return [(e.name, location.Entry(e.path, None, None)) for e in names if e.is_file()]
+                return [
+                    Listed(e.name, location.Entry(e.path, None, None)) for e in names if e.is_file()
+                ]
         except (FileNotFoundError, NotADirectoryError):
             return []
     try:
-        listed = location.list_files(where.root, filesystem=where.filesystem, list_plain=True)
+        with fetching(where.name, action="list"):
+            found = filesystem.find(
+                where.root, withdirs=False, detail=True, **limits.deadline_kwargs(filesystem.find)
+            )
     except FileNotFoundError:
         return []
-    return [(e.name.rstrip("/").rsplit("/", 1)[-1], e) for e in listed]
+    prefix = where.root.rstrip("/") + "/"
+    out = []
+    for path, info in found.items():
+        name = path[len(prefix) :] if path.startswith(prefix) else ""
+        if not name or "/" in name or info.get("type", "file") != "file":
+            continue  # the directory itself, or a file below it
+        size = info.get("size")
+        entry = location.Entry(path, None if size is None else int(size), filesystem)
+        out.append(Listed(name, entry, modified_time(info)))
+    return out
 
 
-def _read_one(where: _Directory, name: str) -> Pointer | None:
+def modified_time(info: Mapping[str, Any]) -> float | None:
+    """When a file was last modified (seconds since the epoch) as an fsspec ``info`` says it:
+    s3fs's ``LastModified``, adlfs's ``last_modified``, others' ``mtime`` (None: not said)."""
+    value = info.get("LastModified") or info.get("mtime") or info.get("last_modified")
+    if value is None:
+        return None
+    return float(value.timestamp()) if hasattr(value, "timestamp") else float(value)
+
+
+def remove(directory: str, files: Sequence[Listed]) -> list[str]:
+    """Delete ``files`` of the index directory ``directory``: on S3 up to 1,000 a request
+    (DeleteObjects), elsewhere one at a time; a file already gone counts as deleted. Their
+    names (URLs on a remote store) in the order given; a file the store would not delete is
+    an OSError naming it."""
+    s3: dict[tuple[int, str], list[Listed]] = {}
+    for file in files:
+        fs = file.entry.filesystem
+        if fs is None:
+            with suppress(FileNotFoundError):
+                os.remove(file.entry.path)
+        elif is_s3(fs):
+            s3.setdefault((id(fs), fs.split_path(file.entry.path)[0]), []).append(file)
+        else:
+            with suppress(FileNotFoundError):
+                fs.rm_file(file.entry.path)
+    for (_, bucket), group in s3.items():
+        store: Any = group[0].entry.filesystem
+        for start in range(0, len(group), 1000):
+            keys = [store.split_path(f.entry.path)[1] for f in group[start : start + 1000]]
+            response = store.call_s3(
+                "delete_objects",
+                Bucket=bucket,
+                Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True},
+            )
+            errors = response.get("Errors") or []
+            if errors:
+                first = errors[0]
+                raise OSError(
+                    f"the store would not delete {len(errors)} of the index's old files in "
+                    f"{directory}, s3://{bucket}/{first.get('Key')} among them: "
+                    f"{first.get('Code')} {first.get('Message')}"
+                )
+    return [f.entry.name for f in files]
+
+
+def _read_one(where: Directory, name: str) -> Pointer | None:
     """The pointer in the directory's file ``name``, or None when there is none."""
     target = join(where.name, name)
     try:

@@ -14,7 +14,7 @@ footer is read once by us (for the filter offsets and the row groups' sizes), an
 the filter needs from that file are loaded in one coalesced ``BloomFilterReader.filters``
 call; pyarrow reads a footer again only when the pruned dataset is scanned, for the files
 left. A dataset made from a listing reads its files exactly as pyarrow's scan asks
-(:class:`_ListedFiles`).
+(:class:`ListedFiles`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -40,9 +40,9 @@ from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._index.files import IndexedFile, file_key, same_file
 from parquet_bloom._index.lookup import BloomIndex
 from parquet_bloom._io import location
-from parquet_bloom._io.source import ByteSource
 from parquet_bloom._logical import literal_probe
 from parquet_bloom._prune.compare import compared_values, field_type, reads_unchanged, value_type
+from parquet_bloom._prune.decryption import refused, refuses, scan_options
 from parquet_bloom._prune.expression import (
     And,
     Equal,
@@ -54,6 +54,7 @@ from parquet_bloom._prune.expression import (
     translate,
 )
 from parquet_bloom._prune.indexed import Decision, decide, scan_probe, text_probe
+from parquet_bloom._prune.listed import ListedFiles, describe_filesystem, same_filesystem
 from parquet_bloom._prune.report import FileCost, PruneReport, PruneResult
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom._sbbf import FilterBlocks, SplitBlockBloomFilter
@@ -129,13 +130,17 @@ def prune(
     filters (docs/index.md#pruning-with-an-index).
 
     ``decryption``: the keys of encrypted files (:class:`parquet_bloom.DecryptionKeys`,
-    docs/encryption.md); a file whose filters it cannot decrypt keeps its row groups, with the
-    usual warning. (pyarrow must be able to open the files too: for files with encrypted
-    footers, pass a dataset made with pyarrow's decryption properties.)
+    docs/encryption.md#pruning-tables-and-datasets): a filter whose key is not available keeps
+    its row groups, with the usual warning; a key that does not decrypt (wrong, or tampered
+    bytes) is a :class:`~parquet_bloom.errors.DecryptionError` naming the file. A dataset made
+    here from paths is scanned by pyarrow with decryption made from the same keys (through the
+    same KMS client; keys given directly: the footer key only); a dataset you made is scanned
+    as you made it.
     """
     sizes: dict[str, int] = {}  # each listed file's size, so that opening it costs no lookup
     names: dict[str, str] = {}  # each listed file's name as an index knows it
     tables: tuple[str, ...] = ()  # the tables whose live files stand for their directories
+    listed = None  # the dataset made here from paths
     if isinstance(dataset, ds.Dataset):
         if filesystem is not None or storage_options is not None:
             raise ValueError(
@@ -145,7 +150,8 @@ def prune(
     elif isinstance(dataset, str | os.PathLike) or (
         isinstance(dataset, Sequence) and all(isinstance(p, str | os.PathLike) for p in dataset)
     ):
-        dataset, sizes, names, tables = _listed_dataset(dataset, filesystem, storage_options)
+        listed = _listed_dataset(dataset, filesystem, storage_options, decryption)
+        dataset, sizes, names, tables = listed
     else:
         raise TypeError(
             "dataset must be a pyarrow.dataset.Dataset, a path or a list of paths, "
@@ -168,8 +174,11 @@ def prune(
             _Reading(sizes, tail_size, identities, opened, decryption=decryption),
             max_workers,
         )
-    # the filter, for result.to_table(); the tables read as their live files, for the report
-    return replace(result, filter=filter, report=replace(result.report, tables=tables))
+    # the filter, for result.to_table(); the tables read as their live files, for the report;
+    # the keys the scan's decryption was made from, when it was made here
+    report = replace(result.report, tables=tables)
+    keys = decryption if listed is not None else None
+    return replace(result, filter=filter, report=report, decryption=keys)
 
 
 def prune_with(
@@ -187,9 +196,11 @@ def _listed_dataset(
     source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     filesystem: Any | None,
     storage_options: Mapping[str, Any] | None,
+    decryption: DecryptionKeys | None = None,
 ) -> tuple[ds.Dataset, dict[str, int], dict[str, str], tuple[str, ...]]:
     """The dataset of the files ``source`` names, listed once (a table directory standing for
-    its live files), their sizes, their names as an index knows them, and the tables read."""
+    its live files; scanned with ``decryption``), their sizes, their names as an index knows
+    them, and the tables read."""
     listing = list_live_files(
         source, filesystem=filesystem, storage_options=storage_options, list_plain=True
     )
@@ -198,79 +209,48 @@ def _listed_dataset(
         raise ValueError("no paths given: a dataset needs at least one file")
     fs = entries[0].filesystem
     for entry in entries[1:]:
-        if not _same_filesystem(fs, entry.filesystem):
+        if not same_filesystem(fs, entry.filesystem):
             raise ValueError(
                 "the paths of one dataset must all be on one filesystem: "
-                f"{entries[0].name} is on {_describe(fs)}, {entry.name} on "
-                f"{_describe(entry.filesystem)}"
+                f"{entries[0].name} is on {describe_filesystem(fs)}, {entry.name} on "
+                f"{describe_filesystem(entry.filesystem)}"
             )
     sizes = {e.path: e.size for e in entries if e.size is not None}
     names = {e.path: file_key(e.name) for e in entries}
     if fs is not None and not isinstance(fs, pafs.FileSystem):
-        fs = pafs.PyFileSystem(_ListedFiles(fs, sizes))
+        fs = pafs.PyFileSystem(ListedFiles(fs, sizes))
     paths = [e.path for e in entries]
+    parquet = ds.ParquetFileFormat(default_fragment_scan_options=scan_options(decryption))
     try:
-        dataset = ds.dataset(paths, format="parquet", filesystem=fs)
+        dataset = ds.dataset(paths, format=parquet, filesystem=fs)
     except (BloomFilterError, OSError, pa.ArrowException):
         # pyarrow takes the schema from the first file's footer. When that file cannot be
         # read (gone since the listing, a store's failure), the schema comes from the first
         # file that can be: the unreadable one stays in, and pruning keeps its row groups.
-        schema = _first_readable_schema(entries[1:])
+        # (The first is tried again by us: keys that do not decrypt it are told as ours.)
+        schema = _first_readable_schema(entries, decryption)
         if schema is None:
             raise
-        dataset = ds.dataset(paths, schema=schema, format="parquet", filesystem=fs)
+        dataset = ds.dataset(paths, schema=schema, format=parquet, filesystem=fs)
     return dataset, sizes, names, tuple(str(t) for t in listing.tables)
 
 
-def _same_filesystem(a: Any | None, b: Any | None) -> bool:
-    """Whether two listed entries' filesystems are one: the same object, both local (None), or
-    equal instances. Each URL resolves its own instance, a new one when fsspec's instance cache
-    is skipped (``skip_instance_cache``); fsspec instances are equal when their class and
-    options are (``AbstractFileSystem.__eq__`` compares the token made of them), pyarrow's
-    when ``equals`` says so."""
-    if a is b:
-        return True
-    if a is None or b is None:
-        return False
-    if isinstance(a, pafs.FileSystem):
-        return isinstance(b, pafs.FileSystem) and bool(a.equals(b))
-    return bool(a == b)
-
-
-def _describe(fs: Any | None) -> str:
-    if fs is None:
-        return "the local filesystem"
-    return type(fs).__name__
-
-
-def _first_readable_schema(entries: Sequence[location.Entry]) -> pa.Schema | None:
+def _first_readable_schema(
+    entries: Sequence[location.Entry], decryption: DecryptionKeys | None
+) -> pa.Schema | None:
     """The Arrow schema of the first of ``entries`` whose footer can be read, as pyarrow's
     dataset discovery would take it from that file; None if none can be."""
     for entry in entries:
         try:
-            with BloomFilterReader(entry.path, filesystem=entry.filesystem, size=entry.size) as r:
+            with BloomFilterReader(
+                entry.path, filesystem=entry.filesystem, size=entry.size, decryption=decryption
+            ) as r:
                 return _physical_schema(r)
-        except (BloomFilterError, OSError, pa.ArrowException):
+        except (BloomFilterError, OSError, pa.ArrowException) as err:
+            if refuses(err):  # keys that do not decrypt: told as ours, not pyarrow's
+                raise refused(err, entry.name) from None
             continue
     return None
-
-
-class _ListedFiles(pafs.FSSpecHandler):  # type: ignore[misc]
-    """An fsspec filesystem as pyarrow sees it, its files opened as the listing found them:
-    each read of a file is one request for exactly the bytes pyarrow asks for (its scan
-    coalesces a row group's column chunks into one read itself), through a
-    :class:`~parquet_bloom._io.source.ByteSource` given the listed size, so opening a file
-    costs no size lookup. fsspec's own file objects read ahead (s3fs: up to 50 MiB past each
-    read, so reading one row group of a pruned file read the rest of the file) and look the
-    file up first where no listing cache holds it."""
-
-    def __init__(self, fs: Any, sizes: Mapping[str, int]) -> None:
-        super().__init__(fs)
-        self.sizes = dict(sizes)
-
-    def open_input_file(self, path: str) -> pa.PythonFile:
-        source = ByteSource(path, filesystem=self.fs, size=self.sizes.get(path))
-        return pa.PythonFile(source.arrow_file(), mode="r")
 
 
 @dataclass(frozen=True)
@@ -478,7 +458,10 @@ def _prune_fragment(
         )
     except (BloomFilterError, OSError) as err:
         # Any file we cannot read, a missing one too (deleted since the listing): one
-        # file's trouble must not fail the pruning of the others, nor drop its rows.
+        # file's trouble must not fail the pruning of the others, nor drop its rows. But a
+        # key that does not decrypt stops it (parquet_bloom._prune.decryption).
+        if refuses(err):
+            raise refused(err, name) from None
         report = _file_report(
             fragment.path, None, row_groups=_count(fragment, err), unreadable=name
         )
@@ -499,6 +482,8 @@ def _prune_fragment(
             pruning = _FilePruning(reader, probing, probing.probes(reader), list(row_groups))
             keep = pruning.might_match()
         except (BloomFilterError, OSError) as err:
+            if refuses(err):
+                raise refused(err, name) from None
             report = _file_report(
                 fragment.path,
                 reader,
@@ -519,6 +504,7 @@ def _prune_fragment(
             compressed_bytes_skipped=compressed - sum(row_groups[rg] for rg in kept),
             filter_reads=reader.requests - footer_requests,
             filters_unreadable=len(pruning.unreadable),
+            unreadable_columns=tuple(pruning.columns_unread),
         )
     problem = None
     if pruning.unreadable:
@@ -578,7 +564,7 @@ def _count(fragment: ds.ParquetFileFragment, err: Exception) -> int:
         return 0
     try:
         return int(fragment.num_row_groups)
-    except (pa.ArrowException, OSError):
+    except Exception:  # pyarrow's, or a KMS client's through pyarrow's decryption
         return 0
 
 
@@ -623,11 +609,12 @@ def _file_report(
     row_groups: int = 0,
     compressed_bytes: int = 0,
     unreadable: str | None = None,
+    unreadable_columns: tuple[str, ...] = (),
     **outcome: int,
 ) -> PruneReport:
     """One file's report, with the requests and bytes of ``reader`` (None: it did not open),
     in total and as the file's own entry; ``unreadable`` names the file when some of it could
-    not be read."""
+    not be read, ``unreadable_columns`` the columns whose filters could not be."""
     requests = 0 if reader is None else reader.requests
     bytes_read = 0 if reader is None else reader.bytes_read
     return PruneReport(
@@ -639,6 +626,7 @@ def _file_report(
         bytes_read=bytes_read,
         per_file=(FileCost(path, requests, bytes_read),),
         unreadable_files=() if unreadable is None else (unreadable,),
+        unreadable_columns=unreadable_columns,
         tables=(),
         **outcome,
     )
@@ -748,6 +736,7 @@ class _FilePruning:
         self.reader = reader
         self.row_groups = row_groups
         self.unreadable: list[str] = []
+        self.columns_unread: dict[str, None] = {}  # the columns of those, each once
         self._probing = probing
         self._hashes = probes
         self._filters: dict[tuple[int, str], SplitBlockBloomFilter | FilterBlocks] = {}
@@ -778,13 +767,23 @@ class _FilePruning:
             # The blocks the hashes fall in, header and all, in coalesced reads.
             blocks, failed = self.reader.filter_blocks(few, self.row_groups)
             self._filters.update(blocks)
-            self.unreadable.extend(str(err) for err in failed.values())
+            self._unreadable(failed.values())
         if many:
             # One coalesced read; an unusable filter is reported and its row groups kept.
             filters, failed = self.reader.filters_with_errors(sorted(many), self.row_groups)
             self._filters.update(filters)
-            self.unreadable.extend(str(err) for err in failed.values())
+            self._unreadable(failed.values())
         return self._evaluate(self._probing.tree)
+
+    def _unreadable(self, errors: Iterable[BloomFilterError]) -> None:
+        """Filters that could not be read keep their row groups; a key that does not decrypt
+        one stops the pruning (:func:`parquet_bloom._prune.decryption.refuses`)."""
+        for err in errors:
+            if refuses(err):
+                raise err
+            self.unreadable.append(str(err))
+            if err.column is not None:
+                self.columns_unread[err.column] = None
 
     def _evaluate(self, node: Node) -> npt.NDArray[np.bool_]:
         if isinstance(node, And | Or):
@@ -848,6 +847,8 @@ def prune_reader(
         pruning = _FilePruning(reader, probing, probes, everything)
         keep = pruning.might_match()
     except BloomFilterError as err:
+        if refuses(err):
+            raise refused(err, path) from None
         report = _file_report(
             path, reader, row_groups=len(everything), compressed_bytes=compressed, unreadable=path
         )
@@ -864,6 +865,7 @@ def prune_reader(
         compressed_bytes_skipped=compressed - sum(sizes[rg] for rg in kept),
         filter_reads=reader.requests - footer_requests,
         filters_unreadable=len(pruning.unreadable),
+        unreadable_columns=tuple(pruning.columns_unread),
     )
     problem = None
     if pruning.unreadable:

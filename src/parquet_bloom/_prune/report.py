@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._prune.rows import matching_rows
 
 __all__ = ["FileCost", "PruneReport", "PruneResult"]
@@ -38,7 +39,9 @@ class PruneReport:
     their bytes; ``per_file`` each file's :class:`FileCost`, in the order of the dataset's
     files. pyarrow's own requests (listing, schema inference, the scan) are not counted.
     ``filters_unreadable`` counts column chunk filters that could not be used (their row
-    groups were kept, with a :class:`BloomFilterWarning`); ``unreadable_files`` names the files
+    groups were kept, with a :class:`BloomFilterWarning`), ``unreadable_columns`` their columns
+    (each once: a column whose key was not given to read encrypted files shows here);
+    ``unreadable_files`` names the files
     (by URL on object storage) whose footer or some filter could not be read or used, a store's
     failure or a missing object as much as a corrupt footer: all their row groups, or those of
     the filters concerned, were kept. A filter with nothing a Bloom filter can decide reads
@@ -68,6 +71,13 @@ class PruneReport:
     index_reads: int = 0
     index_bytes_read: int = 0
     tables: tuple[str, ...] = ()
+    unreadable_columns: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # a column named once, however many files' filters of it could not be used
+        if len(set(self.unreadable_columns)) != len(self.unreadable_columns):
+            distinct = tuple(dict.fromkeys(self.unreadable_columns))
+            object.__setattr__(self, "unreadable_columns", distinct)
 
     def __add__(self, other: PruneReport) -> PruneReport:
         return PruneReport(
@@ -89,7 +99,12 @@ class PruneReport:
             "".join(f"{table}; " for table in self.tables) + ", ".join(parts) + "; "
             f"{self.requests} requests ({self.reads} reads, {self.filter_reads} for filters "
             f"alone), {self.bytes_read:,} bytes read"
-            + (f"; {self.filters_unreadable} filters unreadable" if self.filters_unreadable else "")
+            + (
+                f"; {self.filters_unreadable} filters unreadable"
+                + (f" ({', '.join(self.unreadable_columns)})" if self.unreadable_columns else "")
+                if self.filters_unreadable
+                else ""
+            )
             + (
                 f"; {len(self.unreadable_files)} files not read in full (their row groups kept): "
                 + ", ".join(self.unreadable_files[:3])
@@ -115,6 +130,8 @@ class PruneResult:
     dataset: ds.Dataset
     report: PruneReport
     filter: pc.Expression | None = None  # the filter pruned for
+    # the keys the dataset's scan decryption was made from, to tell its failures
+    decryption: DecryptionKeys | None = field(default=None, repr=False)
 
     def to_table(self, columns: Sequence[str] | None = None) -> pa.Table:
         """The rows the filter keeps: ``dataset.to_table(filter=filter, columns=columns)``,
@@ -124,4 +141,4 @@ class PruneResult:
         lie: docs/performance.md, "The point lookup without an index")."""
         if self.filter is None:
             return self.dataset.to_table(columns=columns)
-        return matching_rows(self.dataset, self.filter, columns)
+        return matching_rows(self.dataset, self.filter, columns, self.decryption)

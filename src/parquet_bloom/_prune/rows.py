@@ -20,6 +20,7 @@ dataset other than Parquet files) is read by ``dataset.to_table`` itself.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from parquet_bloom._crypto.keys import DecryptionKeys
+from parquet_bloom._prune.decryption import scan_failure
 from parquet_bloom._prune.expression import referenced_columns
 from parquet_bloom._prune.page_rows import page_columns
 from parquet_bloom._threads import read_pool
@@ -41,9 +44,14 @@ _POSITION = "__parquet_bloom_position__"
 
 
 def matching_rows(
-    dataset: ds.Dataset, expr: pc.Expression, columns: Sequence[str] | None = None
+    dataset: ds.Dataset,
+    expr: pc.Expression,
+    columns: Sequence[str] | None = None,
+    decryption: DecryptionKeys | None = None,
 ) -> pa.Table:
-    """``dataset.to_table(filter=expr, columns=columns)``, read late (see the module)."""
+    """``dataset.to_table(filter=expr, columns=columns)``, read late (see the module).
+    ``decryption``: the keys the dataset's scan decryption was made from, if any, to tell
+    pyarrow's failures to decrypt a file (:func:`.decryption.scan_failure`)."""
     if not isinstance(expr, pc.Expression):
         raise TypeError(f"filter must be a pyarrow.compute.Expression, not {type(expr).__name__}")
     schema = dataset.schema
@@ -61,7 +69,8 @@ def matching_rows(
     ):
         return dataset.to_table(filter=expr, columns=columns)
     result = pa.schema([schema.field(n) for n in names], metadata=schema.metadata)
-    parts = [part for part in _parts(dataset, expr, names, wanted, result) if part.num_rows]
+    found = _parts(dataset, expr, names, wanted, result, decryption)
+    parts = [part for part in found if part.num_rows]
     if not parts:
         return result.empty_table()
     return pa.concat_tables(parts)
@@ -73,15 +82,16 @@ def _parts(
     names: list[str],
     wanted: frozenset[str],
     result: pa.Schema,
+    keys: DecryptionKeys | None,
 ) -> Iterator[pa.Table]:
     """Each fragment's matching rows, in the dataset's order."""
     if isinstance(dataset, ds.UnionDataset):
         for child in dataset.children:
-            yield from _parts(child, expr, names, wanted, result)
+            yield from _parts(child, expr, names, wanted, result, keys)
     elif isinstance(dataset, ds.FileSystemDataset) and isinstance(
         dataset.format, ds.ParquetFileFormat
     ):
-        yield from _files_rows(dataset, expr, names, wanted, result)
+        yield from _files_rows(dataset, expr, names, wanted, result, keys)
     else:
         yield dataset.to_table(filter=expr, columns=names).cast(result)
 
@@ -92,6 +102,7 @@ def _files_rows(
     names: list[str],
     wanted: frozenset[str],
     result: pa.Schema,
+    keys: DecryptionKeys | None,
 ) -> Iterator[pa.Table]:
     """The matching rows of each file of a Parquet dataset, :data:`FILES_AT_ONCE` files at a
     time: their filter columns read (at once: pyarrow decodes without the GIL, and a store's
@@ -104,7 +115,7 @@ def _files_rows(
     rest = [n for n in names if n not in wanted]
 
     def head(fragment: ds.ParquetFileFragment) -> pa.Table:
-        return fragment.to_table(schema=schema, columns=first, use_threads=False)
+        return _read(fragment, keys, schema=schema, columns=first, use_threads=False)
 
     for at in range(0, len(fragments), FILES_AT_ONCE):
         window = fragments[at : at + FILES_AT_ONCE]
@@ -123,9 +134,23 @@ def _files_rows(
             columns = {n: rows.column(n) for n in names if n in wanted}
             if rest:
                 local = where[mine] - starts[index]
-                others = _other_columns(window[int(index)], schema, rest, local)
+                others = _other_columns(window[int(index)], schema, rest, local, keys)
                 columns.update(zip(rest, others, strict=True))
             yield pa.Table.from_arrays([columns[n] for n in names], schema=result)
+
+
+def _read(
+    fragment: ds.ParquetFileFragment, keys: DecryptionKeys | None, **options: Any
+) -> pa.Table:
+    """``fragment.to_table(**options)``; pyarrow's failure to decrypt an encrypted file's
+    columns told as a located error that says what to do (:mod:`.decryption`)."""
+    try:
+        return fragment.to_table(**options)
+    except Exception as err:  # pyarrow's, or a KMS client's raised inside its scan
+        told = scan_failure(fragment, options.get("columns"), err, keys)
+        if told is None:
+            raise
+        raise told from err
 
 
 def _other_columns(
@@ -133,6 +158,7 @@ def _other_columns(
     schema: pa.Schema,
     rest: list[str],
     where: npt.NDArray[np.int64],
+    keys: DecryptionKeys | None,
 ) -> list[pa.ChunkedArray]:
     """Columns ``rest`` of the rows at ``where`` (positions in the fragment's rows), read
     from the row groups that hold them, each row group once."""
@@ -152,7 +178,7 @@ def _other_columns(
         left = [n for n in rest if n not in found]
         if left:  # read from the whole row group
             whole = fragment.subset(row_group_ids=[group.id])
-            rows = whole.to_table(schema=schema, columns=left)
+            rows = _read(whole, keys, schema=schema, columns=left)
             found.update(zip(left, rows.take(pa.array(local)).columns, strict=True))
         pieces.append(pa.table([found[n] for n in rest], names=rest))
     table = pa.concat_tables(pieces)

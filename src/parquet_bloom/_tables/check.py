@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from parquet_bloom._audit import CheckReport, Violation, check_file
+from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._gate import EMPTY_KIND, empty_message
 from parquet_bloom._reader import BloomFilterReader
 
@@ -127,9 +128,11 @@ def check_table_files(
     by_field_id: bool = False,
     max_workers: int = DEFAULT_MAX_WORKERS,
     progress: Callable[[CheckReport], None] | None = None,
+    decryption: DecryptionKeys | None = None,
 ) -> TableCheckReport:
     """Check each of ``files`` as :func:`~parquet_bloom.check_file` does, ``max_workers`` at
-    once; the table fails when no filter was checked at all, unless ``allow_empty``.
+    once (encrypted files read with ``decryption``); the table fails when no filter was checked
+    at all, unless ``allow_empty``.
 
     ``columns`` and ``require`` are Parquet column paths, or with ``by_field_id`` Parquet field
     ids (as text), found in each file by its schema's field ids (Iceberg: a renamed column
@@ -140,7 +143,7 @@ def check_table_files(
     required = None if require is None else [require] if isinstance(require, str) else list(require)
 
     def one(f: TableFile) -> CheckReport:
-        return _check_one(f, wanted, required, max_fpp, storage_options, by_field_id)
+        return _check_one(f, wanted, required, max_fpp, storage_options, by_field_id, decryption)
 
     reports = []
     with ThreadPoolExecutor(max_workers, thread_name_prefix="table-check") as pool:
@@ -165,6 +168,7 @@ def _check_one(
     max_fpp: float | None,
     storage_options: Mapping[str, Any] | None,
     by_field_id: bool,
+    decryption: DecryptionKeys | None = None,
 ) -> CheckReport:
     options = storage_options if "://" in f.source else None
     if not by_field_id:
@@ -176,12 +180,13 @@ def _check_one(
                 storage_options=options,
                 require=require,
                 allow_empty=True,
+                decryption=decryption,
             )
         except ValueError as err:
             if not str(err).startswith("no column"):
                 raise
     # A file written before a column was added lacks it: checked for the columns it has.
-    with BloomFilterReader(f.source, storage_options=options) as reader:
+    with BloomFilterReader(f.source, storage_options=options, decryption=decryption) as reader:
         leaves = reader.schema_leaves
     paths = [leaf.path for leaf in leaves]
 
@@ -207,6 +212,7 @@ def _check_one(
             storage_options=options,
             require=kept_require,
             allow_empty=True,
+            decryption=decryption,
         )
     missing = sorted(set(lacked) | set(lacked_required))
     if not missing:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from deltalake import DeltaTable
 
 from parquet_bloom._audit import CheckReport
+from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._tables.check import (
     DEFAULT_MAX_WORKERS,
     TableCheckReport,
@@ -51,13 +52,15 @@ def check(
     storage_options: Mapping[str, str] | None = None,
     max_workers: int = DEFAULT_MAX_WORKERS,
     progress: Callable[[CheckReport], None] | None = None,
+    decryption: DecryptionKeys | None = None,
 ) -> TableCheckReport:
     """Check every live data file of the Delta table (its ``version``, or the latest) as
     :func:`parquet_bloom.check_file` checks a file, with the same ``columns``, ``require`` and
     ``max_fpp``; the table fails when any file does, or when no filter was checked in any file
     unless ``allow_empty=True``. Column names are checked against the table's schema before
     any file is read (ValueError naming the columns there are). ``progress(report)`` is called
-    as each file's check finishes."""
+    as each file's check finishes. ``decryption``: the keys of encrypted data files
+    (:class:`parquet_bloom.DecryptionKeys`; check_file's notes say what they leave unread)."""
     table = load_table(table_or_uri, version, storage_options)
     root = table_root(table)
     there = table_columns(table)
@@ -77,4 +80,5 @@ def check(
         storage_options=file_storage_options(table.table_uri, storage_options),
         max_workers=max_workers,
         progress=progress,
+        decryption=decryption,
     )

@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
@@ -29,11 +29,13 @@ import pyarrow.fs as pafs
 from deltalake import DeltaTable
 from deltalake.fs import DeltaStorageHandler
 
+from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._index import store
 from parquet_bloom._index.files import IndexedFile, same_file
 from parquet_bloom._index.lookup import BloomIndex
 from parquet_bloom._io.limits import delta_storage_options
 from parquet_bloom._prune.dataset import Reading, prune_with
+from parquet_bloom._prune.decryption import scan_options
 from parquet_bloom._prune.expression import Node, Unknown, translate
 from parquet_bloom._prune.indexed import decide, scan_probe, text_probe
 from parquet_bloom._prune.report import PruneReport
@@ -70,6 +72,8 @@ class DeltaPruneResult:
     report: TablePruneReport
     version: int
     filter: pc.Expression | None = None  # the filter pruned for
+    # the keys the dataset's scan decryption was made from, to tell its failures
+    decryption: DecryptionKeys | None = field(default=None, repr=False)
 
     def to_table(self, columns: Sequence[str] | None = None) -> pa.Table:
         """The rows the filter keeps, as ``dataset.to_table(filter=filter, columns=columns)``
@@ -77,7 +81,7 @@ class DeltaPruneResult:
         :meth:`parquet_bloom.PruneResult.to_table`."""
         if self.filter is None:
             return self.dataset.to_table(columns=columns)
-        return matching_rows(self.dataset, self.filter, columns)
+        return matching_rows(self.dataset, self.filter, columns, self.decryption)
 
 
 def prune(
@@ -89,6 +93,7 @@ def prune(
     max_workers: int | None = None,
     tail_size: int | None = None,
     index: bool | None = None,
+    decryption: DecryptionKeys | None = None,
 ) -> DeltaPruneResult:
     """The row groups of a Delta table that might hold a row ``expr`` keeps.
 
@@ -117,6 +122,13 @@ def prune(
     (one read to find out), True requires it (FileNotFoundError without), False never. The
     files the table's pruning leaves that the index rules out are decided before any other
     work on them (counted in the report's ``bloom`` as skipped, decided by the index).
+
+    ``decryption``: the keys of a table of encrypted files (:class:`~parquet_bloom.
+    DecryptionKeys`), for their filters and for pyarrow's scan of the row groups kept, as
+    :func:`parquet_bloom.prune` of paths uses them (docs/encryption.md#pruning-tables-and-
+    datasets): a column whose key is not available keeps its row groups, counted in
+    ``report.bloom.filters_unreadable`` and warned; a key that does not decrypt is a
+    :class:`~parquet_bloom.errors.DecryptionError` naming the file.
     """
     if not isinstance(expr, pc.Expression):
         raise TypeError(f"expr must be a pyarrow.compute.Expression, not {type(expr).__name__}")
@@ -152,7 +164,9 @@ def prune(
         # The table's own pruning: partition values (pyarrow's, from each fragment's
         # partition expression) and the exact min/max statistics (vectorised over the add
         # actions).
-        dataset, under_root = _log_dataset(table, root, sizes, deltalake_options, skip=unmade)
+        dataset, under_root = _log_dataset(
+            table, root, sizes, deltalake_options, skip=unmade, decryption=decryption
+        )
         every = list(dataset.get_fragments())
         stats_keep = matching_files(actions, tree, partition_columns)
         logged = actions.column("path").to_pylist()
@@ -176,7 +190,7 @@ def prune(
             for opened, path in paths.items()
         }
         opened_sizes = {o: sizes[p] for o, p in paths.items() if p in sizes}
-        reading = Reading(opened_sizes, tail_size, identities, idx)
+        reading = Reading(opened_sizes, tail_size, identities, idx, decryption=decryption)
         pruned = prune_with(files, tree, reading, max_workers)
     bloom = pruned.report
     if skipped:
@@ -206,9 +220,8 @@ def prune(
         bloom=bloom,
         files_with_deletes=len(with_deletes),
     )
-    return DeltaPruneResult(
-        result, tuple(keys[paths[f.path]] for f in left), report, table.version(), expr
-    )
+    kept_files = tuple(keys[paths[f.path]] for f in left)
+    return DeltaPruneResult(result, kept_files, report, table.version(), expr, decryption)
 
 
 def _ruled_out_by_index(
@@ -265,15 +278,16 @@ def _log_dataset(
     sizes: Mapping[str, int],
     options: Mapping[str, str] | None,
     skip: AbstractSet[str] = frozenset(),
+    decryption: DecryptionKeys | None = None,
 ) -> tuple[ds.FileSystemDataset, dict[str, str]]:
     """The table's files as a pyarrow dataset made from its log (deltalake's pyarrow dataset
     refuses tables that may have deletion vectors), but those in ``skip`` (paths under the
     root): each file with the expression of its partition values, named as it is opened (a
     local path, or its path under the root on the table's store); and each fragment's path
-    under the root, by its name there."""
+    under the root, by its name there. Encrypted files are scanned with ``decryption``."""
     schema = pa.schema(table.schema().to_arrow())
     file_format = ds.ParquetFileFormat(
-        default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=True)
+        default_fragment_scan_options=scan_options(decryption, pre_buffer=True)
     )
     filesystem: pafs.FileSystem
     local = is_local(root)

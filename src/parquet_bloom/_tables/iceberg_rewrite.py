@@ -52,6 +52,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.typedef import TableVersion
 from pyiceberg.types import ListType, MapType, NestedField, StructType
 
+from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._io import location
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._rewrite.build import Ndv
@@ -328,6 +329,7 @@ def commit_rewrite(
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     storage_options: Mapping[str, Any] | None = None,
     max_workers: int = DEFAULT_MAX_WORKERS,
+    decryption: DecryptionKeys | None = None,
 ) -> TableRewriteReport:
     """Swap the rewritten files into ``table`` in one OVERWRITE snapshot.
 
@@ -348,7 +350,8 @@ def commit_rewrite(
     deleted; those that cannot be are listed in ``.leftovers``. Any other error is raised and
     leaves the new files (the commit's outcome is unknown). The old files stay until snapshot
     expiry. A resize (the plan's ``existing_only``) of a column no file has a filter of raises
-    ValueError, the new files deleted, nothing committed.
+    ValueError, the new files deleted, nothing committed. ``decryption``: the keys the jobs
+    rewrote encrypted files with, to read the new files' footers (encrypted as the old ones).
     """
     if not isinstance(max_attempts, int) or max_attempts < 1:
         raise ValueError(f"max_attempts must be a positive integer, not {max_attempts!r}")
@@ -380,7 +383,8 @@ def commit_rewrite(
     with ThreadPoolExecutor(max_workers, thread_name_prefix="iceberg-check") as pool:
         checks = list(
             pool.map(
-                lambda o: _check_new_file(o, plan.data_files[o.job.key], options), done.values()
+                lambda o: _check_new_file(o, plan.data_files[o.job.key], options, decryption),
+                done.values(),
             )
         )
     pending: dict[str, _Checked] = {}
@@ -432,14 +436,19 @@ def commit_rewrite(
 
 
 def _check_new_file(
-    outcome: JobOutcome, old: DataFile, storage_options: Mapping[str, Any]
+    outcome: JobOutcome,
+    old: DataFile,
+    storage_options: Mapping[str, Any],
+    decryption: DecryptionKeys | None = None,
 ) -> _Checked | str:
     """The new file's split offsets once it is found with the outcome's size and the old
     file's rows; else why not (a file of the wrong size is deleted with the others)."""
     target = outcome.job.target
     try:
         with BloomFilterReader(
-            target, storage_options=storage_options if location.is_url(target) else None
+            target,
+            storage_options=storage_options if location.is_url(target) else None,
+            decryption=decryption,
         ) as reader:
             if reader.size != outcome.size:
                 return f"{target} has {reader.size} bytes, not the {outcome.size} written"
@@ -550,6 +559,7 @@ def rewrite_bloom_filters(
     storage_options: Mapping[str, Any] | None = None,
     case_sensitive: bool = True,
     existing_only: bool = False,
+    decryption: DecryptionKeys | None = None,
 ) -> TableRewriteReport:
     """Add, resize or remove the Bloom filters of a table's data files in one snapshot:
     :func:`plan_rewrite`, :func:`run_job` on ``max_workers`` threads (``progress(outcome)``
@@ -558,7 +568,9 @@ def rewrite_bloom_filters(
     :class:`TableRewriteReport`: files rewritten, refused, failed, to retry, the snapshot id
     committed (``.version``). The old files stay until snapshot expiry. ``existing_only``: as
     for :func:`plan_rewrite`; a column no file has a filter of is then a ValueError (nothing is
-    committed, no new file stays)."""
+    committed, no new file stays). ``decryption``: the keys of encrypted data files, rewritten
+    encrypted with them (docs/encryption.md#iceberg-tables); without them such a file fails,
+    its error saying to pass ``decryption=``."""
     plan = plan_rewrite(
         table,
         columns=columns,
@@ -573,6 +585,18 @@ def rewrite_bloom_filters(
     )
     options = dict(storage_options if storage_options is not None else storage_options_for(table))
     outcomes = run_jobs(
-        plan.jobs, plan.options, options, max_workers=max_workers, progress=progress
+        plan.jobs,
+        plan.options,
+        options,
+        max_workers=max_workers,
+        progress=progress,
+        decryption=decryption,
     )
-    return commit_rewrite(table, plan, outcomes, max_attempts=max_attempts, storage_options=options)
+    return commit_rewrite(
+        table,
+        plan,
+        outcomes,
+        max_attempts=max_attempts,
+        storage_options=options,
+        decryption=decryption,
+    )

@@ -54,6 +54,7 @@ from pyiceberg.types import StringType
 from pyiceberg.utils.config import Config
 
 from parquet_bloom import _format as fmt
+from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._io import location
 from parquet_bloom._prune.compare import value_type
 from parquet_bloom._prune.dataset import DEFAULT_MAX_WORKERS, file_schema, prune_reader
@@ -71,6 +72,13 @@ from parquet_bloom._prune.expression import (
 from parquet_bloom._prune.indexed import Decision, decide
 from parquet_bloom._prune.report import PruneReport
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
+from parquet_bloom._tables.iceberg_crypto import (
+    encrypted_files,
+    is_encrypted,
+    raise_wrong_key,
+    raise_wrong_keys,
+    refuse_rows,
+)
 from parquet_bloom._tables.iceberg_index import TableIndex, open_table_index, table_snapshot
 from parquet_bloom._tables.iceberg_io import local_or_url, storage_options_for
 from parquet_bloom._tables.scan import TablePruneReport
@@ -109,11 +117,23 @@ class IcebergPruneResult:
     scan: DataScan
     _subsets: Mapping[str, _Subset] = field(repr=False, default_factory=dict)
     arrow_filter: pc.Expression | None = None
+    # Whether each file whose footer the prune read is encrypted; the keys and storage
+    # options to tell it of the others (with keys only).
+    _encrypted: Mapping[str, bool] = field(repr=False, default_factory=dict)
+    _decryption: tuple[DecryptionKeys, Mapping[str, Any]] | None = field(repr=False, default=None)
 
     def to_arrow(self) -> pa.Table:
         """The rows ``table.scan(row_filter=...).to_arrow()`` returns (same schema, same rows
         in the same order), read from the row groups kept only, deletes applied; with an
-        ``arrow_filter``, those of them it keeps (``.filter(arrow_filter)``)."""
+        ``arrow_filter``, those of them it keeps (``.filter(arrow_filter)``).
+
+        An encrypted data file among them is an
+        :class:`~parquet_bloom.errors.UnsupportedFileError` naming it, raised before any file
+        is read: pyiceberg reads files with pyarrow and passes it no decryption properties
+        (read ``row_groups`` with pyarrow's own instead; docs/encryption.md#iceberg-tables).
+        """
+        keys, options = self._decryption if self._decryption is not None else (None, {})
+        refuse_rows(encrypted_files(self.tasks, self._encrypted, keys, options))
         scan = self.scan
         io: FileIO = _SubsetIO(scan.io, self._subsets) if self._subsets else scan.io
         arrow_scan = _SubsetScan(
@@ -141,6 +161,7 @@ def prune(
     storage_options: Mapping[str, Any] | None = None,
     index: bool | None = None,
     arrow_filter: pc.Expression | None = None,
+    decryption: DecryptionKeys | None = None,
 ) -> IcebergPruneResult:
     """Plan ``table.scan(row_filter=row_filter, ...)`` and drop the files and row groups whose
     Bloom filters rule out every row the filter keeps.
@@ -186,7 +207,17 @@ def prune(
     rows equal ``table.scan(row_filter=...).to_arrow().filter(arrow_filter)``), and the index's
     text filters drop the row groups whose values cannot match it (docs/tables.md#iceberg).
     ``row_filter`` defaults to every row (an ``arrow_filter`` alone).
+
+    ``decryption``: the keys of encrypted data files (:class:`parquet_bloom.DecryptionKeys`,
+    docs/encryption.md#iceberg-tables), their filters read with them. A column whose key is
+    missing (not given, or not unwrapped by the KMS) keeps its row groups, counted in
+    ``report.bloom.filters_unreadable`` with a :class:`~parquet_bloom.BloomFilterWarning`; a
+    key given that does not decrypt (or a plaintext file the keys do not allow) is a located
+    :class:`~parquet_bloom.errors.DecryptionError`. ``to_arrow()`` cannot read encrypted
+    files (pyiceberg gives pyarrow no decryption properties): it refuses them, naming one.
     """
+    if decryption is not None and not isinstance(decryption, DecryptionKeys):
+        raise TypeError(f"decryption must be a DecryptionKeys, not {type(decryption).__name__}")
     if not isinstance(max_workers, int) or max_workers < 1:
         raise ValueError(f"max_workers must be a positive integer, not {max_workers!r}")
     if snapshot_id is not None:
@@ -213,6 +244,7 @@ def prune(
             storage_options if storage_options is not None else storage_options_for(table)
         ),
         tail_size=tail_size,
+        decryption=decryption,
     )
     extra = _arrow_tree(arrow_filter, selected_fields)
     # Equality members are decided by the index or the files' filters, string matches by the
@@ -259,6 +291,8 @@ def prune(
         scan=scan,
         _subsets={o.task.file.file_path: o.subset for o in kept if o.subset is not None},
         arrow_filter=arrow_filter,
+        _encrypted={o.task.file.file_path: o.encrypted for o in kept if o.encrypted is not None},
+        _decryption=None if decryption is None else (decryption, probing.storage_options),
     )
 
 
@@ -414,6 +448,7 @@ class _Probing:
     downcast: bool
     storage_options: dict[str, Any]
     tail_size: int | None
+    decryption: DecryptionKeys | None = None
 
 
 @dataclass(frozen=True)
@@ -424,6 +459,7 @@ class _FileOutcome:
     problem: str | None = None
     subset: _Subset | None = None
     left_to_table: bool = False
+    encrypted: bool | None = None  # None: unknown (the footer unread, or it does not decode)
 
 
 def _probe_task(
@@ -445,8 +481,10 @@ def _probe_task(
             storage_options=probing.storage_options if location.is_url(source) else None,
             size=data_file.file_size_in_bytes,
             tail_size=probing.tail_size,
+            decryption=probing.decryption,
         )
     except BloomFilterError as err:
+        raise_wrong_key(err, probing.decryption, path)
         return _FileOutcome(
             task, None, PruneReport(files=1), f"{err}; keeping all row groups of the file"
         )
@@ -458,14 +496,16 @@ def _probe_task(
             tree = UNKNOWN
             problem = f"{path}: the filter could not be translated to the file's schema ({err})"
         pruned = prune_reader(reader, tree, path)
+        raise_wrong_keys(reader, probing.decryption, path)
         kept, report = pruned.kept, pruned.report
         if allowed is not None:
             kept, report = _narrowed(reader, kept, report, allowed)
         num_row_groups = reader.num_row_groups
+        encrypted = is_encrypted(reader)
         subset = None
-        if 0 < len(kept) < num_row_groups:
+        if 0 < len(kept) < num_row_groups and encrypted is False:  # (encrypted: never read)
             subset = _Subset(tuple(kept), (reader.footer_start, bytes(reader.footer_bytes)))
-    return _FileOutcome(task, kept, report, problem or pruned.problem, subset)
+    return _FileOutcome(task, kept, report, problem or pruned.problem, subset, encrypted=encrypted)
 
 
 def _narrowed(

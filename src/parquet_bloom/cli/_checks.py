@@ -18,7 +18,7 @@ from parquet_bloom._gate import EMPTY_KIND, empty_message
 from parquet_bloom._io import location
 from parquet_bloom.cli import _output as output
 from parquet_bloom.cli._files import check_text
-from parquet_bloom.cli._table_open import Table, heading, open_table
+from parquet_bloom.cli._table_open import Table, TableError, heading, open_table
 
 __all__ = ["add_advise", "run_advise", "run_table_check"]
 
@@ -43,8 +43,14 @@ def run_table_check(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int
         if table.format == "delta":
             import parquet_bloom.delta as pbd
 
-            report = pbd.check(table.handle, args.column, **common)
+            keys = args.decryption_config
+            report = pbd.check(table.handle, args.column, decryption=keys, **common)
         else:
+            if args.decryption_config is not None:
+                raise TableError(
+                    f"{args.table}: --decryption-config checks Delta tables of encrypted files "
+                    "only (the Iceberg check takes no keys yet)"
+                )
             import parquet_bloom.iceberg as pbi
 
             report = pbi.check(

@@ -36,6 +36,7 @@ _WORDS = [
     (re.compile(_BEFORE + r"ignore_table=True" + _AFTER), "--ignore-table"),
     (re.compile(_BEFORE + r"force=True" + _AFTER), "--force"),
     (re.compile(_BEFORE + r"storage_options=?" + _AFTER), "--storage-option"),
+    (re.compile(_BEFORE + r"decryption=(?:DecryptionKeys\(\.\.\.\))?"), "--decryption-config FILE"),
     (re.compile(_BEFORE + r"num_bytes" + _AFTER), "--bytes"),
     (re.compile(_BEFORE + r"tail_size" + _AFTER), "--tail-size"),
     (re.compile(r"^(ndv|fpp|flavor) must"), r"--\1 must"),

@@ -115,6 +115,14 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
         p.add_argument("--version", type=count, metavar="N", help="the Delta table version")
         p.add_argument("--snapshot-id", type=int, metavar="N", help="the Iceberg snapshot")
 
+    def reading_keys(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument(
+            "--decryption-config",
+            type=decryption_config,
+            metavar="FILE",
+            help=f"keys of encrypted data files, {what} (docs/cli.md#encrypted-files)",
+        )
+
     def rewriting(p: argparse.ArgumentParser, sizing: bool = True) -> None:
         p.add_argument(
             "--files",
@@ -126,8 +134,8 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
             "--decryption-config",
             type=decryption_config,
             metavar="FILE",
-            help="keys of encrypted data files (a Delta table's), which stay encrypted with "
-            "them (docs/cli.md#encrypted-files)",
+            help="keys of encrypted data files, which stay encrypted with them "
+            "(docs/cli.md#encrypted-files)",
         )
         if sizing:
             p.add_argument("--fpp", type=fpp, help="false-positive rate (default 0.01)")
@@ -137,6 +145,7 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
 
     p = command("inspect", "Each data file's rows, size, row groups and filters.", _inspect)
     at_version(p)
+    reading_keys(p, "to read their footers and filters with")
     p = command(
         "prune",
         "The data files and row groups that might hold rows with these values (exit 1 if "
@@ -144,6 +153,7 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
         _prune,
     )
     at_version(p)
+    reading_keys(p, "to read their filters with")
     p.usage = (
         f"{output.PROG} table prune [options] TABLE --column C VALUE [VALUE ...] [--column ...]"
     )
@@ -162,6 +172,7 @@ def extend(subcommands: Any, parser: argparse.ArgumentParser) -> argparse.Argume
         run_table_check,
     )
     at_version(p)
+    reading_keys(p, "to read their filters with (a Delta table's)")
     p.add_argument("--column", action="append", help="check only this column (repeatable)")
     p.add_argument("--max-fpp", type=fpp, help="also flag filters whose rate exceeds this")
     add_gate_options(p)
@@ -248,17 +259,21 @@ def _stats(out: IO[str], table: Table, costs: Sequence[tuple[str, int, int]]) ->
 # -- inspect ---------------------------------------------------------------------------------
 
 
-def _footer(file: DataFile, options: dict[str, Any]) -> dict[str, Any]:
+def _footer(file: DataFile, options: dict[str, Any], keys: Any = None) -> dict[str, Any]:
     """One data file's entry: rows, bytes, row groups, and per column the row groups with a
     filter and their bytes (``bloom_filter_length``, or for files that do not record it the
-    bitsets' sizes, read); the requests and bytes that took; or the ``error``."""
+    bitsets' sizes, read); the requests and bytes that took; or the ``error``. ``keys``: the
+    DecryptionKeys of encrypted files (a column whose key is missing shows no filter)."""
     entry: dict[str, Any] = {"path": file.key}
     try:
         if file.file_format != "PARQUET":
             raise ValueError(f"a {file.file_format} file, not Parquet")
         url = location.is_url(file.source)
         with BloomFilterReader(
-            file.source, storage_options=options if url else None, size=file.size
+            file.source,
+            storage_options=options if url else None,
+            size=file.size,
+            decryption=keys,
         ) as reader:
             counts: Counter[str] = Counter()
             sizes: Counter[str] = Counter()
@@ -294,7 +309,8 @@ def _inspect(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
     entries: list[dict[str, Any]] = []
     with ThreadPoolExecutor(_MAX_WORKERS, thread_name_prefix="table-inspect") as pool:
         progress.show(0, os.path.basename(files[0].key) if files else "")
-        for entry in pool.map(lambda f: _footer(f, table.file_options), files):
+        keys = args.decryption_config
+        for entry in pool.map(lambda f: _footer(f, table.file_options, keys), files):
             entries.append(entry)
             progress.show(len(entries), os.path.basename(entry["path"]))
     progress.close()
@@ -458,7 +474,7 @@ def _prune(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             term = pc.field(*column.split(".")) if "." in column else pc.field(column)
             condition = term.isin(pa.array(values, types[column]))
             expression = condition if expression is None else expression & condition
-        delta = pbd.prune(table.handle, expression)
+        delta = pbd.prune(table.handle, expression, decryption=args.decryption_config)
         kept, report = _delta_kept(delta), delta.report
         version: int | None = delta.version
     else:
@@ -473,6 +489,7 @@ def _prune(args: argparse.Namespace, out: IO[str], err: IO[str]) -> int:
             predicates[0] if len(predicates) == 1 else ice.And(*predicates),
             snapshot_id=table.snapshot_id,
             storage_options=table.file_options,
+            decryption=args.decryption_config,
         )
         kept = [(t.file.file_path, iceberg.row_groups[t.file.file_path]) for t in iceberg.tasks]
         report, version = iceberg.report, table.version
@@ -548,12 +565,6 @@ def _chosen_files(table: Table, names: Sequence[str] | None) -> list[str] | None
 def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any) -> int:
     """Plan, rewrite each file (a progress bar over files), commit once; print the report."""
     table = open_table(args, writing=True)
-    if args.decryption_config is not None and table.format != "delta":
-        raise TableError(
-            f"{args.table}: --decryption-config rewrites the encrypted files of Delta tables "
-            "only (an Iceberg commit reads the new files' footers with pyarrow, which cannot "
-            "decrypt them here)"
-        )
     files = _chosen_files(table, args.files)
     if table.format == "delta":
         import parquet_bloom.delta as pbd
@@ -590,7 +601,11 @@ def _rewrite(args: argparse.Namespace, out: IO[str], err: IO[str], **kwargs: Any
         )
     else:
         report = pbi.commit_rewrite(
-            table.handle, plan, outcomes, storage_options=table.file_options
+            table.handle,
+            plan,
+            outcomes,
+            storage_options=table.file_options,
+            decryption=args.decryption_config,
         )
     report.table = table.name  # as given, as the other commands name it
     document = _report_dict(report, args.stats)

@@ -18,10 +18,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from parquet_bloom import _format as fmt
+from parquet_bloom._crypto import DecryptionKeys
 from parquet_bloom._extras import require
 from parquet_bloom._logical import literal_probe
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom.errors import BloomFilterError
+from parquet_bloom.spark._keys import executor_keys
 from parquet_bloom.spark._types import without_pandas_warning
 
 INDEX_SCHEMA = T.StructType(
@@ -63,6 +65,7 @@ def bloom_filter_index(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     *,
     storage_options: dict[str, Any] | None = None,
+    decryption: DecryptionKeys | None = None,
 ) -> DataFrame:
     """A DataFrame (:data:`INDEX_SCHEMA`) describing every column chunk's Bloom filter.
 
@@ -71,14 +74,22 @@ def bloom_filter_index(
     (``s3://...``; ``storage_options`` are passed to fsspec on the executors). Files are listed
     on the driver and read on the executors; a file that cannot be read gives one row with its
     ``error`` rather than failing the job.
+
+    ``decryption``: the keys of encrypted files (:class:`parquet_bloom.DecryptionKeys`), sent
+    to the executors with the tasks, so they must pickle (a TypeError on the driver names the
+    part that does not). A chunk whose key is not given has its ``error``
+    (docs/encryption.md).
     """
+    keys = executor_keys(decryption)
     files = list_files(paths, storage_options)
     options = dict(storage_options or {})
 
     def index(batches: Iterator[Any]) -> Iterator[Any]:
         for batch in batches:
             rows = [
-                row for file in batch.column(0).to_pylist() for row in _index_file(file, options)
+                row
+                for file in batch.column(0).to_pylist()
+                for row in _index_file(file, options, keys)
             ]
             yield pa.RecordBatch.from_pylist(rows, schema=_INDEX_ARROW_SCHEMA)
 
@@ -92,6 +103,7 @@ def files_might_contain(
     values: Any,
     *,
     storage_options: dict[str, Any] | None = None,
+    decryption: DecryptionKeys | None = None,
 ) -> DataFrame:
     """The (file, row group) pairs (:data:`ROW_GROUPS_SCHEMA`) that may hold ``column IN values``.
 
@@ -101,14 +113,16 @@ def files_might_contain(
     filter, with an unreadable one, with a null or NaN literal, and every row group of a file
     without the column are kept. ``paths`` and ``storage_options`` as in
     :func:`bloom_filter_index`; an unreadable file fails the job, since its row groups cannot be
-    listed.
+    listed. ``decryption`` as in :func:`bloom_filter_index`: the row groups of a column whose
+    key is not given are kept.
     """
     if not isinstance(column, str):
         raise TypeError(f"column must be a dotted path string, not {type(column).__name__}")
+    keys = executor_keys(decryption)
     files = list_files(paths, storage_options)
     options = dict(storage_options or {})
     if files:  # literals that cannot be compared with the column fail here, not on an executor
-        with _open_reader(files[0], options) as reader:
+        with _open_reader(files[0], options, keys) as reader:
             leaf = _leaf(reader, column)
             if leaf is not None:
                 literal_probe(values, leaf)
@@ -118,7 +132,7 @@ def files_might_contain(
             pairs = [
                 (file, row_group)
                 for file in batch.column(0).to_pylist()
-                for row_group in _row_groups_to_read(file, column, values, options)
+                for row_group in _row_groups_to_read(file, column, values, options, keys)
             ]
             yield pa.RecordBatch.from_arrays(
                 [
@@ -230,11 +244,13 @@ def _url_to_fs(url: str, storage_options: dict[str, Any]) -> tuple[Any, str]:
     return filesystem, path
 
 
-def _open_reader(file: str, storage_options: dict[str, Any]) -> BloomFilterReader:
+def _open_reader(
+    file: str, storage_options: dict[str, Any], decryption: DecryptionKeys | None
+) -> BloomFilterReader:
     if _is_url(file):
         filesystem, path = _url_to_fs(file, storage_options)
-        return BloomFilterReader(path, filesystem=filesystem)
-    return BloomFilterReader(file)
+        return BloomFilterReader(path, filesystem=filesystem, decryption=decryption)
+    return BloomFilterReader(file, decryption=decryption)
 
 
 def _leaf(reader: BloomFilterReader, column: str) -> fmt.SchemaLeaf | None:
@@ -244,10 +260,12 @@ def _leaf(reader: BloomFilterReader, column: str) -> fmt.SchemaLeaf | None:
     return None
 
 
-def _index_file(file: str, storage_options: dict[str, Any]) -> list[dict[str, Any]]:
+def _index_file(
+    file: str, storage_options: dict[str, Any], decryption: DecryptionKeys | None
+) -> list[dict[str, Any]]:
     """Executor side: the index rows of one file."""
     try:
-        reader = _open_reader(file, storage_options)
+        reader = _open_reader(file, storage_options, decryption)
     except (BloomFilterError, OSError) as err:
         return [{"file": file, "error": f"{type(err).__name__}: {err}"}]
     with reader:
@@ -281,10 +299,14 @@ def _index_file(file: str, storage_options: dict[str, Any]) -> list[dict[str, An
 
 
 def _row_groups_to_read(
-    file: str, column: str, values: Any, storage_options: dict[str, Any]
+    file: str,
+    column: str,
+    values: Any,
+    storage_options: dict[str, Any],
+    decryption: DecryptionKeys | None,
 ) -> list[int]:
     """Executor side: the row groups of one file that may hold one of ``values``."""
-    with _open_reader(file, storage_options) as reader:
+    with _open_reader(file, storage_options, decryption) as reader:
         every = list(range(reader.num_row_groups))
         if _leaf(reader, column) is None:
             return every  # not this file's column: kept, pruning never guesses

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pyspark.sql import SparkSession
 
+from parquet_bloom._crypto import DecryptionKeys
 from parquet_bloom._io import location
 from parquet_bloom._rewrite.build import Ndv
 from parquet_bloom._tables.jobs import (
@@ -26,6 +27,7 @@ from parquet_bloom._tables.jobs import (
     TableRewriteReport,
     run_job,
 )
+from parquet_bloom.spark._keys import executor_keys
 
 __all__ = ["rewrite_files", "rewrite_table"]
 
@@ -50,10 +52,15 @@ def _run_on_executors(
 
 
 def _table_work(
-    options: FilterOptions, storage_options: Mapping[str, Any] | None
+    options: FilterOptions,
+    storage_options: Mapping[str, Any] | None,
+    decryption: DecryptionKeys | None = None,
 ) -> Callable[[RewriteJob], JobOutcome]:
     return partial(
-        run_job, options=options, storage_options=dict(storage_options) if storage_options else None
+        run_job,
+        options=options,
+        storage_options=dict(storage_options) if storage_options else None,
+        decryption=decryption,
     )
 
 
@@ -72,6 +79,7 @@ def rewrite_table(
     storage_options: Mapping[str, str] | None = None,
     file_storage_options: Mapping[str, Any] | None = None,
     existing_only: bool = False,
+    decryption: DecryptionKeys | None = None,
 ) -> TableRewriteReport:
     """Add, resize or remove the Bloom filters of a table's data files, the files rewritten on
     the executors, in one commit made by the driver.
@@ -90,10 +98,16 @@ def rewrite_table(
     for the data files, shipped to the executors with each task (default: derived from the
     table's own options, as the local rewrite does). Where the executors find credentials
     through the standard chain (environment, instance metadata), pass none.
+
+    ``decryption``: the keys of a Delta table's encrypted data files, rewritten encrypted with
+    them (docs/encryption.md#rewriting-encrypted-files), sent to the executors with each task
+    (so they must pickle: a TypeError before anything runs names the part that does not).
+    An Iceberg table takes none, as :func:`parquet_bloom.iceberg.rewrite_bloom_filters`.
     """
     kind = format or _format_of(table)
     if kind not in _FORMATS:
         raise ValueError(f"format must be one of {', '.join(_FORMATS)}, not {format!r}")
+    keys = executor_keys(decryption)
     filters: dict[str, Any] = dict(
         columns=columns, fpp=fpp, ndv=ndv, num_bytes=num_bytes, flavor=flavor, remove=remove
     )
@@ -107,11 +121,16 @@ def rewrite_table(
         plan = delta.plan_rewrite(table, files=files, storage_options=storage_options, **filters)
         if file_storage_options is None:
             file_storage_options = delta_files(plan.table_uri, storage_options)
-        work = _table_work(plan.options, file_storage_options)
+        work = _table_work(plan.options, file_storage_options, keys)
         outcomes = _run_on_executors(spark, plan.jobs, work)
         return delta.commit_rewrite(plan, outcomes, storage_options=storage_options)
     if storage_options is not None:
         raise ValueError("storage_options= is deltalake's; an Iceberg table brings its own FileIO")
+    if keys is not None:
+        raise ValueError(
+            "decryption= rewrites the encrypted files of Delta tables and plain files; an "
+            "Iceberg table's are not rewritten encrypted yet (docs/encryption.md)"
+        )
     from parquet_bloom import iceberg
     from parquet_bloom._tables.iceberg_io import storage_options_for
 
@@ -150,6 +169,7 @@ def rewrite_files(
     flavor: str | None = None,
     remove: Sequence[str] | Literal["all"] = (),
     storage_options: Mapping[str, Any] | None = None,
+    decryption: DecryptionKeys | None = None,
 ) -> list[JobOutcome]:
     """:func:`parquet_bloom.rewrite_bloom_filters` over the Parquet files ``paths`` stands for
     (files, directories, prefixes, globs: listed once on the driver, as the CLI lists them),
@@ -161,9 +181,14 @@ def rewrite_files(
     :class:`~parquet_bloom._tables.jobs.JobOutcome` a file, in listing order: the new file's
     size and report, or the error that stopped it (the file is then untouched, and no partial
     output is left).
+
+    ``decryption``: the keys of encrypted files, which stay encrypted
+    (docs/encryption.md#rewriting-encrypted-files); sent to the executors with each task, so
+    they must pickle (a TypeError before anything runs names the part that does not).
     """
     if (dst is None) == (not in_place):
         raise ValueError("pass dst, a directory to write into, or in_place=True")
+    keys = executor_keys(decryption)
     options = FilterOptions(
         columns=columns, fpp=fpp, ndv=ndv, num_bytes=num_bytes, flavor=flavor, remove=remove
     )
@@ -181,11 +206,14 @@ def rewrite_files(
             jobs.append(RewriteJob(source, target, source, target))
     shipped = dict(storage_options) if storage_options else None
     if in_place:
-        return _run_on_executors(
-            spark, jobs, partial(run_job, options=options, storage_options=shipped, in_place=True)
+        work = partial(
+            run_job, options=options, storage_options=shipped, in_place=True, decryption=keys
         )
+        return _run_on_executors(spark, jobs, work)
     return _run_on_executors(
-        spark, jobs, partial(_into_directory, options=options, storage_options=shipped)
+        spark,
+        jobs,
+        partial(_into_directory, options=options, storage_options=shipped, decryption=keys),
     )
 
 
@@ -202,10 +230,13 @@ def _relative(source: str, root: str) -> str:
 
 
 def _into_directory(
-    job: RewriteJob, options: FilterOptions, storage_options: Mapping[str, Any] | None
+    job: RewriteJob,
+    options: FilterOptions,
+    storage_options: Mapping[str, Any] | None,
+    decryption: DecryptionKeys | None = None,
 ) -> JobOutcome:
     """:func:`~parquet_bloom._tables.jobs.run_job`, making a local target's directory first
     (object stores have none to make)."""
     if not location.is_url(job.target):
         os.makedirs(os.path.dirname(job.target) or ".", exist_ok=True)
-    return run_job(job, options, storage_options)
+    return run_job(job, options, storage_options, decryption=decryption)
