@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +28,27 @@ def best_in_turns(candidates: dict[str, Callable[[], object]], repeat: int) -> d
             fn()
             times[name].append(time.perf_counter() - start)
     return {name: min(ts) for name, ts in times.items()}
+
+
+def runs_in_turns(
+    candidates: dict[str, Callable[[], object]], repeat: int
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Every run of each candidate, in turns as :func:`best_in_turns` runs them: per candidate
+    its wall-clock times and its CPU times (this process's, all threads), in seconds. On a
+    shared machine the CPU times are the less disturbed: other load stretches the wall clock
+    of a run more than the CPU it uses. Before each run the cyclic GC collects, untimed: the
+    objects one candidate's run left behind are not collected (and paid for) during the
+    next candidate's run, which in turns would charge each for the other's garbage."""
+    times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in candidates}
+    for _ in range(repeat):
+        for name, fn in candidates.items():
+            gc.collect()
+            cpu = time.process_time()
+            start = time.perf_counter()
+            fn()
+            times[name][0].append(time.perf_counter() - start)
+            times[name][1].append(time.process_time() - cpu)
+    return times
 
 
 def report(name: str, ratio: float, target: str | None = None, ok: bool = True) -> bool:

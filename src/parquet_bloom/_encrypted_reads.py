@@ -150,108 +150,118 @@ def load_encrypted(
     """Load the filters of encrypted column chunks: two GCM modules each (header, bitset),
     every length prefix checked against the file before anything is read by it. ``reads``:
     the file's reads (whose cache the filters go to); ``chunk_keys``: each chunk's key and row
-    group ordinal, from :func:`decrypt_chunks`."""
+    group ordinal, from :func:`decrypt_chunks`.
+
+    A filter whose first read lies in one piece (mostly: its whole length, read with its
+    neighbours) is opened from that piece, both modules, without copying; the rest of a
+    filter whose length the footer does not give is read after its header."""
     name = reads.source.name
     footer_start = reads.footer_start
+    aads = cipher.AadBuffer(decryptor.file_aad)
+    header_type, bitset_type = cipher.BLOOM_FILTER_HEADER, cipher.BLOOM_FILTER_BITSET
 
     def fail(loc: FilterLocation, err: BloomFilterError) -> None:
         record_failure(failed, name, loc, err)
 
-    buffer = reads.held_copy()
-    firsts = {id(loc): loc.first_read(footer_start) for loc in todo}
-    unread = reads.read_into(buffer, [g for r in firsts.values() for g in buffer.missing(r)])
+    def header_length(loc: FilterLocation, head: bytes | memoryview) -> int:
+        """The header module's length, from its prefix ``head``, checked against the file
+        (and the filter's length) before anything is read by it."""
+        room = footer_start - loc.offset - MODULE_PREFIX
+        if loc.length is not None:
+            room = min(room, loc.length - MODULE_PREFIX)
+        header_len = cipher.module_length(head, available=room, module_type=header_type)
+        if header_len > MAX_ENCRYPTED_HEADER_MODULE_SIZE:
+            raise CorruptFileError(
+                f"encrypted Bloom filter header of {header_len} bytes exceeds "
+                f"{MAX_ENCRYPTED_HEADER_MODULE_SIZE} bytes"
+            )
+        return header_len
 
-    # The header modules: length prefix, decrypt, decode; then the bitset module's range.
-    parsed: list[tuple[FilterLocation, int, ByteRange]] = []
-    for loc in todo:
+    def open_bitset(
+        loc: FilterLocation, num_bytes: int, module: memoryview, gcm: cipher.Gcm, ordinal: int
+    ) -> None:
+        """Decrypt the bitset ``module`` (its length prefix first) into the loaded filters."""
+        expected = num_bytes + cipher.GCM_OVERHEAD
+        claimed = int.from_bytes(module[:MODULE_PREFIX], "little")
+        if claimed != expected or len(module) != MODULE_PREFIX + expected:
+            claimed = cipher.module_length(
+                module[:MODULE_PREFIX],
+                available=len(module) - MODULE_PREFIX,
+                module_type=bitset_type,
+            )
+            raise CorruptFileError(
+                f"encrypted Bloom filter bitset of {claimed} bytes, its header says "
+                f"{num_bytes} bytes (+ {cipher.GCM_OVERHEAD} of nonce and tag)"
+            )
+        chunk = loc.chunk
+        aad = aads.of(bitset_type, ordinal, chunk.column_index)
+        plain = gcm.decrypt(module[MODULE_PREFIX:], aad, module_type=bitset_type)
+        k = (chunk.row_group, chunk.path)
+        reads.cache[k] = out[k] = SplitBlockBloomFilter.from_bytes(plain)
+
+    buffer = reads.held_copy()
+    firsts = [loc.first_read(footer_start) for loc in todo]
+    unread = reads.read_into(buffer, [g for r in firsts for g in buffer.missing(r)])
+
+    # The header modules: length prefix, decrypt, decode; then the bitset module, from the
+    # first read where it holds it, else from a second read.
+    parsed: list[tuple[FilterLocation, int, ByteRange, cipher.Gcm, int]] = []
+    for loc, first in zip(todo, firsts, strict=True):
         chunk = loc.chunk
         key, ordinal = chunk_keys[(chunk.row_group, chunk.path)]
-        header_module = cipher.MODULE_NAMES[cipher.BLOOM_FILTER_HEADER]
+        gcm = decryptor.gcm(key)
         try:
-            if unreadable := overlapping(firsts[id(loc)], unread):
+            if unread and (unreadable := overlapping(first, unread)):
                 raise unreadable
-            first = firsts[id(loc)]
-            head = buffer.get(ByteRange(loc.offset, min(first.length, MODULE_PREFIX)))
-            room = footer_start - loc.offset - MODULE_PREFIX
-            if loc.length is not None:
-                room = min(room, loc.length - MODULE_PREFIX)
-            header_len = cipher.module_length(
-                head, available=room, module_type=cipher.BLOOM_FILTER_HEADER
-            )
-            if header_len > MAX_ENCRYPTED_HEADER_MODULE_SIZE:
-                raise CorruptFileError(
-                    f"encrypted Bloom filter header of {header_len} bytes exceeds "
-                    f"{MAX_ENCRYPTED_HEADER_MODULE_SIZE} bytes"
-                )
-            body_range = ByteRange(loc.offset + MODULE_PREFIX, header_len)
-            missing = buffer.missing(body_range)
-            if missing and (unread_header := reads.read_into(buffer, missing)):
-                raise next(iter(unread_header.values()))
-            try:
-                plain = decryptor.decrypt_module(
-                    buffer.get(body_range),
-                    key,
-                    cipher.BLOOM_FILTER_HEADER,
-                    ordinal,
-                    chunk.column_index,
-                )
-            except DecryptionError as err:
-                raise DecryptionError(err.reason, module=header_module) from None
+            held = buffer.available(loc.offset, first.length)
+            if len(held) >= min(first.length, MODULE_PREFIX):
+                header_len = header_length(loc, held[:MODULE_PREFIX])
+            else:
+                head = buffer.get(ByteRange(loc.offset, min(first.length, MODULE_PREFIX)))
+                header_len = header_length(loc, memoryview(head))
+            body_end = MODULE_PREFIX + header_len
+            if len(held) >= body_end:
+                body: bytes | memoryview = held[MODULE_PREFIX:body_end]
+            else:
+                body_range = ByteRange(loc.offset + MODULE_PREFIX, header_len)
+                missing = buffer.missing(body_range)
+                if missing and (unread_header := reads.read_into(buffer, missing)):
+                    raise next(iter(unread_header.values()))
+                body = buffer.get(body_range)
+            aad = aads.of(header_type, ordinal, chunk.column_index)
+            plain = gcm.decrypt(body, aad, module_type=header_type)
             header, plain_len = fmt.parse_bloom_filter_header(plain)
             check_header(
-                header, plain_len, FilterLocation(chunk, loc.offset, None),
-                footer_start=footer_start, source=name,
-            )  # fmt: skip
-            bitset_at = body_range.end
+                header, plain_len, loc, footer_start=footer_start, source=name, check_length=False
+            )
             bitset_len = header.num_bytes + cipher.GCM_OVERHEAD
-            total = MODULE_PREFIX + header_len + MODULE_PREFIX + bitset_len
+            total = body_end + MODULE_PREFIX + bitset_len
             if loc.length is not None and total != loc.length:
                 raise CorruptFileError(
                     f"bloom_filter_length {loc.length} does not match the encrypted header "
-                    f"({MODULE_PREFIX + header_len} bytes) and bitset "
-                    f"({MODULE_PREFIX + bitset_len} bytes)"
+                    f"({body_end} bytes) and bitset ({MODULE_PREFIX + bitset_len} bytes)"
                 )
+            bitset_at = loc.offset + body_end
             if bitset_at + MODULE_PREFIX + bitset_len > footer_start:
                 raise CorruptFileError(
                     f"encrypted Bloom filter bitset of {bitset_len} bytes at {bitset_at} "
                     f"runs past the footer, which starts at {footer_start}"
                 )
+            if len(held) >= total:
+                open_bitset(loc, header.num_bytes, held[body_end:total], gcm, ordinal)
+                continue
         except BloomFilterError as err:
             fail(loc, err)
             continue
-        parsed.append((loc, header.num_bytes, ByteRange(bitset_at, MODULE_PREFIX + bitset_len)))
-    unread = reads.read_into(buffer, [g for _, _, b in parsed for g in buffer.missing(b)])
-
-    bitset_module = cipher.MODULE_NAMES[cipher.BLOOM_FILTER_BITSET]
-    for loc, num_bytes, bitset in parsed:
-        chunk = loc.chunk
-        key, ordinal = chunk_keys[(chunk.row_group, chunk.path)]
+        bitset = ByteRange(bitset_at, MODULE_PREFIX + bitset_len)
+        parsed.append((loc, header.num_bytes, bitset, gcm, ordinal))
+    if not parsed:
+        return
+    unread = reads.read_into(buffer, [g for _, _, b, _, _ in parsed for g in buffer.missing(b)])
+    for loc, num_bytes, bitset, gcm, ordinal in parsed:
         try:
             if unreadable := overlapping(bitset, unread):
                 raise unreadable
-            module = memoryview(buffer.get(bitset))
-            claimed = cipher.module_length(
-                module[:MODULE_PREFIX],
-                available=len(module) - MODULE_PREFIX,
-                module_type=cipher.BLOOM_FILTER_BITSET,
-            )
-            if claimed != num_bytes + cipher.GCM_OVERHEAD:
-                raise CorruptFileError(
-                    f"encrypted Bloom filter bitset of {claimed} bytes, its header says "
-                    f"{num_bytes} bytes (+ {cipher.GCM_OVERHEAD} of nonce and tag)"
-                )
-            try:
-                plain = decryptor.decrypt_module(
-                    module[MODULE_PREFIX:],
-                    key,
-                    cipher.BLOOM_FILTER_BITSET,
-                    ordinal,
-                    chunk.column_index,
-                )
-            except DecryptionError as err:
-                raise DecryptionError(err.reason, module=bitset_module) from None
+            open_bitset(loc, num_bytes, memoryview(buffer.get(bitset)), gcm, ordinal)
         except BloomFilterError as err:
             fail(loc, err)
-            continue
-        k = (chunk.row_group, chunk.path)
-        reads.cache[k] = out[k] = SplitBlockBloomFilter.from_bytes(plain)

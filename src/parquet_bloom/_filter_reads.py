@@ -66,15 +66,24 @@ class FilterReads:
                 fail(loc, unreadable)
                 continue
             try:
-                # The first read's bytes may lie in two pieces (a read, then the tail read).
+                # The first read's bytes, where they lie in one piece (mostly: the whole
+                # filter, read with its neighbours), are read where they lie; else they lie in
+                # two (a read, then the tail read) and are joined.
                 first = firsts[id(loc)]
-                head = buffer.get(
-                    ByteRange(first.offset, min(first.length, fmt.MAX_BLOOM_FILTER_HEADER_SIZE))
-                )
-                header, header_len = fmt.parse_bloom_filter_header(head)
+                held = buffer.available(first.offset, first.length)
+                limit = min(first.length, fmt.MAX_BLOOM_FILTER_HEADER_SIZE)
+                head: bytes | memoryview = held
+                if len(held) < limit:
+                    head = buffer.get(ByteRange(first.offset, limit))
+                header, header_len = fmt.parse_bloom_filter_header(head[:limit])
                 check_header(header, header_len, loc, footer_start=self.footer_start, source=name)
             except BloomFilterError as err:
                 fail(loc, err)
+                continue
+            if len(held) >= header_len + header.num_bytes:
+                key = (loc.chunk.row_group, loc.chunk.path)
+                bits = held[header_len : header_len + header.num_bytes]
+                self.cache[key] = out[key] = SplitBlockBloomFilter.from_bytes(bits)
                 continue
             parsed.append((loc, ByteRange(loc.offset + header_len, header.num_bytes)))
         unread = self.read_into(buffer, [gap for _, b in parsed for gap in buffer.missing(b)])

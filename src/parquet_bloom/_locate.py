@@ -139,8 +139,11 @@ def check_header(
     *,
     footer_start: int,
     source: str | None = None,
+    check_length: bool = True,
 ) -> None:
-    """Check a decoded header against the spec and the footer's claims."""
+    """Check a decoded header against the spec and the footer's claims (its
+    ``bloom_filter_length`` unless not ``check_length``: an encrypted filter's is checked
+    against both its modules)."""
     chunk = location.chunk
 
     def fail(kind: type[BloomFilterError], reason: str) -> BloomFilterError:
@@ -167,7 +170,7 @@ def check_header(
             f"[{MIN_NUM_BYTES}, {MAX_NUM_BYTES}]",
         )
     end = location.offset + header_len + n
-    if location.length is not None and header_len + n != location.length:
+    if check_length and location.length is not None and header_len + n != location.length:
         raise fail(
             CorruptFileError,
             f"bloom_filter_length {location.length} does not match header ({header_len} bytes) "

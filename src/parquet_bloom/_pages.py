@@ -29,6 +29,7 @@ cannot be what they claim raise ``CorruptFileError`` with the file offset of the
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from typing import IO, Any
 
 import numpy as np
@@ -40,7 +41,15 @@ from parquet_bloom import kernels
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom.errors import CorruptFileError
 
-__all__ = ["ARROW_CODECS", "HashBuffer", "NeedsArrow", "chunk_hashes", "rle_hybrid", "supported"]
+__all__ = [
+    "ARROW_CODECS",
+    "HashBuffer",
+    "NeedsArrow",
+    "chunk_hashes",
+    "page_hashes",
+    "rle_hybrid",
+    "supported",
+]
 
 # parquet.thrift CompressionCodec -> pyarrow.Codec name (None: uncompressed). LZO (3) is missing:
 # pyarrow cannot decompress it at all ("not supported by the C++ implementation").
@@ -187,16 +196,29 @@ def chunk_hashes(
     return _ChunkScan(source, meta, leaf, out).run()
 
 
+def page_hashes(
+    pages: Iterable[tuple[int, Any, bytes | memoryview]],
+    meta: Any,
+    leaf: fmt.SchemaLeaf,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """:func:`chunk_hashes` of a chunk whose pages come already read: each its file offset
+    (for errors), its decoded PageHeader and its body (``compressed_page_size`` bytes, as the
+    header says), in order, e.g. pages decrypted (:mod:`parquet_bloom._crypto.pages`)."""
+    return _ChunkScan(None, meta, leaf, out).run_pages(pages)
+
+
 class _ChunkScan:
     """One pass over the pages of one column chunk."""
 
     def __init__(
-        self, source: ByteSource, meta: Any, leaf: fmt.SchemaLeaf, out: np.ndarray | None
+        self, source: ByteSource | None, meta: Any, leaf: fmt.SchemaLeaf, out: np.ndarray | None
     ) -> None:
+        """``source``: None when the pages are handed in (:meth:`run_pages`)."""
         if not supported(meta, leaf):
             raise NeedsArrow("the footer lists an encoding, codec or type not read here")
         self.source = source
-        self.window = REMOTE_READ_WINDOW if source.remote else 0
+        self.window = REMOTE_READ_WINDOW if source is not None and source.remote else 0
         self._window: tuple[int, bytes] = (0, b"")
         self.max_def = int(leaf.max_definition_level or 0)
         self.max_rep = int(leaf.max_repetition_level or 0)
@@ -243,10 +265,31 @@ class _ChunkScan:
                     f"a page of {header.compressed_page_size} bytes at {body_start} runs past "
                     f"the end of the column chunk at {self.end}"
                 )
-            if header.uncompressed_page_size > MAX_PAGE_SIZE:
-                raise NeedsArrow(f"a page of {header.uncompressed_page_size} bytes")
+            self._check_page_size(header)
             self._page(header, head, header_size, body_start)
             pos = body_end
+        return self._finish()
+
+    def run_pages(self, pages: Iterable[tuple[int, Any, bytes | memoryview]]) -> np.ndarray:
+        """:meth:`run` over pages read already (see :func:`page_hashes`)."""
+        for offset, header, body in pages:
+            self.page_offset = offset
+            if header.compressed_page_size != len(body):
+                raise self._corrupt(
+                    f"a page header says {header.compressed_page_size} bytes, its body has "
+                    f"{len(body)}"
+                )
+            self._check_page_size(header)
+            self._page(header, body, 0, offset)
+        return self._finish()
+
+    def _check_page_size(self, header: Any) -> None:
+        if header.uncompressed_page_size > MAX_PAGE_SIZE:
+            raise NeedsArrow(f"a page of {header.uncompressed_page_size} bytes")
+
+    def _finish(self) -> np.ndarray:
+        """The hashes, once every page is scanned: the chunk checked to hold the values its
+        footer entry says, the dictionary entries no page refers to dropped."""
         if self.values_seen != self.num_values:
             raise CorruptFileError(
                 f"the column chunk's data pages hold {self.values_seen} values, its footer "
@@ -264,6 +307,7 @@ class _ChunkScan:
         in one read of at least ``self.window`` bytes (up to the chunk's end), kept as the
         window. Locally the window is 0 (each read exact); on object storage, where each read
         is a round trip, a window serves many pages."""
+        assert self.source is not None  # run_pages' pages are never read here
         start, data = self._window
         if start <= offset and offset + length <= start + len(data):
             return data[offset - start : offset - start + length]
@@ -285,12 +329,16 @@ class _ChunkScan:
                 continue
             return header, header_size, head
 
-    def _body(self, head: bytes, header_size: int, body_start: int, size: int) -> bytes:
+    def _body(
+        self, head: bytes | memoryview, header_size: int, body_start: int, size: int
+    ) -> bytes | memoryview:
         if header_size + size <= len(head):
             return head[header_size : header_size + size]
         return self._read(body_start, size)
 
-    def _page(self, header: Any, head: bytes, header_size: int, body_start: int) -> None:
+    def _page(
+        self, header: Any, head: bytes | memoryview, header_size: int, body_start: int
+    ) -> None:
         kind = header.type
         size = header.compressed_page_size
         if kind == fmt.PageType.DICTIONARY_PAGE:
@@ -320,7 +368,7 @@ class _ChunkScan:
             raise self._corrupt("a dictionary-encoded page without a dictionary page")
         return self.all_referenced
 
-    def _dictionary_page(self, header: Any, body: bytes) -> None:
+    def _dictionary_page(self, header: Any, body: bytes | memoryview) -> None:
         sub = header.dictionary_page_header
         if self.referenced is not None or self.values_seen:
             raise self._corrupt("a dictionary page that is not the chunk's first page")
@@ -351,7 +399,7 @@ class _ChunkScan:
             pos = end
         self._values(sub.encoding, data[pos:], count)
 
-    def _data_page_v2(self, header: Any, sub: Any, body: bytes) -> None:
+    def _data_page_v2(self, header: Any, sub: Any, body: bytes | memoryview) -> None:
         """Data page v2: the levels first and never compressed, their lengths in the header;
         then the values, compressed unless ``is_compressed`` is false."""
         levels = sub.repetition_levels_byte_length + sub.definition_levels_byte_length
@@ -511,7 +559,7 @@ class _ChunkScan:
 
     # -- results and errors ---------------------------------------------------------------
 
-    def _decompress(self, body: bytes, size: int) -> np.ndarray:
+    def _decompress(self, body: bytes | memoryview, size: int) -> np.ndarray:
         if self.codec is None and not self.snappy:
             return np.frombuffer(body, dtype=np.uint8)
         if size < 0:
@@ -526,7 +574,7 @@ class _ChunkScan:
             raise self._corrupt(f"cannot decompress a page: {err}") from err
         return np.frombuffer(out, dtype=np.uint8)
 
-    def _unsnappy(self, body: bytes, size: int) -> np.ndarray:
+    def _unsnappy(self, body: bytes | memoryview, size: int) -> np.ndarray:
         """The page's ``size`` bytes, decompressed by the compiled kernel into the scan's page
         buffer (valid until the next page), which has room for the kernel's slop."""
         compiled = kernels.compiled

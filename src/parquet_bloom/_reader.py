@@ -228,7 +228,10 @@ class BloomFilterReader:
     def _chunk(self, row_group: int, column: str) -> fmt.ColumnChunkInfo:
         if self._decryptor is not None:
             # An encrypted file's chunks carry metadata decrypted with the row group's.
-            return self._row_group_chunks(row_group)[self._leaves[column].column_index]
+            found = self._decrypted_groups.get(row_group)
+            if found is None:
+                found = self._row_group_chunks(row_group)
+            return found[self._leaves[column].column_index]
         try:
             return self._footer.chunk(row_group, self._leaves[column].column_index)
         except BloomFilterError as err:

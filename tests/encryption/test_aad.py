@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from parquet_bloom._crypto import cipher
+from parquet_bloom.errors import DecryptionError
 from tests.encryption import reference
 
 ordinals = st.integers(min_value=0, max_value=0x7FFF)
@@ -34,3 +36,32 @@ def test_page_aads_match_the_reference(
 ) -> None:
     ours = cipher.module_aad(file_aad, module, rg, col, page)
     assert ours == reference.aad(file_aad, module, rg, col, page)
+
+
+@given(
+    st.binary(max_size=40),
+    st.lists(st.tuples(st.sampled_from(range(1, 10)), ordinals, ordinals, ordinals), max_size=8),
+)
+def test_aads_built_in_place_match_the_reference(
+    file_aad: bytes, modules: list[tuple[int, int, int, int]]
+) -> None:
+    """One buffer, one module after another (as the filter reads and the page decryption use
+    it): each AAD as the reference packs it, whatever came before."""
+    aads = cipher.AadBuffer(file_aad)
+    for module, rg, col, page in modules:
+        ordinal = page if module in (cipher.DATA_PAGE, cipher.DATA_PAGE_HEADER) else None
+        assert bytes(aads.of(module, rg, col, ordinal)) == reference.aad(
+            file_aad, module, rg, col, ordinal
+        )
+
+
+def test_aads_built_in_place_are_checked_as_module_aad_checks_them() -> None:
+    aads = cipher.AadBuffer(b"aad")
+    with pytest.raises(DecryptionError, match="row group ordinal 32768"):
+        aads.of(cipher.BLOOM_FILTER_HEADER, 0x8000, 0)
+    with pytest.raises(DecryptionError, match="page ordinal -1"):
+        aads.of(cipher.DATA_PAGE, 0, 0, -1)
+    with pytest.raises(ValueError, match="needs a page ordinal"):
+        aads.of(cipher.DATA_PAGE_HEADER, 0, 0)
+    with pytest.raises(ValueError, match="footer"):
+        aads.of(cipher.FOOTER, 0, 0)

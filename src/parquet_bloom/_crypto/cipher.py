@@ -73,24 +73,69 @@ def module_aad(
     unique id), the module type, and the ordinals it takes (none for the footer)."""
     if module_type not in MODULE_NAMES:
         raise ValueError(f"unknown module type {module_type}")
-    aad = file_aad + bytes([module_type])
     if module_type == FOOTER:
-        return aad
+        return file_aad + bytes([module_type])
     if row_group is None or column is None:
         raise ValueError(f"a {MODULE_NAMES[module_type]} AAD needs a row group and a column")
-    for what, n in (("row group", row_group), ("column", column), ("page", page)):
-        if n is not None and not 0 <= n <= _ORDINAL_MAX:
-            raise DecryptionError(
-                f"{what} ordinal {n} does not fit the AAD's 2-byte ordinal (at most "
-                f"{_ORDINAL_MAX})",
-                module=MODULE_NAMES[module_type],
-            )
-    aad += struct.pack("<hh", row_group, column)
+    if not (
+        0 <= row_group <= _ORDINAL_MAX
+        and 0 <= column <= _ORDINAL_MAX
+        and (page is None or 0 <= page <= _ORDINAL_MAX)
+    ):
+        for what, n in (("row group", row_group), ("column", column), ("page", page)):
+            if n is not None and not 0 <= n <= _ORDINAL_MAX:
+                raise DecryptionError(
+                    f"{what} ordinal {n} does not fit the AAD's 2-byte ordinal (at most "
+                    f"{_ORDINAL_MAX})",
+                    module=MODULE_NAMES[module_type],
+                )
     if module_type in (DATA_PAGE, DATA_PAGE_HEADER):
         if page is None:
             raise ValueError(f"a {MODULE_NAMES[module_type]} AAD needs a page ordinal")
-        aad += struct.pack("<h", page)
-    return aad
+        return file_aad + _TYPE_AND_THREE_ORDINALS.pack(module_type, row_group, column, page)
+    return file_aad + _TYPE_AND_TWO_ORDINALS.pack(module_type, row_group, column)
+
+
+# The AAD suffixes after the file AAD: the module type (1 byte), then 2-byte LE ordinals.
+_TYPE_AND_TWO_ORDINALS = struct.Struct("<Bhh")
+_TYPE_AND_THREE_ORDINALS = struct.Struct("<Bhhh")
+
+
+class AadBuffer:
+    """Module AADs of one file (4.4.2) written in place, into one buffer allocated once: for
+    a caller that opens module after module (the filters of a file, the pages of a chunk) on
+    one thread. An AAD it gives is valid until its next call; :func:`module_aad` gives one
+    to keep."""
+
+    __slots__ = ("_at", "_buf", "_two", "_view")
+
+    def __init__(self, file_aad: bytes) -> None:
+        self._at = len(file_aad)
+        self._buf = bytearray(file_aad) + bytearray(_TYPE_AND_THREE_ORDINALS.size)
+        self._view = memoryview(self._buf)
+        self._two = self._view[: self._at + _TYPE_AND_TWO_ORDINALS.size]
+
+    def of(
+        self, module_type: int, row_group: int, column: int, page: int | None = None
+    ) -> memoryview:
+        """The AAD of a module other than the footer, as :func:`module_aad` makes and checks
+        it (a page ordinal for data pages and their headers only)."""
+        paged = module_type in (DATA_PAGE, DATA_PAGE_HEADER)
+        if (
+            module_type == FOOTER
+            or module_type not in MODULE_NAMES
+            or not (0 <= row_group <= _ORDINAL_MAX and 0 <= column <= _ORDINAL_MAX)
+            or (paged and (page is None or not 0 <= page <= _ORDINAL_MAX))
+        ):
+            module_aad(b"", module_type, row_group, column, page)  # raises what is wrong
+            raise ValueError("the footer's AAD has no ordinals: module_aad makes it")
+        if paged:
+            _TYPE_AND_THREE_ORDINALS.pack_into(
+                self._buf, self._at, module_type, row_group, column, page
+            )
+            return self._view
+        _TYPE_AND_TWO_ORDINALS.pack_into(self._buf, self._at, module_type, row_group, column)
+        return self._two
 
 
 def check_key(key: Any, what: str) -> bytes:
@@ -136,36 +181,91 @@ def _aesgcm(key: bytes) -> Any:
     return aead.AESGCM(key)
 
 
-def decrypt_gcm(buf: bytes | memoryview, key: bytes, aad: bytes, *, module_type: int) -> bytes:
-    """Decrypt one GCM module: ``buf`` is ``nonce | ciphertext | tag`` (the bytes after the
-    length prefix). A wrong key, AAD or tampered bytes fail the tag: DecryptionError. The
-    ciphertext is read where it lies (a view), not copied."""
-    data = memoryview(buf)
-    name = MODULE_NAMES[module_type]
-    if len(data) < GCM_OVERHEAD:
-        raise CorruptFileError(
-            f"encrypted {name} of {len(data)} bytes cannot hold a nonce and a tag "
-            f"({GCM_OVERHEAD} bytes)"
-        )
+class Gcm:
+    """One key's AES-GCM, set up once for all the modules it opens or seals (setting up an
+    AESGCM costs as much as decrypting a small module). Holds the key, as the caller does;
+    nothing decrypted is kept."""
+
+    __slots__ = ("_aead", "key")
+
+    def __init__(self, key: bytes) -> None:
+        self.key = key
+        self._aead = _aesgcm(key)
+
+    def decrypt(
+        self, buf: bytes | memoryview, aad: bytes | memoryview, *, module_type: int
+    ) -> bytes:
+        """:func:`decrypt_gcm` with this key."""
+        data = memoryview(buf)
+        if len(data) < GCM_OVERHEAD:
+            raise CorruptFileError(
+                f"encrypted {MODULE_NAMES[module_type]} of {len(data)} bytes cannot hold a "
+                f"nonce and a tag ({GCM_OVERHEAD} bytes)"
+            )
+        try:
+            plain = self._aead.decrypt(data[:NONCE_SIZE], data[NONCE_SIZE:], aad)
+        except _invalid_tag():
+            name = MODULE_NAMES[module_type]
+            raise DecryptionError(
+                f"the {name} does not decrypt (GCM tag mismatch): a wrong key or AAD prefix, "
+                "or tampered bytes",
+                module=name,
+            ) from None
+        return plain if isinstance(plain, bytes) else bytes(plain)
+
+    def seal(self, plain: bytes | memoryview, aad: bytes, nonce: bytes) -> bytes:
+        """One module as 5.1 serializes it, ``length | nonce | ciphertext | tag``, under
+        ``nonce`` (12 random bytes, never reused with this key: :class:`Nonces`)."""
+        sealed = self._aead.encrypt(nonce, plain, aad)
+        return b"".join((_LENGTH.pack(NONCE_SIZE + len(sealed)), nonce, sealed))
+
+
+_LENGTH = struct.Struct("<I")
+
+
+def _invalid_tag() -> type[Exception]:
     from cryptography.exceptions import InvalidTag
 
-    try:
-        plain = _aesgcm(key).decrypt(bytes(data[:NONCE_SIZE]), data[NONCE_SIZE:], aad)
-        return plain if isinstance(plain, bytes) else bytes(plain)
-    except InvalidTag:
-        raise DecryptionError(
-            f"the {name} does not decrypt (GCM tag mismatch): a wrong key or AAD prefix, or "
-            "tampered bytes",
-            module=name,
-        ) from None
+    return InvalidTag
 
 
-def encrypt_gcm(plain: bytes | memoryview, key: bytes, aad: bytes) -> bytes:
+class Nonces:
+    """Fresh random 12-byte nonces (4.1.3), drawn from the OS's CSPRNG many at a time (a
+    system call for each of 20,000 modules costs more than encrypting them). One per
+    writer, never shared across a fork, so no two processes hand out the same bytes; not
+    thread-safe (a writer used from several threads takes a lock around it)."""
+
+    _BATCH = 1024
+
+    def __init__(self) -> None:
+        self._pool = b""
+        self._at = 0
+
+    def __call__(self) -> bytes:
+        if self._at >= len(self._pool):
+            self._pool = os.urandom(NONCE_SIZE * self._BATCH)
+            self._at = 0
+        at = self._at
+        self._at = at + NONCE_SIZE
+        return self._pool[at : at + NONCE_SIZE]
+
+
+def decrypt_gcm(
+    buf: bytes | memoryview, key: bytes | Gcm, aad: bytes, *, module_type: int
+) -> bytes:
+    """Decrypt one GCM module: ``buf`` is ``nonce | ciphertext | tag`` (the bytes after the
+    length prefix). A wrong key, AAD or tampered bytes fail the tag: DecryptionError. The
+    ciphertext is read where it lies (a view), not copied. ``key``: the key, or its
+    :class:`Gcm` when it opens many modules."""
+    gcm = key if isinstance(key, Gcm) else Gcm(key)
+    return gcm.decrypt(buf, aad, module_type=module_type)
+
+
+def encrypt_gcm(plain: bytes | memoryview, key: bytes | Gcm, aad: bytes) -> bytes:
     """One GCM module as 5.1 serializes it: ``length | nonce | ciphertext | tag``, with a
     fresh random nonce (4.1.3: a nonce is never reused with a key)."""
-    nonce = os.urandom(NONCE_SIZE)
-    sealed = bytes(_aesgcm(key).encrypt(nonce, bytes(plain), aad))
-    return struct.pack("<I", NONCE_SIZE + len(sealed)) + nonce + sealed
+    gcm = key if isinstance(key, Gcm) else Gcm(key)
+    return gcm.seal(plain, aad, os.urandom(NONCE_SIZE))
 
 
 def sign_footer(footer: bytes, key: bytes, aad: bytes) -> bytes:

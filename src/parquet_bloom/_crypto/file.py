@@ -68,12 +68,15 @@ class FileDecryptor:
         self._footer_key: bytes | None = None
         self._footer_key_known = False
         self._column_keys: dict[tuple[str, bytes], bytes | None] = {}
+        self._gcms: dict[bytes, cipher.Gcm] = {}
         self._lock = threading.Lock()
 
     # -- keys -------------------------------------------------------------------------------
 
     def footer_key(self) -> bytes | None:
         """The footer key, or None when it is unavailable."""
+        if self._footer_key_known:  # set after the key: read without the lock
+            return self._footer_key
         with self._lock:
             if not self._footer_key_known:
                 self._footer_key = self.keys.footer_key_for(self._footer_key_metadata, self.sidecar)
@@ -118,7 +121,14 @@ class FileDecryptor:
     ) -> bytes:
         """Decrypt a module given as its bytes after the length prefix (nonce | ct | tag)."""
         aad = cipher.module_aad(self.file_aad, module_type, row_group, column)
-        return cipher.decrypt_gcm(data, key, aad, module_type=module_type)
+        return self.gcm(key).decrypt(data, aad, module_type=module_type)
+
+    def gcm(self, key: bytes) -> cipher.Gcm:
+        """The AES-GCM of ``key``, set up once for this file."""
+        found = self._gcms.get(key)
+        if found is None:
+            found = self._gcms[key] = cipher.Gcm(key)
+        return found
 
     def column_metadata(self, chunk: Any, key: bytes, row_group: int, column: int) -> Any:
         """A column chunk's ``encrypted_column_metadata`` (a module as 5.1 serializes it,

@@ -8,19 +8,21 @@ page, with the page's ordinal in the AAD; 5 for the dictionary page, without), t
 
 The plaintext header's ``compressed_page_size`` is the size of the encrypted body module, length
 prefix included (parquet-java's ColumnChunkPageWriter and Arrow C++'s SerializedPageWriter
-set it after encrypting); the pages returned here carry their plaintext size instead, so that
-the plaintext chunk reads as any other (:mod:`parquet_bloom._pages`).
+set it after encrypting); the pages handed out here carry their plaintext size instead, so that
+they read as any other chunk's (:func:`parquet_bloom._pages.page_hashes`). Each page is
+decrypted as it is asked for, its header decoded once, its body not copied again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from parquet_bloom import _format as fmt
 from parquet_bloom._crypto import cipher
 from parquet_bloom.errors import BloomFilterError, CorruptFileError, DecryptionError
 
-__all__ = ["decrypt_chunk"]
+__all__ = ["chunk_layout", "decrypted_pages"]
 
 
 def _module(data: memoryview, at: int, module_type: int, *, ctr: bool) -> tuple[memoryview, int]:
@@ -51,27 +53,26 @@ def _ctr_length(data: memoryview, at: int, available: int, module_type: int) -> 
     return length
 
 
-def decrypt_chunk(
-    data: bytes,
+def decrypted_pages(
+    data: bytes | memoryview,
     *,
-    key: bytes,
+    gcm: cipher.Gcm,
     file_aad: bytes,
     algorithm: str,
     row_group: int,
     column: int,
     dictionary_first: bool,
     base: int = 0,
-    prefix: bytes = b"",
-) -> bytes:
-    """The plaintext pages (headers re-encoded with the plaintext body sizes) of one encrypted
-    column chunk, ``data`` its ``total_compressed_size`` bytes from its first page.
+) -> Iterator[tuple[int, Any, bytes]]:
+    """The pages of one encrypted column chunk, decrypted one after the other, ``data`` its
+    ``total_compressed_size`` bytes from its first page and ``gcm`` its key's AES-GCM: each
+    as (its file offset, its PageHeader with the plaintext body size, its plaintext body).
 
     ``dictionary_first``: the footer says the chunk starts with a dictionary page. Errors
-    carry the file offset of the page they are about (``base``: the chunk's). ``prefix`` is
-    put before the pages (joined once: a chunk may be tens of megabytes).
+    carry the file offset of the page they are about (``base``: the chunk's).
     """
     view = memoryview(data)
-    out = [prefix]
+    aads = cipher.AadBuffer(file_aad)  # this chunk's own: each build thread has its chunk
     at = 0
     ordinal = 0
     ctr = algorithm == "AES_GCM_CTR_V1"
@@ -82,8 +83,8 @@ def decrypt_chunk(
             header_type = cipher.DICTIONARY_PAGE_HEADER if dictionary else cipher.DATA_PAGE_HEADER
             page = None if dictionary else ordinal
             body, at = _module(view, at, header_type, ctr=False)
-            aad = cipher.module_aad(file_aad, header_type, row_group, column, page)
-            plain = cipher.decrypt_gcm(body, key, aad, module_type=header_type)
+            aad = aads.of(header_type, row_group, column, page)
+            plain = gcm.decrypt(body, aad, module_type=header_type)
             # parquet-mr 1.14 leaves zero bytes after the header in its module: not read.
             header, _ = fmt.parse_page_header(plain)
             is_dictionary = header.type == fmt.PageType.DICTIONARY_PAGE
@@ -95,20 +96,19 @@ def decrypt_chunk(
             body_type = cipher.DICTIONARY_PAGE if dictionary else cipher.DATA_PAGE
             if ctr:
                 body, at = _module(view, at, body_type, ctr=True)
-                page_body = cipher.decrypt_ctr(body, key, module_type=body_type)
+                page_body = cipher.decrypt_ctr(body, gcm.key, module_type=body_type)
             else:
                 body, at = _module(view, at, body_type, ctr=False)
-                aad = cipher.module_aad(file_aad, body_type, row_group, column, page)
-                page_body = cipher.decrypt_gcm(body, key, aad, module_type=body_type)
+                aad = aads.of(body_type, row_group, column, page)
+                page_body = gcm.decrypt(body, aad, module_type=body_type)
         except DecryptionError as err:
             raise DecryptionError(err.reason, module=err.module, offset=base + page_at) from None
         except BloomFilterError as err:
             raise CorruptFileError(err.reason, offset=base + page_at) from None
         header.compressed_page_size = len(page_body)
-        out += (fmt.encode_page_header(header), page_body)
+        yield base + page_at, header, page_body
         if not dictionary:
             ordinal += 1
-    return b"".join(out)
 
 
 def chunk_layout(meta: Any) -> tuple[int, int, bool]:

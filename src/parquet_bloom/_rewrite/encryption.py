@@ -11,7 +11,7 @@ module are the keys that encrypt it). What changes:
   parquet-java's columns with the footer key too, encrypted with it) has it decrypted to plan
   with: the rewrite plans on the plaintext, as for any file (:class:`EncryptedRewrite`).
 - A filter built for an encrypted chunk is hashed from its pages decrypted
-  (:func:`parquet_bloom._crypto.pages.decrypt_chunk`), and written as its two modules, header
+  (:func:`parquet_bloom._crypto.pages.decrypted_pages`), and written as its two modules, header
   and bitset, GCM-encrypted with the chunk's key and AADs of its row group and column
   ordinals (4.4.2), which the rewrite keeps: a kept filter is copied as it is.
 - A ColumnMetaData whose offsets moved is encrypted again (a fresh nonce; one that did not
@@ -27,8 +27,7 @@ has a filter, and where) cannot be known, nor re-encrypted.
 
 from __future__ import annotations
 
-import copy
-import io
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +39,7 @@ from parquet_bloom import _pages as pages
 from parquet_bloom._crypto import cipher
 from parquet_bloom._crypto.file import FileDecryptor, open_encrypted_footer, open_plaintext_footer
 from parquet_bloom._crypto.keys import DecryptionKeys
-from parquet_bloom._crypto.pages import chunk_layout, decrypt_chunk
+from parquet_bloom._crypto.pages import chunk_layout, decrypted_pages
 from parquet_bloom._format.footer import ENCRYPTED_MAGIC
 from parquet_bloom._io.source import ByteSource, Footer
 from parquet_bloom._locate import FilterLocation, locate_encrypted_filter
@@ -103,8 +102,7 @@ def open_footer(
         )
     md = fmt.decode_file_metadata(plain, full=True)
     if not force:
-        plain = _unpadded(plain, md, fmt.encode_file_metadata)
-        check_lossless(plain, md, fmt.encode_file_metadata, "the footer")
+        plain = _lossless(plain, md, fmt.encode_file_metadata, "the footer")
     rewrite = EncryptedRewrite(md, decryptor, footer_key, crypto_bytes, force=force)
     return md, rewrite
 
@@ -118,15 +116,16 @@ def _no_sidecar(reference: str) -> bytes | None:
     )
 
 
-def _unpadded(plain: bytes, decoded: Any, encode: Callable[[Any], bytes]) -> bytes:
-    """A decrypted struct without the zero bytes after it that parquet-mr 1.14 leaves
-    (parquet-testing's encrypt_columns_and_footer_bloom_filter: 721 of them after a footer of
-    879 bytes, 94 after a column's metadata): nothing a reader reads, nothing the rewrite
-    loses."""
+def _lossless(plain: bytes, decoded: Any, encode: Callable[[Any], bytes], what: str) -> bytes:
+    """A decrypted struct checked to re-encode to its own bytes (:func:`check_lossless`),
+    without the zero bytes after it that parquet-mr 1.14 leaves (parquet-testing's
+    encrypt_columns_and_footer_bloom_filter: 721 of them after a footer of 879 bytes, 94 after
+    a column's metadata): nothing a reader reads, nothing the rewrite loses. Encoded once."""
     again = encode(decoded)
     tail = plain[len(again) :]
     if len(plain) > len(again) and plain.startswith(again) and not tail.strip(b"\0"):
         return again
+    check_lossless(plain, decoded, lambda _: again, what)
     return plain
 
 
@@ -149,6 +148,8 @@ class EncryptedRewrite:
         self._footer_key = footer_key
         self._crypto_bytes = crypto_bytes  # the FileCryptoMetaData of an encrypted footer
         self.algorithm = decryptor.algorithm
+        self._nonces = cipher.Nonces()  # this rewrite's, for every module it encrypts
+        self._nonce_lock = threading.Lock()
         self.chunks: dict[tuple[int, int], _Chunk] = {}
         leaves = fmt.schema_leaves(md)
         for i, rg in enumerate(md.row_groups):
@@ -182,8 +183,7 @@ class EncryptedRewrite:
             full = fmt.decode_column_metadata(found.plain)
             encode = fmt.encode_column_metadata
             if not force:
-                found.plain = _unpadded(found.plain, full, encode)
-                check_lossless(found.plain, full, encode, "the encrypted column metadata")
+                found.plain = _lossless(found.plain, full, encode, "the encrypted column metadata")
             found.stripped = chunk.meta_data
             found.offsets = tuple(getattr(full, name) for name in _OFFSET_FIELDS)
             chunk.meta_data = full
@@ -255,23 +255,18 @@ class EncryptedRewrite:
         """The hashes of an encrypted chunk's values, from its pages decrypted."""
         found = self.chunks[key]
         start, size, dictionary_first = chunk_layout(meta)
-        plain = decrypt_chunk(
+        decrypted = decrypted_pages(
             source.read_exact(start, size),
-            key=found.key,
+            gcm=self._decryptor.gcm(found.key),
             file_aad=self._decryptor.file_aad,
             algorithm=self.algorithm,
             row_group=found.ordinal,
             column=found.column,
             dictionary_first=dictionary_first,
             base=start,
-            prefix=fmt.MAGIC,  # the plaintext pages after a magic, as in a file
         )
-        shifted = copy.copy(meta)
-        shifted.data_page_offset = len(fmt.MAGIC)
-        shifted.dictionary_page_offset = None
-        shifted.total_compressed_size = len(plain) - len(fmt.MAGIC)
         try:
-            return pages.chunk_hashes(io.BytesIO(plain), shifted, leaf, out)
+            return pages.page_hashes(decrypted, meta, leaf, out)
         except pages.NeedsArrow as err:
             raise UnsupportedFileError(
                 f"the encrypted column's pages hold what this library reads only through "
@@ -292,9 +287,14 @@ class EncryptedRewrite:
         bitset_aad = cipher.module_aad(
             file_aad, cipher.BLOOM_FILTER_BITSET, found.ordinal, found.column
         )
-        return cipher.encrypt_gcm(header, found.key, header_aad) + cipher.encrypt_gcm(
-            bitset, found.key, bitset_aad
+        gcm = self._decryptor.gcm(found.key)
+        return gcm.seal(header, header_aad, self._nonce()) + gcm.seal(
+            bitset, bitset_aad, self._nonce()
         )
+
+    def _nonce(self) -> bytes:
+        with self._nonce_lock:
+            return self._nonces()
 
     def seal_metadata(self, md: Any, moves: Relocation, footer_start: int) -> None:
         """Put each chunk's encrypted ColumnMetaData (moved by the plan) back encrypted: its old
@@ -309,7 +309,8 @@ class EncryptedRewrite:
                 aad = cipher.module_aad(
                     self._decryptor.file_aad, cipher.COLUMN_META_DATA, found.ordinal, j
                 )
-                chunk.encrypted_column_metadata = cipher.encrypt_gcm(plain, found.key, aad)
+                gcm = self._decryptor.gcm(found.key)
+                chunk.encrypted_column_metadata = gcm.seal(plain, aad, self._nonce())
             stripped = found.stripped
             if stripped is not None:
                 for name, old in zip(_OFFSET_FIELDS, found.offsets, strict=True):
