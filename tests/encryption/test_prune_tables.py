@@ -28,7 +28,7 @@ from deltalake import DeltaTable
 
 import parquet_bloom as pb
 from parquet_bloom import BloomFilterWarning, DecryptionKeys, delta
-from parquet_bloom.errors import DecryptionError
+from parquet_bloom.errors import DecryptionError, MissingKeyError
 from tests.encryption import tables
 from tests.encryption.keys import COLUMN_KEYS, DATA, FOOTER_KEY, InServerWrapKms
 from tests.encryption.test_parquet_testing import bloom_values
@@ -426,3 +426,29 @@ def test_keys_from_a_kms_factory_and_its_config_scan_and_pickle(tmp_path: Path) 
         assert by_a(delta.prune(str(root), expr, decryption=made).to_table()).equals(
             oracle(root, expr)
         )
+
+
+def test_prune_of_paths_whose_first_footer_key_the_kms_does_not_give(tmp_path: Path) -> None:
+    """pyarrow takes the dataset's schema from the first file's footer, asking the KMS client
+    for its key: a client that refuses it (raising its own error, here a KeyError) made
+    ``prune`` of paths raise that error as is. A missing key keeps the file's row groups, as
+    for any file whose footer cannot be read; the schema comes from a file that can be read."""
+    root = tmp_path / "t"
+    root.mkdir()
+    encrypted = tables.pyarrow_files.write(root / "part-0.parquet")  # footer key kf
+    plain = root / "part-1.parquet"
+    rows = tables.pyarrow_files.table(tables.ROWS)
+    pq.write_table(rows, plain, row_group_size=ROW_GROUP, bloom_filter_options={"a": True})
+    no_footer_key = InServerWrapKms({k: v for k, v in MASTER_KEYS.items() if k != "kf"})
+    keys = DecryptionKeys.from_kms(no_footer_key, allow_plaintext_files=True)
+    expr = pc.field("a").isin([5, 3500])
+    with pytest.warns(BloomFilterWarning, match="keeping all row groups"):
+        result = pb.prune([str(encrypted), str(plain)], expr, decryption=keys)
+    report = result.report
+    assert report.unreadable_files == (str(encrypted),)
+    assert report.row_groups_skipped == 2  # the plaintext file's, by its filters
+    assert next(f.path for f in result.dataset.get_fragments()) == str(encrypted)
+    # No footer readable at all: a located error naming the key, not the client's KeyError.
+    with pytest.raises(MissingKeyError, match="could not unwrap") as info:
+        pb.prune([str(encrypted)], expr, decryption=keys)
+    assert info.value.source == str(encrypted)
