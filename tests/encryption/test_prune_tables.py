@@ -452,3 +452,29 @@ def test_prune_of_paths_whose_first_footer_key_the_kms_does_not_give(tmp_path: P
     with pytest.raises(MissingKeyError, match="could not unwrap") as info:
         pb.prune([str(encrypted)], expr, decryption=keys)
     assert info.value.source == str(encrypted)
+
+
+def test_the_cli_names_the_config_member_that_allows_plaintext_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plaintext file read with a --decryption-config that does not allow plaintext files:
+    the message says what to put in the config file, not the Python parameter."""
+    from parquet_bloom.cli import main
+    from tests.encryption.test_kms_config import KMS, config_file
+
+    root = tmp_path / "t"
+    root.mkdir()
+    encrypted = tables.pyarrow_files.write(root / "part-0.parquet")
+    plain = root / "part-1.parquet"
+    rows = tables.pyarrow_files.table(tables.ROWS)
+    pq.write_table(rows, plain, row_group_size=ROW_GROUP, bloom_filter_options={"a": True})
+    tables.register(root, [encrypted, plain], rows.schema)
+    keyed = ["--decryption-config", str(config_file(tmp_path, {"kms": KMS}))]
+    capsys.readouterr()
+    assert main(["table", "prune", str(root), "--column", "a", "5", *keyed]) == 2
+    err = capsys.readouterr().err
+    assert "not encrypted" in err and '"allow_plaintext_files": true' in err, err
+    assert "DecryptionKeys(" not in err and "allow_plaintext_files=True" not in err
+    assert main(["probe", *keyed, "--column", "a", "5", "--", str(plain)]) == 2
+    err = capsys.readouterr().err
+    assert '"allow_plaintext_files": true' in err and "DecryptionKeys(" not in err, err
