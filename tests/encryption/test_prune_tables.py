@@ -478,3 +478,32 @@ def test_the_cli_names_the_config_member_that_allows_plaintext_files(
     assert main(["probe", *keyed, "--column", "a", "5", "--", str(plain)]) == 2
     err = capsys.readouterr().err
     assert '"allow_plaintext_files": true' in err and "DecryptionKeys(" not in err, err
+
+
+def test_the_cli_probe_stops_on_a_wrong_column_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """probe with a column key that does not decrypt: an error naming the file and column
+    (docs/cli.md#encrypted-files, as table prune stops), not "might contain" in every row
+    group as for a key not given."""
+    from parquet_bloom.cli import main
+    from tests.encryption.test_kms_config import config_file
+
+    root = kms_table(tmp_path / "t", plaintext_footer=False)
+    path = sorted(str(Path(u)) for u in DeltaTable(str(root)).file_uris())[0]
+    with pb.BloomFilterReader(path, decryption=tables.keys()) as reader:
+        footer_key = reader._decryptor.footer_key()  # type: ignore[union-attr]
+    assert footer_key is not None
+    config = {"footer_key": "hex:" + footer_key.hex(), "column_keys": {"a": "hex:" + "00" * 16}}
+    keyed = ["--decryption-config", str(config_file(tmp_path, config))]
+    capsys.readouterr()
+    assert main(["probe", *keyed, "--column", "a", "1500", "--", path]) == 2
+    err = capsys.readouterr().err
+    assert "does not decrypt" in err and path in err and "'a'" in err, err
+    # Without a's key: every row group might contain it, and the probe says why.
+    config = {"footer_key": "hex:" + footer_key.hex()}
+    (tmp_path / "footer").mkdir()
+    keyed = ["--decryption-config", str(config_file(tmp_path / "footer", config))]
+    assert main(["probe", "--json", *keyed, "--column", "a", "1500", "--", path]) == 0
+    (found,) = json.loads(capsys.readouterr().out)["files"]
+    assert [g["result"] for g in found["row_groups"]] == ["might contain"] * 3
