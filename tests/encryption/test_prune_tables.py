@@ -507,3 +507,15 @@ def test_the_cli_probe_stops_on_a_wrong_column_key(
     assert main(["probe", "--json", *keyed, "--column", "a", "1500", "--", path]) == 0
     (found,) = json.loads(capsys.readouterr().out)["files"]
     assert [g["result"] for g in found["row_groups"]] == ["might contain"] * 3
+
+
+@pytest.mark.parametrize("given", ["keys.json", {"footer_key": FOOTER_KEY}, FOOTER_KEY])
+def test_decryption_that_is_not_keys_is_a_type_error(kms_root: Path, given: Any) -> None:
+    """prune of paths and delta.prune told an AttributeError from inside ('str' object has no
+    attribute 'kms_client'); check_file and the reader say what decryption= must be."""
+    files = [str(Path(u)) for u in DeltaTable(str(kms_root)).file_uris()]
+    expr = pc.field("a") == 1
+    with pytest.raises(TypeError, match="decryption must be a DecryptionKeys"):
+        pb.prune(files, expr, decryption=given)
+    with pytest.raises(TypeError, match="decryption must be a DecryptionKeys"):
+        delta.prune(str(kms_root), expr, decryption=given)

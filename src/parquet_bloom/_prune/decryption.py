@@ -64,6 +64,8 @@ def scan_options(keys: DecryptionKeys | None, **options: Any) -> ds.ParquetFragm
     with ``keys`` (see the module); without keys, ``options`` alone."""
     if keys is None:
         return ds.ParquetFragmentScanOptions(**options)
+    if not isinstance(keys, DecryptionKeys):  # the caller's decryption=, before any read
+        raise TypeError(f"decryption must be a DecryptionKeys, not {type(keys).__name__}")
     import pyarrow.parquet.encryption as pe
 
     client = keys.kms_client
