@@ -56,7 +56,6 @@ from parquet_bloom.errors import (
     BloomFilterError,
     DecryptionError,
     FileReadError,
-    MissingKeyError,
     UnsupportedFileError,
 )
 
@@ -743,9 +742,9 @@ def _unreadable_notes(reader: BloomFilterReader, selected: Iterable[str]) -> lis
         for column, err in reader.unreadable_columns(rg).items():
             if column in wanted and not refuses(err):
                 why.setdefault(column, []).append(err)
+    # The reason says which key is missing and why: not given, or refused by the KMS client.
     return [
-        f"column {column!r}: {len(errs)} encrypted chunk(s) not checked: "
-        + ("no key given" if isinstance(errs[0], MissingKeyError) else errs[0].reason)
+        f"column {column!r}: {len(errs)} encrypted chunk(s) not checked: {errs[0].reason}"
         for column, errs in why.items()
     ]
 

@@ -284,8 +284,18 @@ def test_check_fails_on_a_wrong_column_key(tmp_path: Path) -> None:
     assert [(v.row_group, v.column) for v in wrong] == [(0, "a"), (1, "a"), (2, "a")]
     assert all("does not decrypt" in v.message for v in wrong)
     # b's key is not given: a note, not a violation.
-    assert any("'b'" in n and "no key given" in n for n in report.notes)
+    assert any("'b'" in n and "no key was given" in n for n in report.notes)
     assert not any("'a'" in n for n in report.notes)
     assert all(v.column == "a" for v in report.violations)
     # Columns not checked are not judged.
     assert pb.check_file(path, decryption=wrong_a, columns=["c"], allow_empty=True).ok
+
+
+def test_check_notes_say_why_a_key_is_missing(tmp_path: Path) -> None:
+    """A column whose key the KMS refused: the note gives the KMS client's refusal, not "no
+    key given" (the key was asked for, and the client said why it did not give it)."""
+    path = write(tmp_path / "f.parquet")
+    refusing = DecryptionKeys.from_kms(InServerWrapKms({"kf": MASTER_KEYS["kf"]}))
+    report = pb.check_file(path, decryption=refusing, allow_empty=True)
+    (note,) = [n for n in report.notes if "'a'" in n]
+    assert "could not unwrap" in note and "'ka'" in note, note
