@@ -519,3 +519,19 @@ def test_decryption_that_is_not_keys_is_a_type_error(kms_root: Path, given: Any)
         pb.prune(files, expr, decryption=given)
     with pytest.raises(TypeError, match="decryption must be a DecryptionKeys"):
         delta.prune(str(kms_root), expr, decryption=given)
+
+
+def test_the_cli_warnings_of_table_prune_name_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """table prune of encrypted files without keys warns, per file, that its row groups are
+    kept: the warning names --decryption-config FILE, not the Python decryption=."""
+    from parquet_bloom.cli import main
+
+    root = kms_table(tmp_path / "t", plaintext_footer=False)
+    capsys.readouterr()
+    assert main(["table", "prune", str(root), "--column", "a", "5"]) == 0
+    err = capsys.readouterr().err
+    warned = [line for line in err.splitlines() if "warning:" in line]
+    assert len(warned) == FILES and all("--decryption-config FILE" in w for w in warned), err
+    assert "decryption=" not in err
