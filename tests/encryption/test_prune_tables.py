@@ -535,3 +535,16 @@ def test_the_cli_warnings_of_table_prune_name_the_flag(
     warned = [line for line in err.splitlines() if "warning:" in line]
     assert len(warned) == FILES and all("--decryption-config FILE" in w for w in warned), err
     assert "decryption=" not in err
+
+
+def test_a_scan_failure_says_which_keys_pyarrow_was_given(tmp_path: Path) -> None:
+    """Column keys given without a footer key, on plaintext footers: pyarrow is given no key,
+    and the scan's error says so (it said "a key retriever", which was not given)."""
+    root = kms_table(tmp_path / "t", plaintext_footer=True)
+    keys = DecryptionKeys(column_keys={"b": bytes(16)})
+    expr = pc.field("c") == 750.0
+    result = delta.prune(str(root), expr, decryption=keys)  # c has no filter: all kept
+    assert result.to_table(columns=["c"]).column("c").to_pylist() == [750.0]
+    with pytest.raises(DecryptionError, match="column\\(s\\) 'a'") as info:
+        result.to_table(columns=["a", "c"])
+    assert "no footer key was given" in str(info.value) and "retriever" not in str(info.value)

@@ -139,7 +139,12 @@ def scan_failure(
             "read: leave it out of columns= and of the filter"
         )
     else:
-        given = "a footer key" if keys.footer_key is not None else "no key (a key retriever)"
+        if keys.footer_key is not None:
+            given = "a footer key"
+        elif keys.key_retriever is not None:
+            given = "no key (a key retriever has none to give before a file is opened)"
+        else:
+            given = "no key (no footer key was given)"
         advice = (
             f"pyarrow was given {given}: with keys given directly it decrypts the footer and "
             "the columns encrypted with the footer key only, never a column with its own "
