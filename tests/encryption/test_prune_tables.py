@@ -548,3 +548,24 @@ def test_a_scan_failure_says_which_keys_pyarrow_was_given(tmp_path: Path) -> Non
     with pytest.raises(DecryptionError, match="column\\(s\\) 'a'") as info:
         result.to_table(columns=["a", "c"])
     assert "no footer key was given" in str(info.value) and "retriever" not in str(info.value)
+
+
+class WrongBKms(InServerWrapKms):
+    """A KMS that gives b's key wrong, the others right."""
+
+    def unwrap_key(self, wrapped_key: str, master_key_identifier: str) -> bytes:
+        key = super().unwrap_key(wrapped_key, master_key_identifier)
+        return bytes(b ^ 1 for b in key) if master_key_identifier == "kb" else key
+
+
+def test_a_scan_of_a_column_whose_key_is_wrong_does_not_say_the_key_is_missing(
+    kms_root: Path,
+) -> None:
+    """b's filters are not needed for a lookup on a, so its wrong key is met only by the
+    scan: the error says a key that does not decrypt is one cause, not only a missing key."""
+    keys = DecryptionKeys.from_kms(WrongBKms(MASTER_KEYS))
+    result = delta.prune(str(kms_root), pc.field("a") == 1500, decryption=keys)
+    assert result.to_table(columns=["a", "c"]).column("a").to_pylist() == [1500]
+    with pytest.raises(DecryptionError, match="'b'") as info:
+        result.to_table()
+    assert "does not decrypt" in str(info.value)

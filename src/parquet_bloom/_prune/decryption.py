@@ -136,7 +136,9 @@ def scan_failure(
         advice = (
             "a column whose key the KMS client does not give (the client that read the "
             "filters gives pyarrow the keys) can be pruned, its row groups kept, but not "
-            "read: leave it out of columns= and of the filter"
+            "read: leave it out of columns= and of the filter; or the key it gives does not "
+            "decrypt the column (a wrong key, or tampered bytes), which a pruning that did "
+            "not need the column's filters does not meet"
         )
     else:
         if keys.footer_key is not None:
