@@ -48,6 +48,7 @@ from parquet_bloom._gate import (
 from parquet_bloom._gate import required_paths as _required_paths
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._locate import locate_filter
+from parquet_bloom._prune.decryption import refuses
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._sbbf import SplitBlockBloomFilter, expected_fpp
 from parquet_bloom._size_advice import DEFAULT_TARGET_FPP, size_notes
@@ -55,7 +56,6 @@ from parquet_bloom.errors import (
     BloomFilterError,
     DecryptionError,
     FileReadError,
-    MissingKeyError,
     UnsupportedFileError,
 )
 
@@ -155,8 +155,9 @@ class Violation:
     "unsupported" (a header this library cannot read), "overlap" (the filter's bytes overlap
     column data or another filter), "false-negative" (a value of the chunk is not in its
     filter; ``value`` is the first one), "fpp" (the rate exceeds ``max_fpp``) or "data" (the
-    chunk's values could not be read to check the filter), "decryption" (an encrypted filter
-    that does not decrypt with the keys given: a wrong key or tampered bytes).
+    chunk's values could not be read to check the filter), "decryption" (an encrypted filter,
+    or the metadata of an encrypted column chunk, that does not decrypt with the keys given: a
+    wrong key or tampered bytes; a key not given is a note, not a violation).
     """
 
     kind: str
@@ -665,6 +666,7 @@ def check_file(
             )
         if decryption is not None:
             notes.extend(_unreadable_notes(reader, selected))
+            violations.extend(_wrong_keys(reader, selected, name))
         checks = []
         for done, chunk in enumerate(filtered, 1):
             try:
@@ -738,12 +740,26 @@ def _unreadable_notes(reader: BloomFilterReader, selected: Iterable[str]) -> lis
     why: dict[str, list[BloomFilterError]] = {}
     for rg in range(reader.num_row_groups):
         for column, err in reader.unreadable_columns(rg).items():
-            if column in wanted:
+            if column in wanted and not refuses(err):
                 why.setdefault(column, []).append(err)
+    # The reason says which key is missing and why: not given, or refused by the KMS client.
     return [
-        f"column {column!r}: {len(errs)} encrypted chunk(s) not checked: "
-        + ("no key given" if isinstance(errs[0], MissingKeyError) else errs[0].reason)
+        f"column {column!r}: {len(errs)} encrypted chunk(s) not checked: {errs[0].reason}"
         for column, errs in why.items()
+    ]
+
+
+def _wrong_keys(reader: BloomFilterReader, selected: Iterable[str], name: str) -> list[Violation]:
+    """A "decryption" violation per encrypted chunk of the ``selected`` columns whose key was
+    given but does not decrypt its metadata (a wrong key, a wrong AAD prefix, tampered bytes):
+    by the rule every prune follows (:func:`parquet_bloom._prune.decryption.refuses`), a key
+    given wrong is a finding, not a chunk left unchecked as one whose key is not given."""
+    wanted = set(selected)
+    return [
+        Violation("decryption", name, rg, column, None, err.reason)
+        for rg in range(reader.num_row_groups)
+        for column, err in reader.unreadable_columns(rg).items()
+        if column in wanted and refuses(err)
     ]
 
 

@@ -28,7 +28,7 @@ from deltalake import DeltaTable
 
 import parquet_bloom as pb
 from parquet_bloom import BloomFilterWarning, DecryptionKeys, delta
-from parquet_bloom.errors import DecryptionError
+from parquet_bloom.errors import DecryptionError, MissingKeyError
 from tests.encryption import tables
 from tests.encryption.keys import COLUMN_KEYS, DATA, FOOTER_KEY, InServerWrapKms
 from tests.encryption.test_parquet_testing import bloom_values
@@ -426,3 +426,146 @@ def test_keys_from_a_kms_factory_and_its_config_scan_and_pickle(tmp_path: Path) 
         assert by_a(delta.prune(str(root), expr, decryption=made).to_table()).equals(
             oracle(root, expr)
         )
+
+
+def test_prune_of_paths_whose_first_footer_key_the_kms_does_not_give(tmp_path: Path) -> None:
+    """pyarrow takes the dataset's schema from the first file's footer, asking the KMS client
+    for its key: a client that refuses it (raising its own error, here a KeyError) made
+    ``prune`` of paths raise that error as is. A missing key keeps the file's row groups, as
+    for any file whose footer cannot be read; the schema comes from a file that can be read."""
+    root = tmp_path / "t"
+    root.mkdir()
+    encrypted = tables.pyarrow_files.write(root / "part-0.parquet")  # footer key kf
+    plain = root / "part-1.parquet"
+    rows = tables.pyarrow_files.table(tables.ROWS)
+    pq.write_table(rows, plain, row_group_size=ROW_GROUP, bloom_filter_options={"a": True})
+    no_footer_key = InServerWrapKms({k: v for k, v in MASTER_KEYS.items() if k != "kf"})
+    keys = DecryptionKeys.from_kms(no_footer_key, allow_plaintext_files=True)
+    expr = pc.field("a").isin([5, 3500])
+    with pytest.warns(BloomFilterWarning, match="keeping all row groups"):
+        result = pb.prune([str(encrypted), str(plain)], expr, decryption=keys)
+    report = result.report
+    assert report.unreadable_files == (str(encrypted),)
+    assert report.row_groups_skipped == 2  # the plaintext file's, by its filters
+    assert next(f.path for f in result.dataset.get_fragments()) == str(encrypted)
+    # No footer readable at all: a located error naming the key, not the client's KeyError.
+    with pytest.raises(MissingKeyError, match="could not unwrap") as info:
+        pb.prune([str(encrypted)], expr, decryption=keys)
+    assert info.value.source == str(encrypted)
+
+
+def test_the_cli_names_the_config_member_that_allows_plaintext_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plaintext file read with a --decryption-config that does not allow plaintext files:
+    the message says what to put in the config file, not the Python parameter."""
+    from parquet_bloom.cli import main
+    from tests.encryption.test_kms_config import KMS, config_file
+
+    root = tmp_path / "t"
+    root.mkdir()
+    encrypted = tables.pyarrow_files.write(root / "part-0.parquet")
+    plain = root / "part-1.parquet"
+    rows = tables.pyarrow_files.table(tables.ROWS)
+    pq.write_table(rows, plain, row_group_size=ROW_GROUP, bloom_filter_options={"a": True})
+    tables.register(root, [encrypted, plain], rows.schema)
+    keyed = ["--decryption-config", str(config_file(tmp_path, {"kms": KMS}))]
+    capsys.readouterr()
+    assert main(["table", "prune", str(root), "--column", "a", "5", *keyed]) == 2
+    err = capsys.readouterr().err
+    assert "not encrypted" in err and '"allow_plaintext_files": true' in err, err
+    assert "DecryptionKeys(" not in err and "allow_plaintext_files=True" not in err
+    assert main(["probe", *keyed, "--column", "a", "5", "--", str(plain)]) == 2
+    err = capsys.readouterr().err
+    assert '"allow_plaintext_files": true' in err and "DecryptionKeys(" not in err, err
+
+
+def test_the_cli_probe_stops_on_a_wrong_column_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """probe with a column key that does not decrypt: an error naming the file and column
+    (docs/cli.md#encrypted-files, as table prune stops), not "might contain" in every row
+    group as for a key not given."""
+    from parquet_bloom.cli import main
+    from tests.encryption.test_kms_config import config_file
+
+    root = kms_table(tmp_path / "t", plaintext_footer=False)
+    path = sorted(str(Path(u)) for u in DeltaTable(str(root)).file_uris())[0]
+    with pb.BloomFilterReader(path, decryption=tables.keys()) as reader:
+        footer_key = reader._decryptor.footer_key()  # type: ignore[union-attr]
+    assert footer_key is not None
+    config = {"footer_key": "hex:" + footer_key.hex(), "column_keys": {"a": "hex:" + "00" * 16}}
+    keyed = ["--decryption-config", str(config_file(tmp_path, config))]
+    capsys.readouterr()
+    assert main(["probe", *keyed, "--column", "a", "1500", "--", path]) == 2
+    err = capsys.readouterr().err
+    assert "does not decrypt" in err and path in err and "'a'" in err, err
+    # Without a's key: every row group might contain it, and the probe says why.
+    config = {"footer_key": "hex:" + footer_key.hex()}
+    (tmp_path / "footer").mkdir()
+    keyed = ["--decryption-config", str(config_file(tmp_path / "footer", config))]
+    assert main(["probe", "--json", *keyed, "--column", "a", "1500", "--", path]) == 0
+    (found,) = json.loads(capsys.readouterr().out)["files"]
+    assert [g["result"] for g in found["row_groups"]] == ["might contain"] * 3
+
+
+@pytest.mark.parametrize("given", ["keys.json", {"footer_key": FOOTER_KEY}, FOOTER_KEY])
+def test_decryption_that_is_not_keys_is_a_type_error(kms_root: Path, given: Any) -> None:
+    """prune of paths and delta.prune told an AttributeError from inside ('str' object has no
+    attribute 'kms_client'); check_file and the reader say what decryption= must be."""
+    files = [str(Path(u)) for u in DeltaTable(str(kms_root)).file_uris()]
+    expr = pc.field("a") == 1
+    with pytest.raises(TypeError, match="decryption must be a DecryptionKeys"):
+        pb.prune(files, expr, decryption=given)
+    with pytest.raises(TypeError, match="decryption must be a DecryptionKeys"):
+        delta.prune(str(kms_root), expr, decryption=given)
+
+
+def test_the_cli_warnings_of_table_prune_name_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """table prune of encrypted files without keys warns, per file, that its row groups are
+    kept: the warning names --decryption-config FILE, not the Python decryption=."""
+    from parquet_bloom.cli import main
+
+    root = kms_table(tmp_path / "t", plaintext_footer=False)
+    capsys.readouterr()
+    assert main(["table", "prune", str(root), "--column", "a", "5"]) == 0
+    err = capsys.readouterr().err
+    warned = [line for line in err.splitlines() if "warning:" in line]
+    assert len(warned) == FILES and all("--decryption-config FILE" in w for w in warned), err
+    assert "decryption=" not in err
+
+
+def test_a_scan_failure_says_which_keys_pyarrow_was_given(tmp_path: Path) -> None:
+    """Column keys given without a footer key, on plaintext footers: pyarrow is given no key,
+    and the scan's error says so (it said "a key retriever", which was not given)."""
+    root = kms_table(tmp_path / "t", plaintext_footer=True)
+    keys = DecryptionKeys(column_keys={"b": bytes(16)})
+    expr = pc.field("c") == 750.0
+    result = delta.prune(str(root), expr, decryption=keys)  # c has no filter: all kept
+    assert result.to_table(columns=["c"]).column("c").to_pylist() == [750.0]
+    with pytest.raises(DecryptionError, match="column\\(s\\) 'a'") as info:
+        result.to_table(columns=["a", "c"])
+    assert "no footer key was given" in str(info.value) and "retriever" not in str(info.value)
+
+
+class WrongBKms(InServerWrapKms):
+    """A KMS that gives b's key wrong, the others right."""
+
+    def unwrap_key(self, wrapped_key: str, master_key_identifier: str) -> bytes:
+        key = super().unwrap_key(wrapped_key, master_key_identifier)
+        return bytes(b ^ 1 for b in key) if master_key_identifier == "kb" else key
+
+
+def test_a_scan_of_a_column_whose_key_is_wrong_does_not_say_the_key_is_missing(
+    kms_root: Path,
+) -> None:
+    """b's filters are not needed for a lookup on a, so its wrong key is met only by the
+    scan: the error says a key that does not decrypt is one cause, not only a missing key."""
+    keys = DecryptionKeys.from_kms(WrongBKms(MASTER_KEYS))
+    result = delta.prune(str(kms_root), pc.field("a") == 1500, decryption=keys)
+    assert result.to_table(columns=["a", "c"]).column("a").to_pylist() == [1500]
+    with pytest.raises(DecryptionError, match="'b'") as info:
+        result.to_table()
+    assert "does not decrypt" in str(info.value)

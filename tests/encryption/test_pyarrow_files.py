@@ -268,3 +268,34 @@ def test_cryptography_imported_only_to_decrypt(tmp_path: Path) -> None:
         "assert 'cryptography' not in sys.modules, 'imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_check_fails_on_a_wrong_column_key(tmp_path: Path) -> None:
+    """A column key given that does not decrypt its metadata is a "decryption" violation, as
+    prune stops on it: a check passed with a note (as for a key not given) hid a wrong key,
+    even of a column required to have filters."""
+    path = write(tmp_path / "f.parquet")
+    with pb.BloomFilterReader(path, decryption=DecryptionKeys.from_kms(InServerWrapKms())) as r:
+        footer_key = r._decryptor.footer_key()  # type: ignore[union-attr]
+    wrong_a = DecryptionKeys(footer_key, {"a": bytes(16)})
+    report = pb.check_file(path, decryption=wrong_a, require=["a"], allow_empty=True)
+    assert not report.ok
+    wrong = [v for v in report.violations if v.kind == "decryption"]
+    assert [(v.row_group, v.column) for v in wrong] == [(0, "a"), (1, "a"), (2, "a")]
+    assert all("does not decrypt" in v.message for v in wrong)
+    # b's key is not given: a note, not a violation.
+    assert any("'b'" in n and "no key was given" in n for n in report.notes)
+    assert not any("'a'" in n for n in report.notes)
+    assert all(v.column == "a" for v in report.violations)
+    # Columns not checked are not judged.
+    assert pb.check_file(path, decryption=wrong_a, columns=["c"], allow_empty=True).ok
+
+
+def test_check_notes_say_why_a_key_is_missing(tmp_path: Path) -> None:
+    """A column whose key the KMS refused: the note gives the KMS client's refusal, not "no
+    key given" (the key was asked for, and the client said why it did not give it)."""
+    path = write(tmp_path / "f.parquet")
+    refusing = DecryptionKeys.from_kms(InServerWrapKms({"kf": MASTER_KEYS["kf"]}))
+    report = pb.check_file(path, decryption=refusing, allow_empty=True)
+    (note,) = [n for n in report.notes if "'a'" in n]
+    assert "could not unwrap" in note and "'ka'" in note, note

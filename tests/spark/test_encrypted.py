@@ -463,3 +463,36 @@ def test_keys_that_do_not_pickle_are_refused_on_the_driver(
     assert not (tmp_path / "out").exists()
     with pytest.raises(TypeError, match="must be a DecryptionKeys"):
         pbs.bloom_filter_index(spark, str(tmp_path), decryption=b"0" * 16)  # type: ignore[arg-type]
+
+
+def test_files_might_contain_stops_on_a_wrong_key_as_prune_does(tmp_path: Path) -> None:
+    """The executor's side of ``files_might_contain``: a key given that does not decrypt (a
+    wrong column key, a tampered filter) fails the file with a located DecryptionError, as
+    ``prune`` and ``delta.prune`` stop; it kept every row group in silence (the warning is
+    dropped on the executors). A key not given still keeps its row groups."""
+    from parquet_bloom.spark._files import _row_groups_to_read
+    from tests.encryption import tables
+
+    root = tables.with_filters(
+        tables.encrypted_table(tmp_path / "t", plaintext_footer=True, files=1), ["a"], tables.keys()
+    )
+    (uri,) = DeltaTable(str(root)).file_uris()
+    path = str(Path(uri))
+    assert _row_groups_to_read(path, "a", [1500], {}, tables.keys()) == [1]
+    with pb.BloomFilterReader(path, decryption=tables.keys()) as reader:
+        footer_key = reader._decryptor.footer_key()  # type: ignore[union-attr]
+        chunk = reader.column_chunk(1, "a")
+    wrong = DecryptionKeys(footer_key, {"a": bytes(16)})
+    with pytest.raises(DecryptionError, match="does not decrypt") as info:
+        _row_groups_to_read(path, "a", [1500], {}, wrong)
+    assert (info.value.source, info.value.column) == (path, "a")
+    # Without a's key: kept.
+    assert _row_groups_to_read(path, "a", [1500], {}, DecryptionKeys(footer_key)) == [0, 1, 2]
+    # A tampered bitset.
+    assert chunk.bloom_filter_offset is not None and chunk.bloom_filter_length is not None
+    data = bytearray(Path(path).read_bytes())
+    data[chunk.bloom_filter_offset + chunk.bloom_filter_length - 5] ^= 0x01
+    Path(path).write_bytes(bytes(data))
+    with pytest.raises(DecryptionError, match="does not decrypt") as info:
+        _row_groups_to_read(path, "a", [10**9], {}, tables.keys())
+    assert (info.value.row_group, info.value.module) == (1, "Bloom filter bitset")

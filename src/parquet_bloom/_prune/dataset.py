@@ -223,13 +223,19 @@ def _listed_dataset(
     parquet = ds.ParquetFileFormat(default_fragment_scan_options=scan_options(decryption))
     try:
         dataset = ds.dataset(paths, format=parquet, filesystem=fs)
-    except (BloomFilterError, OSError, pa.ArrowException):
+    except Exception as err:
         # pyarrow takes the schema from the first file's footer. When that file cannot be
-        # read (gone since the listing, a store's failure), the schema comes from the first
-        # file that can be: the unreadable one stays in, and pruning keeps its row groups.
-        # (The first is tried again by us: keys that do not decrypt it are told as ours.)
-        schema = _first_readable_schema(entries, decryption)
+        # read (gone since the listing, a store's failure, a key the KMS client refuses:
+        # its own error, raised through pyarrow), the schema comes from the first file that
+        # can be: the unreadable one stays in, and pruning keeps its row groups. (The first
+        # is tried again by us: keys that do not decrypt it are told as ours.)
+        readable = (BloomFilterError, OSError, pa.ArrowException)
+        if decryption is None and not isinstance(err, readable):
+            raise
+        schema, first_error = _first_readable_schema(entries, decryption)
         if schema is None:
+            if decryption is not None and isinstance(first_error, BloomFilterError):
+                raise first_error.located(source=entries[0].name) from err
             raise
         dataset = ds.dataset(paths, schema=schema, format=parquet, filesystem=fs)
     return dataset, sizes, names, tuple(str(t) for t in listing.tables)
@@ -237,20 +243,24 @@ def _listed_dataset(
 
 def _first_readable_schema(
     entries: Sequence[location.Entry], decryption: DecryptionKeys | None
-) -> pa.Schema | None:
+) -> tuple[pa.Schema | None, Exception | None]:
     """The Arrow schema of the first of ``entries`` whose footer can be read, as pyarrow's
-    dataset discovery would take it from that file; None if none can be."""
+    dataset discovery would take it from that file (None if none can be), and the error of
+    the first that could not be (None if it could)."""
+    first: Exception | None = None
     for entry in entries:
         try:
             with BloomFilterReader(
                 entry.path, filesystem=entry.filesystem, size=entry.size, decryption=decryption
             ) as r:
-                return _physical_schema(r)
+                return _physical_schema(r), first
         except (BloomFilterError, OSError, pa.ArrowException) as err:
             if refuses(err):  # keys that do not decrypt: told as ours, not pyarrow's
                 raise refused(err, entry.name) from None
+            if first is None:
+                first = err
             continue
-    return None
+    return None, first
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,8 @@ def scan_options(keys: DecryptionKeys | None, **options: Any) -> ds.ParquetFragm
     with ``keys`` (see the module); without keys, ``options`` alone."""
     if keys is None:
         return ds.ParquetFragmentScanOptions(**options)
+    if not isinstance(keys, DecryptionKeys):  # the caller's decryption=, before any read
+        raise TypeError(f"decryption must be a DecryptionKeys, not {type(keys).__name__}")
     import pyarrow.parquet.encryption as pe
 
     client = keys.kms_client
@@ -134,10 +136,17 @@ def scan_failure(
         advice = (
             "a column whose key the KMS client does not give (the client that read the "
             "filters gives pyarrow the keys) can be pruned, its row groups kept, but not "
-            "read: leave it out of columns= and of the filter"
+            "read: leave it out of columns= and of the filter; or the key it gives does not "
+            "decrypt the column (a wrong key, or tampered bytes), which a pruning that did "
+            "not need the column's filters does not meet"
         )
     else:
-        given = "a footer key" if keys.footer_key is not None else "no key (a key retriever)"
+        if keys.footer_key is not None:
+            given = "a footer key"
+        elif keys.key_retriever is not None:
+            given = "no key (a key retriever has none to give before a file is opened)"
+        else:
+            given = "no key (no footer key was given)"
         advice = (
             f"pyarrow was given {given}: with keys given directly it decrypts the footer and "
             "the columns encrypted with the footer key only, never a column with its own "

@@ -17,6 +17,7 @@ from parquet_bloom import _audit as audit
 from parquet_bloom import _logical as logical
 from parquet_bloom._gate import EMPTY_KIND, empty_message
 from parquet_bloom._io import location
+from parquet_bloom._prune.decryption import refused, refuses
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._tables.directories import list_live_files
 from parquet_bloom.cli._output import (
@@ -202,6 +203,8 @@ def _probe_file(
             try:
                 f = reader.filter(rg, column)
             except BloomFilterError as e:
+                if refuses(e):  # a key given that does not decrypt: an error, as prune stops
+                    raise refused(e, path) from None
                 result, reason = "might contain", f"filter unreadable: {e.reason}"
             else:
                 if f is None:

@@ -37,6 +37,10 @@ _WORDS = [
     (re.compile(_BEFORE + r"force=True" + _AFTER), "--force"),
     (re.compile(_BEFORE + r"storage_options=?" + _AFTER), "--storage-option"),
     (re.compile(_BEFORE + r"decryption=(?:DecryptionKeys\(\.\.\.\))?"), "--decryption-config FILE"),
+    (
+        re.compile(_BEFORE + r"DecryptionKeys\(allow_plaintext_files=True\)"),
+        '"allow_plaintext_files": true in the --decryption-config FILE',
+    ),
     (re.compile(_BEFORE + r"num_bytes" + _AFTER), "--bytes"),
     (re.compile(_BEFORE + r"tail_size" + _AFTER), "--tail-size"),
     (re.compile(r"^(ndv|fpp|flavor) must"), r"--\1 must"),

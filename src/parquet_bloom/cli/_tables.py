@@ -231,7 +231,7 @@ def _guarded(run: output.Run, parser: argparse.ArgumentParser) -> output.Run:
             finally:
                 seen = set()
                 for w in caught:
-                    message = " ".join(str(w.message).split())
+                    message = in_flags(" ".join(str(w.message).split()))
                     if message not in seen:
                         seen.add(message)
                         err.write(f"{output.PROG}: warning: {message}\n")

@@ -21,6 +21,7 @@ from parquet_bloom import _format as fmt
 from parquet_bloom._crypto import DecryptionKeys
 from parquet_bloom._extras import require
 from parquet_bloom._logical import literal_probe
+from parquet_bloom._prune.decryption import refused, refuses
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom.errors import BloomFilterError
 from parquet_bloom.spark._keys import executor_keys
@@ -114,7 +115,9 @@ def files_might_contain(
     without the column are kept. ``paths`` and ``storage_options`` as in
     :func:`bloom_filter_index`; an unreadable file fails the job, since its row groups cannot be
     listed. ``decryption`` as in :func:`bloom_filter_index`: the row groups of a column whose
-    key is not given are kept.
+    key is not given are kept; a key that does not decrypt the column's metadata or filters
+    (wrong, or tampered bytes) fails the job with a DecryptionError naming the file, as
+    :func:`parquet_bloom.prune` stops on it.
     """
     if not isinstance(column, str):
         raise TypeError(f"column must be a dotted path string, not {type(column).__name__}")
@@ -310,6 +313,14 @@ def _row_groups_to_read(
         every = list(range(reader.num_row_groups))
         if _leaf(reader, column) is None:
             return every  # not this file's column: kept, pruning never guesses
+        if decryption is not None:
+            # A key given that does not decrypt the column's metadata or filters stops, as
+            # every prune does (parquet_bloom._prune.decryption); one not given keeps its row
+            # groups below. (The filters read here are the reader's, cached for the probe.)
+            _, failed = reader.filters_with_errors([column], every)
+            for err in failed.values():
+                if refuses(err):
+                    raise refused(err, file)
         try:
             # An unusable filter keeps its row group (the reader warns; on an executor no one
             # would read it); the others still prune.
