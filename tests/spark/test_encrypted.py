@@ -28,8 +28,6 @@ import base64
 import shutil
 import subprocess
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +45,7 @@ from tests import skips
 from tests.encryption import test_tables as encrypted_tables
 from tests.encryption.keys import MASTER_KEYS, InServerWrapKms
 from tests.encryption.test_parquet_java import pyspark_jars
+from tests.spark.data import session_conf
 
 pytestmark = pytest.mark.spark
 
@@ -166,21 +165,6 @@ def row_groups(files: list[Path], decryption: DecryptionKeys) -> list[tuple[Path
     return out
 
 
-@contextmanager
-def sql_conf(spark: SparkSession, **settings: str) -> Iterator[None]:
-    saved = {k: spark.conf.get(k, None) for k in settings}
-    for k, v in settings.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
-
-
 def scan(df: DataFrame) -> tuple[list[Any], int]:
     """The rows of ``df``, and how many rows its file scan read (row groups it did not skip)."""
     rows = df.collect()
@@ -246,7 +230,7 @@ def test_spark_reads_our_rewrite_and_its_bloom_filters_find_every_value(
         "parquet.filter.bloom.enabled": "true",
         "parquet.filter.dictionary.enabled": "false",
     }
-    with sql_conf(spark, **{"spark.sql.parquet.filterPushdown": "true"}):
+    with session_conf(spark, {"spark.sql.parquet.filterPushdown": "true"}):
         df = spark.read.options(**READ_OPTIONS, **pushdown).parquet(str(dst))
         df.createOrReplaceTempView("rewritten")
         for column in COLUMNS:
