@@ -569,3 +569,26 @@ def test_a_scan_of_a_column_whose_key_is_wrong_does_not_say_the_key_is_missing(
     with pytest.raises(DecryptionError, match="'b'") as info:
         result.to_table()
     assert "does not decrypt" in str(info.value)
+
+
+class _UnwrapOnly:
+    """A KMS client as DecryptionKeys.from_kms takes one: unwrap_key alone."""
+
+    def __init__(self) -> None:
+        self.kms = InServerWrapKms(MASTER_KEYS)
+
+    def unwrap_key(self, wrapped_key: str, master_key_identifier: str) -> bytes:
+        return bytes(self.kms.unwrap_key(wrapped_key, master_key_identifier))
+
+
+def test_the_scans_kms_client_unwraps_and_refuses_to_wrap() -> None:
+    from parquet_bloom._prune.decryption import _arrow_kms_client_class
+
+    inner = InServerWrapKms(MASTER_KEYS)
+    wrapped = inner.wrap_key(FOOTER_KEY, "kf")
+    client = _arrow_kms_client_class()(_UnwrapOnly())
+    assert isinstance(client, pe.KmsClient)
+    assert client.unwrap_key(wrapped, "kf") == FOOTER_KEY
+    with pytest.raises(DecryptionError, match="serves reads") as raised:
+        client.wrap_key(FOOTER_KEY, "kf")
+    assert FOOTER_KEY.hex() not in str(raised.value) and "0123456789012345" not in str(raised.value)

@@ -109,7 +109,12 @@ def _arrow_kms_client_class() -> type:
             return key.encode() if isinstance(key, str) else bytes(key)
 
         def wrap_key(self, key_bytes: bytes, master_key_identifier: str) -> bytes:
-            raise NotImplementedError("a scan decrypts: it never wraps a key")
+            # Made for pyarrow's decryption of a scan, which only unwraps: a wrap asked of
+            # it is a writer's, which this client is not given to.
+            raise DecryptionError(
+                f"asked to wrap a key under {master_key_identifier!r}: this client serves "
+                "reads (a scan's decryption) only; give a writer your own KMS client"
+            )
 
     return ArrowKmsClient
 
