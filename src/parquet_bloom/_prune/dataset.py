@@ -42,7 +42,7 @@ from parquet_bloom._index.lookup import BloomIndex
 from parquet_bloom._io import location
 from parquet_bloom._logical import literal_probe
 from parquet_bloom._prune.compare import compared_values, field_type, reads_unchanged, value_type
-from parquet_bloom._prune.decryption import refused, refuses, scan_options
+from parquet_bloom._prune.decryption import refuses, scan_options, stop_if_refused
 from parquet_bloom._prune.expression import (
     And,
     Equal,
@@ -255,8 +255,8 @@ def _first_readable_schema(
             ) as r:
                 return _physical_schema(r), first
         except (BloomFilterError, OSError, pa.ArrowException) as err:
-            if refuses(err):  # keys that do not decrypt: told as ours, not pyarrow's
-                raise refused(err, entry.name) from None
+            # Keys that do not decrypt: told as ours, not pyarrow's.
+            stop_if_refused(err, entry.name)
             if first is None:
                 first = err
             continue
@@ -470,8 +470,7 @@ def _prune_fragment(
         # Any file we cannot read, a missing one too (deleted since the listing): one
         # file's trouble must not fail the pruning of the others, nor drop its rows. But a
         # key that does not decrypt stops it (parquet_bloom._prune.decryption).
-        if refuses(err):
-            raise refused(err, name) from None
+        stop_if_refused(err, name)
         report = _file_report(
             fragment.path, None, row_groups=_count(fragment, err), unreadable=name
         )
@@ -492,8 +491,7 @@ def _prune_fragment(
             pruning = _FilePruning(reader, probing, probing.probes(reader), list(row_groups))
             keep = pruning.might_match()
         except (BloomFilterError, OSError) as err:
-            if refuses(err):
-                raise refused(err, name) from None
+            stop_if_refused(err, name)
             report = _file_report(
                 fragment.path,
                 reader,
@@ -857,8 +855,7 @@ def prune_reader(
         pruning = _FilePruning(reader, probing, probes, everything)
         keep = pruning.might_match()
     except BloomFilterError as err:
-        if refuses(err):
-            raise refused(err, path) from None
+        stop_if_refused(err, path)
         report = _file_report(
             path, reader, row_groups=len(everything), compressed_bytes=compressed, unreadable=path
         )

@@ -36,13 +36,20 @@ import pyarrow.dataset as ds
 from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom.errors import DecryptionError, MissingKeyError
 
-__all__ = ["refused", "refuses", "scan_failure", "scan_options"]
+__all__ = ["refused", "refuses", "scan_failure", "scan_options", "stop_if_refused"]
 
 
 def refuses(err: BaseException) -> TypeGuard[DecryptionError]:
     """Whether ``err``, met reading a file's footer or filters with keys, must stop the pruning
     rather than keep the row groups it concerns (see the module)."""
     return isinstance(err, DecryptionError) and not isinstance(err, MissingKeyError)
+
+
+def stop_if_refused(err: BaseException, name: str) -> None:
+    """Raise ``err``, located in the file ``name``, when it must stop the pruning
+    (:func:`refuses`); return otherwise, for the caller to keep what it concerns."""
+    if refuses(err):
+        raise refused(err, name) from None
 
 
 def refused(err: DecryptionError, name: str) -> DecryptionError:

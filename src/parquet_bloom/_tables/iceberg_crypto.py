@@ -25,7 +25,7 @@ from pyiceberg.table import FileScanTask
 
 from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._io import location
-from parquet_bloom._prune.decryption import refused, refuses
+from parquet_bloom._prune.decryption import stop_if_refused
 from parquet_bloom._reader import BloomFilterReader
 from parquet_bloom._tables.iceberg_io import local_or_url
 from parquet_bloom.errors import (
@@ -43,8 +43,8 @@ def raise_wrong_key(err: BloomFilterError, keys: DecryptionKeys | None, path: st
     decrypt, or a plaintext file the keys do not allow. A key missing
     (:class:`MissingKeyError`: not given, or refused by the KMS) is left to the caller, which
     keeps the row groups it cannot decide."""
-    if keys is not None and refuses(err):
-        raise refused(err, path) from err
+    if keys is not None:
+        stop_if_refused(err, path)
 
 
 def raise_wrong_keys(reader: BloomFilterReader, keys: DecryptionKeys | None, path: str) -> None:

@@ -21,7 +21,7 @@ from parquet_bloom import _format as fmt
 from parquet_bloom._crypto import DecryptionKeys
 from parquet_bloom._extras import require
 from parquet_bloom._logical import literal_probe
-from parquet_bloom._prune.decryption import refused, refuses
+from parquet_bloom._prune.decryption import stop_if_refused
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom.errors import BloomFilterError
 from parquet_bloom.spark._keys import executor_keys
@@ -319,8 +319,7 @@ def _row_groups_to_read(
             # groups below. (The filters read here are the reader's, cached for the probe.)
             _, failed = reader.filters_with_errors([column], every)
             for err in failed.values():
-                if refuses(err):
-                    raise refused(err, file)
+                stop_if_refused(err, file)
         try:
             # An unusable filter keeps its row group (the reader warns; on an executor no one
             # would read it); the others still prune.
