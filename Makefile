@@ -11,7 +11,8 @@ BIN := $(VENV)/bin
 CORE_STAMP := $(VENV)/.installed-core
 DEMO_STAMP := $(VENV)/.installed-demo
 TEST_STAMP := $(VENV)/.installed-test
-SOURCES := pyproject.toml setup.py src/parquet_bloom/_kernels.c
+SOURCES := pyproject.toml setup.py src/parquet_bloom/_kernels.c src/parquet_bloom/_kernels_probe.c \
+	src/parquet_bloom/_kernels_probe.h
 
 .PHONY: demo test lint bench asan java clean
 
@@ -80,7 +81,8 @@ asan: $(TEST_STAMP)
 	include=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["include"])'); \
 	suffix=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))'); \
 	cc -shared -fPIC -O1 -g -fsanitize=address -fno-omit-frame-pointer -I"$$include" \
-		src/parquet_bloom/_kernels.c -o "$$tmp/parquet_bloom/_kernels$$suffix"; \
+		src/parquet_bloom/_kernels.c src/parquet_bloom/_kernels_probe.c \
+		-o "$$tmp/parquet_bloom/_kernels$$suffix"; \
 	export PYTHONPATH="$$tmp" ASAN_OPTIONS=detect_leaks=0 PYTHONMALLOC=malloc \
 		LD_PRELOAD="$$(cc -print-file-name=libasan.so) $$(cc -print-file-name=libstdc++.so.6)"; \
 	$(BIN)/python -c "from parquet_bloom import kernels; \

@@ -8,7 +8,8 @@ setup(
     ext_modules=[
         Extension(
             "parquet_bloom._kernels",
-            ["src/parquet_bloom/_kernels.c"],
+            ["src/parquet_bloom/_kernels.c", "src/parquet_bloom/_kernels_probe.c"],
+            depends=["src/parquet_bloom/_kernels_probe.h"],
             extra_compile_args=["-O3"],
             optional=True,
         )

@@ -15,6 +15,8 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "_kernels_probe.h"
 #ifdef __linux__
 #include <errno.h>
 #include <fcntl.h> /* splice (Python.h asks for _GNU_SOURCE) */
@@ -1140,6 +1142,9 @@ static PyMethodDef methods[] = {
     {"set_vector_path", set_vector_path, METH_O,
      "set_vector_path(use): whether find and insert use their AVX2 loops (where the CPU has "
      "AVX2); returns it."},
+    {"probe_local_file", pb_probe_local_file, METH_VARARGS,
+     "probe_local_file(path, size, tail_size, key, paths, path_offsets, types, probe_leaves, "
+     "hash_counts, hashes): a point lookup of one local file (see _kernels_probe.c)."},
     {"hudi_hashes", hudi_hashes, METH_VARARGS,
      "hudi_hashes(data, offsets, num_hashes, out): each key's chained Hudi MurmurHash2 hashes."},
     {NULL, NULL, 0, NULL},

@@ -139,6 +139,19 @@ def _children(element: Any, index: int) -> int:
     return int(n)
 
 
+def encoded_path(leaf: SchemaLeaf) -> bytes:
+    """``leaf``'s ``path_in_schema`` as writers put it in a column chunk's ColumnMetaData: a
+    Thrift compact list of strings (its header, then each string behind its varint length).
+    The compiled point lookup (``_kernels_probe.c``) compares a chunk's bytes with it."""
+    from parquet_bloom._format._compact import varint
+
+    count = len(leaf.path_in_schema)
+    binary = 8  # the compact protocol's type of a string
+    head = bytes([count << 4 | binary]) if count < 15 else bytes([0xF0 | binary]) + varint(count)
+    names = [name.encode("utf-8") for name in leaf.path_in_schema]
+    return head + b"".join(varint(len(name)) + name for name in names)
+
+
 # -- a leaf's type, as text (the Bloom index keeps it to hash literals as the files do) --------
 
 # The generated code attaches thrift_spec after each class body, which mypy cannot see.

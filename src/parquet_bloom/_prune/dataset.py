@@ -20,44 +20,35 @@ left. A dataset made from a listing reads its files exactly as pyarrow's scan as
 from __future__ import annotations
 
 import os
-import threading
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
-from parquet_bloom import _format as fmt
 from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._index.files import IndexedFile, file_key, same_file
 from parquet_bloom._index.lookup import BloomIndex
 from parquet_bloom._io import location
-from parquet_bloom._logical import literal_probe
-from parquet_bloom._prune.compare import compared_values, field_type, reads_unchanged, value_type
-from parquet_bloom._prune.decryption import refuses, scan_options, stop_if_refused
+from parquet_bloom._io.source import FOOTER_READ_SIZE
+from parquet_bloom._prune import local_probe
+from parquet_bloom._prune.decryption import scan_options, stop_if_refused
 from parquet_bloom._prune.expression import (
-    And,
-    Equal,
-    IsIn,
     Node,
-    Or,
     Unknown,
     members,
     translate,
 )
 from parquet_bloom._prune.indexed import Decision, decide, scan_probe, text_probe
 from parquet_bloom._prune.listed import ListedFiles, describe_filesystem, same_filesystem
+from parquet_bloom._prune.probes import FilePruning, Probing, physical_schema
 from parquet_bloom._prune.report import FileCost, PruneReport, PruneResult
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
-from parquet_bloom._sbbf import FilterBlocks, SplitBlockBloomFilter
 from parquet_bloom._tables.directories import list_live_files
 from parquet_bloom._threads import prune_pool
 from parquet_bloom.errors import BloomFilterError, FileReadError
@@ -71,11 +62,10 @@ DEFAULT_MAX_WORKERS = 16
 # reads take microseconds from the page cache, the rest is Python holding the GIL, and threads
 # only handed it to each other (docs/performance.md, "The point lookup without an index").
 LOCAL_MAX_WORKERS = 1
+# ... unless the compiled point lookup takes them (parquet_bloom._prune.local_probe): it holds no
+# GIL, so two threads prune two files at once.
+COMPILED_LOCAL_MAX_WORKERS = 2
 
-# Up to this many hashes a row group's filter is probed hash by hash: a point lookup or a short
-# IN list costs microseconds that way, while a vectorised probe pays a fixed numpy overhead
-# (measured: scalar wins below about 40 hashes).
-SCALAR_PROBE_MAX_HASHES = 32
 
 # -- pruning ---------------------------------------------------------------------------------
 
@@ -253,7 +243,7 @@ def _first_readable_schema(
             with BloomFilterReader(
                 entry.path, filesystem=entry.filesystem, size=entry.size, decryption=decryption
             ) as r:
-                return _physical_schema(r), first
+                return physical_schema(r), first
         except (BloomFilterError, OSError, pa.ArrowException) as err:
             # Keys that do not decrypt: told as ours, not pyarrow's.
             stop_if_refused(err, entry.name)
@@ -312,11 +302,15 @@ def _prune_files(
     reader_filesystem = _reader_filesystem(dataset.filesystem)
     decided, narrowed, index_cost = _by_index(dataset, fragments, tree, reading)
     probed = [narrowed.get(i, f) for i, f in enumerate(fragments) if i not in decided]
-    probing = _Probing(tree, dataset.schema)
+    compiled = reader_filesystem is None and reading.decryption is None and local_probe.available()
+    probing = Probing(tree, dataset.schema, plans=compiled)
     if max_workers is None:
-        max_workers = DEFAULT_MAX_WORKERS if reader_filesystem is not None else LOCAL_MAX_WORKERS
+        local = COMPILED_LOCAL_MAX_WORKERS if compiled else LOCAL_MAX_WORKERS
+        max_workers = DEFAULT_MAX_WORKERS if reader_filesystem is not None else local
 
     def pruned_file(fragment: ds.ParquetFileFragment) -> _Outcome:
+        if compiled and (done := _prune_compiled(fragment, probing, reading)) is not None:
+            return done
         return _prune_fragment(fragment, probing, reader_filesystem, reading)
 
     done: Iterator[_Outcome]
@@ -441,7 +435,7 @@ class _Outcome:
 
 def _prune_fragment(
     fragment: ds.ParquetFileFragment,
-    probing: _Probing,
+    probing: Probing,
     filesystem: Any,
     reading: _Reading,
 ) -> _Outcome:
@@ -488,7 +482,7 @@ def _prune_fragment(
                     row_groups[rg] = reader.compressed_size(rg)
             compressed = sum(row_groups.values())
             footer_requests = reader.requests
-            pruning = _FilePruning(reader, probing, probing.probes(reader), list(row_groups))
+            pruning = FilePruning(reader, probing, probing.probes(reader), list(row_groups))
             keep = pruning.might_match()
         except (BloomFilterError, OSError) as err:
             stop_if_refused(err, name)
@@ -520,7 +514,19 @@ def _prune_fragment(
             f"{len(pruning.unreadable)} Bloom filter(s) of {name} could not be read, "
             f"so their row groups were kept; first: {pruning.unreadable[0]}"
         )
-    if len(kept) == len(row_groups):
+    return _kept(fragment, kept, len(row_groups), size, report, problem)
+
+
+def _kept(
+    fragment: ds.ParquetFileFragment,
+    kept: list[int],
+    row_groups: int,
+    size: int | None,
+    report: PruneReport,
+    problem: str | None,
+) -> _Outcome:
+    """The outcome of a fragment of ``row_groups`` row groups of which ``kept`` are left."""
+    if len(kept) == row_groups:
         return _Outcome(fragment, report, problem)
     if not kept:
         return _Outcome(None, report, problem)
@@ -535,6 +541,51 @@ def _prune_fragment(
         file_size=size,
     )
     return _Outcome(subset, report, problem)
+
+
+def _prune_compiled(
+    fragment: ds.ParquetFileFragment, probing: Probing, reading: _Reading
+) -> _Outcome | None:
+    """:func:`_prune_fragment` of a local file by the compiled point lookup
+    (:mod:`parquet_bloom._prune.local_probe`): the same outcome and report, or None where the
+    kernel cannot answer (the Python path then reads the file)."""
+    plan = probing.plan
+    tail_size = FOOTER_READ_SIZE if reading.tail_size is None else reading.tail_size
+    if plan is None or fragment.buffer is not None or type(tail_size) is not int:
+        return None
+    if probing.columns <= ds.get_partition_keys(fragment.partition_expression).keys():
+        return None  # only partition keys: _prune_fragment reads nothing
+    size = reading.sizes.get(fragment.path)
+    got = local_probe.probe(fragment.path, size, tail_size, plan)
+    if isinstance(got, bytes):  # another schema: its plan, if one was made
+        other = probing.plans.get(got)
+        if other is None:
+            return None
+        plan = other
+        got = local_probe.probe(fragment.path, size, tail_size, plan)
+    if not isinstance(got, local_probe.Probed):
+        return None
+    asked = _fragment_row_groups(fragment)
+    ids = list(range(got.num_row_groups)) if asked is None else list(dict.fromkeys(asked))
+    if any(not 0 <= rg < got.num_row_groups for rg in ids):
+        return None  # the Python path says the footer disagrees
+    keep = local_probe.might_match(probing.tree, plan, got.found[ids])
+    sizes = got.sizes[ids]
+    kept = [rg for rg, k in zip(ids, keep.tolist(), strict=True) if k]
+    compressed = int(sizes.sum())
+    report = _counted_report(
+        fragment.path,
+        got.reads,
+        got.reads,
+        got.bytes_read,
+        row_groups=len(ids),
+        compressed_bytes=compressed,
+        files_skipped=int(not kept),
+        row_groups_skipped=len(ids) - len(kept),
+        compressed_bytes_skipped=compressed - int(sizes[keep].sum()),
+        filter_reads=got.filter_reads,
+    )
+    return _kept(fragment, kept, len(ids), size, report, None)
 
 
 def _compressed_size(row_group: Any) -> int:
@@ -584,32 +635,6 @@ def _fragment_row_groups(fragment: ds.ParquetFileFragment) -> list[int] | None:
     return None if row_groups is None else [int(rg) for rg in row_groups]
 
 
-def _physical_schema(reader: BloomFilterReader) -> pa.Schema:
-    """The Arrow schema of the reader's file, as pyarrow reads it (its ``ARROW:schema``
-    metadata included), from the footer bytes the reader already holds: a file of just the
-    footer, between its magic numbers (docs/format-notes.md, file layout). Made once for the
-    footers of one schema key (the footer but its row groups and row count: the schema and
-    key-value metadata pyarrow makes it from), which a table's files mostly share."""
-    key = reader.schema_key
-    if key is not None and (known := _arrow_schemas.get(key)) is not None:
-        return known
-    footer = reader.footer_bytes
-    trailer = len(footer).to_bytes(4, "little") + fmt.MAGIC
-    schema: pa.Schema = pq.read_schema(pa.BufferReader(fmt.MAGIC + footer + trailer))
-    if key is not None:
-        with _arrow_schemas_lock:
-            if len(_arrow_schemas) >= _ARROW_SCHEMAS_CACHED:
-                del _arrow_schemas[next(iter(_arrow_schemas))]
-            _arrow_schemas[key] = schema
-    return schema
-
-
-# Arrow schemas made from footers, by schema key (see _physical_schema): a few tables' worth.
-_ARROW_SCHEMAS_CACHED = 16
-_arrow_schemas: dict[bytes, pa.Schema] = {}
-_arrow_schemas_lock = threading.Lock()
-
-
 def _file_report(
     path: str,
     reader: BloomFilterReader | None,
@@ -623,13 +648,37 @@ def _file_report(
     """One file's report, with the requests and bytes of ``reader`` (None: it did not open),
     in total and as the file's own entry; ``unreadable`` names the file when some of it could
     not be read, ``unreadable_columns`` the columns whose filters could not be."""
-    requests = 0 if reader is None else reader.requests
-    bytes_read = 0 if reader is None else reader.bytes_read
+    return _counted_report(
+        path,
+        0 if reader is None else reader.reads,
+        0 if reader is None else reader.requests,
+        0 if reader is None else reader.bytes_read,
+        row_groups=row_groups,
+        compressed_bytes=compressed_bytes,
+        unreadable=unreadable,
+        unreadable_columns=unreadable_columns,
+        **outcome,
+    )
+
+
+def _counted_report(
+    path: str,
+    reads: int,
+    requests: int,
+    bytes_read: int,
+    *,
+    row_groups: int = 0,
+    compressed_bytes: int = 0,
+    unreadable: str | None = None,
+    unreadable_columns: tuple[str, ...] = (),
+    **outcome: int,
+) -> PruneReport:
+    """One file's report, with the reads, requests and bytes it took (:func:`_file_report`)."""
     return PruneReport(
         files=1,
         row_groups=row_groups,
         compressed_bytes=compressed_bytes,
-        reads=0 if reader is None else reader.reads,
+        reads=reads,
         requests=requests,
         bytes_read=bytes_read,
         per_file=(FileCost(path, requests, bytes_read),),
@@ -656,173 +705,13 @@ def _total(reports: Sequence[PruneReport], start: PruneReport) -> PruneReport:
 
 _REPORT_FIELDS = tuple(f.name for f in fields(PruneReport))
 
-# A member probe: the column chunk path, its hashes, and those as ints when few enough to be
-# probed one by one (a point lookup's, in the blocks they fall in); None when the member
-# cannot prune in the file: every row group kept for it.
-_MemberProbe = tuple[str, npt.NDArray[np.uint64], list[int] | None] | None
-
-
-class _Probing:
-    """What pruning the files of one dataset with one tree shares: the tree's members and
-    the dataset's schema, and, by footer schema key, the probes: a table's files mostly share
-    their schema, so each literal is encoded and hashed once, not once a file."""
-
-    def __init__(self, tree: Node, schema: pa.Schema) -> None:
-        self.tree = tree
-        self.members = list(members(tree))
-        self.columns = {m.column[0] for m in self.members}
-        self.schema = schema
-        self._by_key: dict[bytes, dict[int, _MemberProbe]] = {}
-
-    def probes(
-        self, reader: BloomFilterReader, physical_schema: pa.Schema | None = None
-    ) -> dict[int, _MemberProbe]:
-        """Each member's probe in the reader's file (by ``id`` of the member)."""
-        key = reader.schema_key
-        if key is not None and (known := self._by_key.get(key)) is not None:
-            return known
-        if physical_schema is None:
-            physical_schema = _physical_schema(reader)
-        leaves = {leaf.path_in_schema: leaf for leaf in reader.schema_leaves}
-        compared: dict[tuple[str, ...], pa.DataType | None] = {}
-        found = {
-            id(m): _member_probe(m, leaves, self.schema, physical_schema, compared)
-            for m in self.members
-        }
-        if key is not None:
-            self._by_key[key] = found
-        return found
-
-
-def _member_probe(
-    member: Equal | IsIn,
-    leaves: Mapping[tuple[str, ...], fmt.SchemaLeaf],
-    schema: pa.Schema,
-    physical_schema: pa.Schema,
-    compared: dict[tuple[str, ...], pa.DataType | None],
-) -> _MemberProbe:
-    """The column chunk path and hashes to look for, or None when the member cannot prune in
-    this file: keep every row group for it."""
-    leaf = leaves.get(member.column)
-    if member.column not in compared:
-        # The type the scan compares the column's values in (the dataset's, dictionary
-        # unwrapped), or None when those are not the file's own values.
-        unchanged = reads_unchanged(schema, physical_schema, member.column)
-        dataset_type = field_type(schema, member.column)
-        compared[member.column] = (
-            value_type(dataset_type) if unchanged and dataset_type is not None else None
-        )
-    column_type = compared[member.column]
-    if leaf is None or column_type is None:
-        return None
-    values = compared_values(member, column_type)
-    if values is None:
-        return None
-    try:
-        probe = literal_probe(values, leaf)
-    except TypeError:
-        # A literal this library cannot compare with the column (pyarrow casts more
-        # freely than the Parquet types allow a probe to); the scan decides, not us.
-        return None
-    if probe.always_keep:
-        return None
-    hashes = np.asarray(probe.hashes, dtype=np.uint64)
-    scalar = [int(h) for h in hashes] if hashes.size <= SCALAR_PROBE_MAX_HASHES else None
-    return leaf.path, hashes, scalar
-
-
-class _FilePruning:
-    """Evaluates the tree against one file's filters, one boolean per row group."""
-
-    def __init__(
-        self,
-        reader: BloomFilterReader,
-        probing: _Probing,
-        probes: dict[int, _MemberProbe],
-        row_groups: list[int],
-    ) -> None:
-        self.reader = reader
-        self.row_groups = row_groups
-        self.unreadable: list[str] = []
-        self.columns_unread: dict[str, None] = {}  # the columns of those, each once
-        self._probing = probing
-        self._hashes = probes
-        self._filters: dict[tuple[int, str], SplitBlockBloomFilter | FilterBlocks] = {}
-
-    def might_match(self) -> npt.NDArray[np.bool_]:
-        if any(not 0 <= rg < self.reader.num_row_groups for rg in self.row_groups):
-            # pyarrow and the footer we read disagree: the file changed under us.
-            self.unreadable.append(
-                f"row groups {self.row_groups} do not fit the {self.reader.num_row_groups} "
-                "row groups of the footer"
-            )
-            return np.ones(len(self.row_groups), dtype=bool)
-        few: dict[str, list[int]] = {}  # columns probed for a few hashes: their blocks
-        many: set[str] = set()  # the others: whole filters
-        for probe in self._hashes.values():
-            if probe is None:
-                continue
-            column, _, scalar = probe
-            if scalar is None:
-                many.add(column)
-            else:
-                few.setdefault(column, []).extend(scalar)
-        for column in [c for c, hashes in few.items() if len(hashes) > SCALAR_PROBE_MAX_HASHES]:
-            many.add(column)
-        for column in many:
-            few.pop(column, None)
-        if few:
-            # The blocks the hashes fall in, header and all, in coalesced reads.
-            blocks, failed = self.reader.filter_blocks(few, self.row_groups)
-            self._filters.update(blocks)
-            self._unreadable(failed.values())
-        if many:
-            # One coalesced read; an unusable filter is reported and its row groups kept.
-            filters, failed = self.reader.filters_with_errors(sorted(many), self.row_groups)
-            self._filters.update(filters)
-            self._unreadable(failed.values())
-        return self._evaluate(self._probing.tree)
-
-    def _unreadable(self, errors: Iterable[BloomFilterError]) -> None:
-        """Filters that could not be read keep their row groups; a key that does not decrypt
-        one stops the pruning (:func:`parquet_bloom._prune.decryption.refuses`)."""
-        for err in errors:
-            if refuses(err):
-                raise err
-            self.unreadable.append(str(err))
-            if err.column is not None:
-                self.columns_unread[err.column] = None
-
-    def _evaluate(self, node: Node) -> npt.NDArray[np.bool_]:
-        if isinstance(node, And | Or):
-            combine = np.logical_and if isinstance(node, And) else np.logical_or
-            masks = [self._evaluate(c) for c in node.children]
-            result: npt.NDArray[np.bool_] = combine.reduce(masks, axis=0)
-            return result
-        probe = self._hashes.get(id(node)) if isinstance(node, Equal | IsIn) else None
-        if probe is None:
-            return np.ones(len(self.row_groups), dtype=bool)
-        column, hashes, scalar = probe
-        keep = np.ones(len(self.row_groups), dtype=bool)
-        for i, rg in enumerate(self.row_groups):
-            bloom = self._filters.get((rg, column))
-            if bloom is None:
-                continue
-            if scalar is not None:
-                keep[i] = any(bloom.find_hash(h) for h in scalar)
-            else:
-                assert isinstance(bloom, SplitBlockBloomFilter)
-                keep[i] = bool(bloom.find_hashes(hashes).any())
-        return keep
-
-
 # -- one open file, for the table formats (parquet_bloom._tables) ----------------------------
 
 
 def file_schema(reader: BloomFilterReader) -> pa.Schema:
     """The Arrow schema of ``reader``'s file as pyarrow reads it, from the footer it holds
     (no read): what a table library needs to build its per-file filter before probing."""
-    return _physical_schema(reader)
+    return physical_schema(reader)
 
 
 @dataclass(frozen=True)
@@ -849,10 +738,10 @@ def prune_reader(
         sizes = [sum(c.total_compressed_size for c in reader.row_group(rg)) for rg in everything]
         compressed = sum(sizes)
         footer_requests = reader.requests
-        physical_schema = _physical_schema(reader)
-        probing = _Probing(tree, physical_schema if schema is None else schema)
-        probes = probing.probes(reader, physical_schema)
-        pruning = _FilePruning(reader, probing, probes, everything)
+        in_file = physical_schema(reader)
+        probing = Probing(tree, in_file if schema is None else schema)
+        probes = probing.probes(reader, in_file)
+        pruning = FilePruning(reader, probing, probes, everything)
         keep = pruning.might_match()
     except BloomFilterError as err:
         stop_if_refused(err, path)

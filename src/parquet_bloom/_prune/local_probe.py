@@ -1,0 +1,175 @@
+"""The point lookup of a local file in one compiled call, without the GIL.
+
+For a point lookup or a short ``IN`` list, pruning a local file is a tail read, a walk of its
+footer to the probed columns' chunks, a header and a 32-byte block read a filter, and eight bit
+tests a hash. In Python that is about 0.2 ms a file under the GIL, most of it bookkeeping; the
+kernel ``probe_local_file`` (``_kernels_probe.c``) does it all in C with the GIL released, so
+that two threads prune two files at once (docs/performance.md, "The point lookup without an
+index").
+
+The kernel takes the common case only, and says so otherwise: it needs a *plan*, made from a
+footer the Python path decoded (the file's schema leaves and each member's hashes, which
+depend on the file's schema), and it only answers for a file whose schema key (the footer but
+its row groups and row count: :attr:`parquet_bloom._format.FooterView.schema_key`) is the
+plan's. Anything else (another schema, an encrypted or unusual footer, a filter without
+``bloom_filter_length``, any error) is the Python path's, which reads the file again and reports
+what is wrong, located. The reads it makes, and counts, are those of the Python path
+(:meth:`parquet_bloom._filter_reads.FilterReads.load_blocks`), and its answer is the same bit
+for bit: the tests compare both on every file they prune.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from parquet_bloom import _format as fmt
+from parquet_bloom import kernels
+from parquet_bloom._prune.expression import And, Equal, IsIn, Node, Or
+
+# What a member of the tree probes in a file: its column's dotted path, its hashes, and the
+# same as Python ints when few enough to probe one by one (None: whole filters are read); None
+# when the member cannot prune in the file.
+MemberProbe = tuple[str, npt.NDArray[np.uint64], list[int] | None] | None
+
+_OK, _OTHER_KEY = 0, 1
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the kernel needs to probe the files of one schema key: the leaves (each one's
+    ``path_in_schema`` as the footer encodes it, and its physical type), the probed leaves
+    with their hashes, and where each member's hashes lie among them."""
+
+    key: bytes
+    paths: bytes
+    path_offsets: npt.NDArray[np.int64]
+    types: npt.NDArray[np.int32]
+    probe_leaves: npt.NDArray[np.int32]
+    hash_counts: npt.NDArray[np.int32]
+    hashes: npt.NDArray[np.uint64]
+    members: dict[int, npt.NDArray[np.intp]]  # by id of the member: its hashes' positions
+
+
+def make_plan(
+    key: bytes,
+    leaves: Sequence[fmt.SchemaLeaf],
+    probes: Mapping[int, MemberProbe],
+    max_hashes: int,
+) -> Plan | None:
+    """The plan for files of schema key ``key``, whose leaves are ``leaves``, where ``probes``
+    are the tree's members' probes; None when the kernel cannot serve them: a column probed
+    for more than ``max_hashes`` hashes (the Python path reads its whole filters), a member
+    probing whole filters, or a type this library does not know."""
+    by_path = {leaf.path: leaf for leaf in leaves}
+    columns: dict[str, list[int]] = {}  # column -> its hashes, every member's, in order
+    spans: dict[int, tuple[str, int, int]] = {}
+    for member, probe in probes.items():
+        if probe is None:
+            continue
+        column, _, scalar = probe
+        if not scalar or column not in by_path:
+            return None  # whole filters, or no hash: the Python path's
+        hashes = columns.setdefault(column, [])
+        spans[member] = (column, len(hashes), len(hashes) + len(scalar))
+        hashes.extend(scalar)
+    if any(len(hashes) > max_hashes for hashes in columns.values()):
+        return None
+    type_values = fmt.Type._NAMES_TO_VALUES
+    if any(leaf.physical_type not in type_values for leaf in leaves):
+        return None
+    encoded = [fmt.encoded_path(leaf) for leaf in leaves]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    order = list(columns)
+    starts = dict(zip(order, np.cumsum([0] + [len(columns[c]) for c in order]), strict=False))
+    return Plan(
+        key=key,
+        paths=b"".join(encoded),
+        path_offsets=offsets,
+        types=np.array([type_values[leaf.physical_type] for leaf in leaves], dtype=np.int32),
+        probe_leaves=np.array([by_path[c].column_index for c in order], dtype=np.int32),
+        hash_counts=np.array([len(columns[c]) for c in order], dtype=np.int32),
+        hashes=np.array([h for c in order for h in columns[c]], dtype=np.uint64),
+        members={
+            m: np.arange(starts[c] + a, starts[c] + b, dtype=np.intp)
+            for m, (c, a, b) in spans.items()
+        },
+    )
+
+
+@dataclass(frozen=True)
+class Probed:
+    """One file probed: its row groups' compressed sizes, and for each row group and each of
+    the plan's hashes 1 (might be there), 0 (is not) or 2 (the chunk has no filter); the reads
+    made (the footer's and the filters') and their bytes."""
+
+    sizes: npt.NDArray[np.int64]
+    found: npt.NDArray[np.uint8]
+    reads: int
+    bytes_read: int
+    filter_reads: int
+
+    @property
+    def num_row_groups(self) -> int:
+        return len(self.sizes)
+
+
+def available() -> bool:
+    """Whether the compiled kernel is there (:mod:`parquet_bloom.kernels`)."""
+    return kernels.compiled is not None and hasattr(kernels.compiled, "probe_local_file")
+
+
+def probe(
+    path: str | os.PathLike[str], size: int | None, tail_size: int, plan: Plan
+) -> Probed | bytes | None:
+    """Probe the local file ``path`` (of ``size`` bytes if known) with ``plan``: what it found,
+    or the file's schema key when that is not the plan's (None when it cannot tell), or None
+    when the Python path is to read the file."""
+    compiled: Any = kernels.compiled
+    got = compiled.probe_local_file(
+        path,
+        -1 if size is None else size,
+        tail_size,
+        plan.key,
+        plan.paths,
+        plan.path_offsets,
+        plan.types,
+        plan.probe_leaves,
+        plan.hash_counts,
+        plan.hashes,
+    )
+    if got[0] == _OTHER_KEY:
+        return got[1] if got[1] is not None else None
+    if got[0] != _OK:
+        return None
+    _, n, sizes, found, reads, bytes_read, filter_reads = got
+    return Probed(
+        np.frombuffer(sizes, dtype=np.int64),
+        np.frombuffer(found, dtype=np.uint8).reshape(n, len(plan.hashes)),
+        reads,
+        bytes_read,
+        filter_reads,
+    )
+
+
+def might_match(node: Node, plan: Plan, found: npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:
+    """For each row of ``found`` (a row group's hashes' answers), whether ``node`` might hold
+    there: as :class:`parquet_bloom._prune.probes.FilePruning` evaluates the tree, where a
+    member without a probe, or a chunk without a filter, keeps the row group."""
+    if isinstance(node, And | Or):
+        combine = np.logical_and if isinstance(node, And) else np.logical_or
+        result: npt.NDArray[np.bool_] = combine.reduce(
+            [might_match(c, plan, found) for c in node.children], axis=0
+        )
+        return result
+    positions = plan.members.get(id(node)) if isinstance(node, Equal | IsIn) else None
+    if positions is None:
+        return np.ones(len(found), dtype=bool)
+    kept: npt.NDArray[np.bool_] = (found[:, positions] != 0).any(axis=1)
+    return kept
