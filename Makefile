@@ -72,7 +72,7 @@ bench: $(TEST_STAMP)
 # small bytes object is seen). They are built into a copy of the package in a temporary
 # directory, first on the path, so the environment's own build is left as it is.
 ASAN_TESTS := tests/test_kernels.py tests/test_snappy.py tests/test_plain.py tests/test_pages.py \
-	tests/test_sbbf.py \
+	tests/test_sbbf.py tests/prune/test_local_probe.py \
 	tests/test_logical.py tests/rewrite tests/io \
 	tests/hudi/test_murmur.py tests/hudi/test_filter.py tests/hudi/test_codec.py
 asan: $(TEST_STAMP)

@@ -1,6 +1,7 @@
 # The compiled kernels (_kernels.c); see parquet_bloom.kernels, whose Kernels protocol this
 # module satisfies. Each argument is read through the buffer protocol; the callers pass numpy
 # arrays (numpy's stubs declare no __buffer__ before Python 3.12, hence the explicit union).
+import os
 from typing import Any, TypeAlias
 
 from numpy.typing import NDArray
@@ -25,3 +26,16 @@ def insert(words: _Bytes, hashes: _Bytes, /) -> None: ...
 def find(words: _Bytes, hashes: _Bytes, out: _Bytes, /) -> None: ...
 def set_vector_path(use: bool, /) -> bool: ...
 def hudi_hashes(data: _Bytes, offsets: _Bytes, num_hashes: int, out: _Bytes, /) -> None: ...
+def probe_local_file(
+    path: str | bytes | os.PathLike[str],
+    size: int,
+    tail_size: int,
+    key: _Bytes,
+    paths: _Bytes,
+    path_offsets: _Bytes,
+    types: _Bytes,
+    probe_leaves: _Bytes,
+    hash_counts: _Bytes,
+    hashes: _Bytes,
+    /,
+) -> tuple[Any, ...]: ...

@@ -13,6 +13,11 @@ does in a dozen passes per step (or Python in a loop), and they release the GIL,
 threads that build or probe filters run in parallel (the pattern of msgpack's ``_cmsgpack``
 and pyiceberg's Cython decoder, each with a pure-Python fallback).
 
+With ``_kernels_probe.c`` it also answers a point lookup of one local Parquet file in one call
+(:mod:`parquet_bloom._prune.local_probe`): the tail read, the footer walked to the probed
+columns' chunks, each filter's header and blocks read, the hashes tested, without the GIL, so
+that two threads prune two files at once; a file it does not take is the Python path's.
+
 The extension also chains Hadoop's MurmurHash2 over record keys for Hudi's filters
 (:mod:`parquet_bloom._hudi.murmur`), the loop that hashes keys for probing and building them;
 and, on Linux, runs the loop of a rewrite's copy through a pipe (``splice_copy``, used by
@@ -93,6 +98,24 @@ class Kernels(Protocol):
         """Hudi's record-key hashes: for key ``i`` = ``data[offsets[i] : offsets[i + 1]]``
         (int64 offsets, one more than the keys), its ``num_hashes`` chained MurmurHash2 values
         as Java ints into ``out`` (int32, ``num_hashes`` a key)."""
+
+    def probe_local_file(
+        self,
+        path: str | bytes | os.PathLike[str],
+        size: int,
+        tail_size: int,
+        key: Buffer,
+        paths: Buffer,
+        path_offsets: Buffer,
+        types: Buffer,
+        probe_leaves: Buffer,
+        hash_counts: Buffer,
+        hashes: Buffer,
+        /,
+    ) -> tuple[Any, ...]:
+        """The point lookup of one local file (``_kernels_probe.c``): tail, footer, filter
+        headers and blocks read, hashes probed, without the GIL. Its arguments and answers
+        are :mod:`parquet_bloom._prune.local_probe`'s."""
 
 
 def _load() -> Kernels | None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -131,7 +130,8 @@ def probe(
     """Probe the local file ``path`` (of ``size`` bytes if known) with ``plan``: what it found,
     or the file's schema key when that is not the plan's (None when it cannot tell), or None
     when the Python path is to read the file."""
-    compiled: Any = kernels.compiled
+    compiled = kernels.compiled
+    assert compiled is not None  # available() was asked first
     got = compiled.probe_local_file(
         path,
         -1 if size is None else size,

@@ -92,8 +92,7 @@ class Probing:
         leaves = {leaf.path_in_schema: leaf for leaf in reader.schema_leaves}
         compared: dict[tuple[str, ...], pa.DataType | None] = {}
         found = {
-            id(m): _member_probe(m, leaves, self.schema, in_file, compared)
-            for m in self.members
+            id(m): _member_probe(m, leaves, self.schema, in_file, compared) for m in self.members
         }
         if key is not None:
             self._by_key[key] = found

@@ -1,0 +1,417 @@
+"""The compiled point lookup of local files (parquet_bloom._prune.local_probe, _kernels_probe.c)
+against the Python path it stands in for: the same row groups left, the same report (reads,
+bytes, sizes) on every file it answers for, and the Python path for every file it does not
+(another writer's footer, odd or hostile bytes)."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+import parquet_bloom as pb
+from parquet_bloom import kernels
+from parquet_bloom._prune import local_probe
+from parquet_bloom._prune.expression import translate
+from parquet_bloom._prune.probes import SCALAR_PROBE_MAX_HASHES, Probing
+from tests import writers
+from tests.skips import kernels_off_reason
+
+pytestmark = pytest.mark.skipif(not local_probe.available(), reason=kernels_off_reason())
+
+
+@pytest.fixture
+def answered(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
+    """What the kernel answered, call by call, during the test."""
+    calls: list[Any] = []
+    probe = local_probe.probe
+
+    def recorded(*args: Any) -> Any:
+        got = probe(*args)
+        calls.append(got)
+        return got
+
+    monkeypatch.setattr(local_probe, "probe", recorded)
+    yield calls
+
+
+def one_by_one(dataset: Any, expression: pc.Expression, **options: Any) -> Any:
+    """``prune`` a file at a time, so that the first file makes the plan for all others."""
+    return pb.prune(dataset, expression, max_workers=1, **options)
+
+
+def outcome(result: Any) -> tuple[list[tuple[str, Any]], pb.PruneReport]:
+    """The fragments left (path, row groups asked) and the report."""
+    left = [(f.path, f.__reduce__()[1][3]) for f in result.dataset.get_fragments()]
+    return left, result.report
+
+
+def python_path(monkeypatch: pytest.MonkeyPatch, call: Any) -> Any:
+    """``call()`` with the kernels off: the Python path for every file."""
+    with monkeypatch.context() as m:
+        m.setattr(kernels, "compiled", None)
+        assert not local_probe.available()
+        return call()
+
+
+def assert_same(monkeypatch: pytest.MonkeyPatch, call: Any) -> tuple[Any, Any]:
+    compiled = outcome(call())
+    python = outcome(python_path(monkeypatch, call))
+    assert compiled == python
+    return compiled
+
+
+def served(calls: list[Any]) -> int:
+    return sum(isinstance(c, local_probe.Probed) for c in calls)
+
+
+@pytest.fixture(scope="module")
+def typed_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four files of the sample table (three row groups each, a filter on every column)."""
+    directory = tmp_path_factory.mktemp("typed")
+    for seed in range(4):
+        writers.write_pyarrow(directory / f"part-{seed}.parquet", writers.sample_table(seed=seed))
+    return directory
+
+
+def _value(directory: Path, column: str, row: int) -> Any:
+    return pq.read_table(directory / "part-2.parquet", columns=[column.split(".")[0]])[
+        column.split(".")[0]
+    ][row].as_py()
+
+
+EXPRESSIONS = {
+    "int64 present": lambda d: pc.field("int64") == _value(d, "int64", 2500),
+    "int64 absent": lambda _: pc.field("int64") == 12345,
+    "string isin": lambda d: pc.field("string").isin(
+        [_value(d, "string", 10), "absent", _value(d, "string", 4100)]
+    ),
+    "struct leaf": lambda d: pc.field("struct", "a") == 7,
+    "dictionary": lambda _: pc.field("dict_string") == "k5",
+    "timestamp": lambda d: pc.field("ts_ms") == _value(d, "ts_ms", 3),
+    "decimal": lambda d: pc.field("decimal_18") == _value(d, "decimal_18", 5000),
+    "uint8 cast": lambda _: pc.field("uint8") == 150,
+    "and": lambda d: (
+        (pc.field("int64") == _value(d, "int64", 2500))
+        & (pc.field("int32") == _value(d, "int32", 2500))
+    ),
+    "or": lambda d: (
+        (pc.field("int64") == 99)
+        | (pc.field("binary") == b"nothing")
+        | (pc.field("fixed") == _value(d, "fixed", 10))
+    ),
+    "unknown and member": lambda _: (pc.field("int64") > 5) & (pc.field("string") == "x"),
+}
+
+
+@pytest.mark.parametrize("name", EXPRESSIONS)
+def test_typed_columns_prune_as_the_python_path_does(
+    typed_files: Path, name: str, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expression = EXPRESSIONS[name](typed_files)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no filter unreadable on either path
+        assert_same(monkeypatch, lambda: one_by_one(ds.dataset(typed_files), expression))
+    # The first file of the schema is the Python path's (it makes the plan); the kernel
+    # answers for the others, the same way.
+    assert served(answered) == 3
+
+
+def test_files_pruned_two_at_a_time_as_one_by_one(
+    typed_files: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By default local files go two at a time (the kernel holds no GIL): the first two may
+    both be the Python path's, which makes the plan."""
+    expression = pc.field("string").isin(["absent", _value(typed_files, "string", 10)])
+    threaded = outcome(pb.prune(ds.dataset(typed_files), expression))
+    assert threaded == outcome(
+        python_path(monkeypatch, lambda: one_by_one(ds.dataset(typed_files), expression))
+    )
+    assert served(answered) >= 2
+
+
+def test_a_probe_finds_what_the_filters_hold(typed_files: Path) -> None:
+    """The kernel's answers, hash by hash, are the filters' own."""
+    path = typed_files / "part-1.parquet"
+    values = pq.read_table(path, columns=["int64"])["int64"]
+    wanted = [*[v for v in values.to_pylist()[::997] if v is not None][:6], 1, 2, 3]
+    hashes = [pb.hash_value(v, "INT64") for v in wanted]
+    with pb.BloomFilterReader(path) as reader:
+        key = reader.schema_key
+        assert key is not None
+        probes = {1: ("int64", np.array(hashes, dtype=np.uint64), hashes)}
+        plan = local_probe.make_plan(key, reader.schema_leaves, probes, SCALAR_PROBE_MAX_HASHES)
+        assert plan is not None
+        got = local_probe.probe(path, None, 64 * 1024, plan)
+        assert isinstance(got, local_probe.Probed)
+        assert got.num_row_groups == reader.num_row_groups
+        for rg in range(reader.num_row_groups):
+            bloom = reader.filter(rg, "int64")
+            assert bloom is not None
+            assert got.found[rg].tolist() == [int(bloom.find_hash(h)) for h in hashes]
+            chunks = reader.row_group(rg)
+            assert got.sizes[rg] == sum(c.total_compressed_size for c in chunks)
+
+
+@pytest.fixture(scope="module")
+def ids(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Six files of 3,000 ids in row groups of 500, a filter on ``id`` and ``s``."""
+    directory = tmp_path_factory.mktemp("ids")
+    for i in range(6):
+        write_ids(directory / f"f{i}.parquet", i)
+    return directory
+
+
+def write_ids(path: Path, i: int, **extra: Any) -> None:
+    n = np.arange(i * 3000, (i + 1) * 3000)
+    table = pa.table({"id": n, "s": [f"v{v}" for v in n], **extra})
+    options = {"id": {"ndv": 500}, "s": {"ndv": 500}}
+    pq.write_table(table, path, row_group_size=500, bloom_filter_options=options)
+
+
+def test_a_footer_longer_than_the_tail_costs_the_second_read_on_both_paths(
+    ids: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expression = pc.field("id") == 4321
+    left, report = assert_same(
+        monkeypatch, lambda: one_by_one(ds.dataset(ids), expression, tail_size=64)
+    )
+    assert served(answered) == 5
+    assert report.reads == report.filter_reads + 2 * 6  # two footer reads a file
+    assert any(path.endswith("f1.parquet") and 2 in groups for path, groups in left)
+
+
+def test_filters_in_the_tail_cost_no_read_on_both_paths(
+    ids: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # These files are small: their filters lie in the 64 KiB tail read with the footer.
+    _, report = assert_same(monkeypatch, lambda: one_by_one(ds.dataset(ids), pc.field("s") == "v7"))
+    assert served(answered) == 5
+    assert report.filter_reads == 0 and report.reads == 6
+
+
+def test_filters_outside_the_tail_are_read_as_the_python_path_reads_them(
+    ids: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expression = pc.field("id").isin([5, 9000, 17999]) | (pc.field("s") == "v12000")
+    _, report = assert_same(
+        monkeypatch, lambda: one_by_one(ds.dataset(ids), expression, tail_size=4096)
+    )
+    assert served(answered) == 5
+    assert report.filter_reads > 0
+
+
+GROUPS = [[0], [2, 2, 1], [5, 0], [3], [1, 4], [0]]  # each file's row groups asked
+
+
+def test_row_group_subsets_and_repeats_stay_within_the_fragment(
+    ids: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def subsets() -> ds.Dataset:
+        plain = ds.dataset(ids)
+        fmt = plain.format
+        fragments = [
+            fmt.make_fragment(str(p), plain.filesystem, row_groups=groups)
+            for p, groups in zip(
+                sorted(ids.glob("*.parquet")),
+                [[0], [2, 2, 1], [5, 0], [3], [1, 4], [0]],
+                strict=True,
+            )
+        ]
+        return ds.FileSystemDataset(fragments, plain.schema, fmt, plain.filesystem)
+
+    expression = pc.field("id").isin([3000 + 1200, 3000 + 2700, 6000 + 10])
+    left, _ = assert_same(monkeypatch, lambda: one_by_one(subsets(), expression))
+    assert served(answered) == 5
+    assert (str(ids / "f1.parquet"), [2]) in left
+
+
+def test_hive_partitions_and_partition_keys(
+    tmp_path: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for region in ("eu", "us"):
+        (tmp_path / f"region={region}").mkdir()
+        for i in range(3):
+            write_ids(tmp_path / f"region={region}" / f"f{i}.parquet", i)
+
+    def pruned(expression: pc.Expression) -> Any:
+        return one_by_one(ds.dataset(tmp_path, partitioning="hive"), expression)
+
+    assert_same(monkeypatch, lambda: pruned((pc.field("region") == "eu") & (pc.field("id") == 42)))
+    assert served(answered) == 5
+    answered.clear()
+    _, report = assert_same(monkeypatch, lambda: pruned(pc.field("region") == "eu"))
+    assert answered == [] and report.reads == 0  # partition keys only: nothing read
+
+
+def test_files_of_two_schemas_each_use_their_plan(
+    tmp_path: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(6):
+        extra = {"x": pa.array(np.zeros(3000))} if i % 2 else {}
+        write_ids(tmp_path / f"f{i}.parquet", i, **extra)
+    expression = pc.field("id").isin([10, 9000, 15500])
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("x", pa.float64())])
+    assert_same(monkeypatch, lambda: one_by_one(ds.dataset(tmp_path, schema=schema), expression))
+    # Each schema's first file is the Python path's; a file of the other schema is told so
+    # (its schema key) and probed again with its own plan.
+    assert served(answered) == 4
+    assert sum(isinstance(c, bytes) for c in answered) >= 1
+
+
+def test_many_hashes_on_a_column_read_whole_filters_on_the_python_path(
+    ids: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values = list(range(0, 18000, 500))  # 36 hashes: more than a scalar probe takes
+    assert len(values) > SCALAR_PROBE_MAX_HASHES
+    assert_same(monkeypatch, lambda: one_by_one(ds.dataset(ids), pc.field("id").isin(values)))
+    assert answered == []  # no plan: every file the Python path's
+
+
+def test_delta_tables_prune_as_the_python_path_does(
+    tmp_path: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from deltalake import BloomFilterProperties, ColumnProperties, WriterProperties, write_deltalake
+
+    from parquet_bloom import delta
+
+    table = writers.sample_table(rows=4000).select(["int64", "string", "int32"])
+    filters = ColumnProperties(bloom_filter_properties=BloomFilterProperties(True, 0.01, 500))
+    properties = WriterProperties(max_row_group_size=500, default_column_properties=filters)
+    for start in range(0, 4000, 1000):
+        write_deltalake(
+            str(tmp_path), table.slice(start, 1000), mode="append", writer_properties=properties
+        )
+
+    value = table["int64"][2500].as_py()
+    expression = pc.field("int64") == value
+    compiled = delta.prune(str(tmp_path), expression, max_workers=1)
+    python = python_path(monkeypatch, lambda: delta.prune(str(tmp_path), expression))
+    assert compiled.report == python.report
+    assert compiled.to_table().equals(python.to_table())
+    assert served(answered) == 3
+
+
+def test_writers_and_footers_the_kernel_does_not_take_are_the_python_paths(
+    ids: Path, tmp_path: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copytree(ids, tmp_path, dirs_exist_ok=True)
+    # Filters without bloom_filter_length (before format 2.10), a DuckDB file (another schema).
+    writers.rewrite_footer(
+        ids / "f3.parquet", tmp_path / "f3.parquet", writers.drop_bloom_filter_lengths
+    )
+    writers.write_duckdb(tmp_path / "f9.parquet")
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string())])
+    expression = (pc.field("id") == 9100) | (pc.field("s") == "v1")
+    assert_same(monkeypatch, lambda: one_by_one(ds.dataset(tmp_path, schema=schema), expression))
+    assert None in answered  # f3: not the kernel's
+    assert served(answered) == 4  # f1, f2, f4, f5 (f0 made the plan)
+
+
+def test_missing_and_truncated_files_keep_their_row_groups_as_on_the_python_path(
+    ids: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copytree(ids, tmp_path, dirs_exist_ok=True)
+    dataset = ds.dataset(tmp_path)
+    data = (tmp_path / "f4.parquet").read_bytes()
+    (tmp_path / "f4.parquet").write_bytes(data[: len(data) // 2])
+    (tmp_path / "f5.parquet").unlink()
+    with pytest.warns(pb.BloomFilterWarning):
+        left, report = assert_same(monkeypatch, lambda: one_by_one(dataset, pc.field("id") == 4))
+    assert len(report.unreadable_files) == 2
+    assert {Path(p).name for p, _ in left} >= {"f4.parquet", "f5.parquet"}
+
+
+def _plan_of(path: Path, expression: pc.Expression) -> tuple[local_probe.Plan, Any]:
+    """The plan the Python path makes of ``path``'s footer, and the tree it is for."""
+    with pb.BloomFilterReader(path) as reader:
+        probing = Probing(translate(expression), pq.read_schema(path), plans=True)
+        probing.probes(reader)
+    assert probing.plan is not None
+    return probing.plan, probing.tree
+
+
+def test_hostile_footers_are_the_python_paths_or_answered_as_it_would(
+    ids: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bytes of the footer changed at random: the kernel never reads out of bounds (make
+    asan runs this), and every file it still answers for is answered as the Python path
+    answers it, without a warning."""
+    source = ids / "f2.parquet"
+    expression = pc.field("id").isin([6001, 7777, 42]) | (pc.field("s") == "v8500")
+    plan, tree = _plan_of(ids / "f0.parquet", expression)
+    data = source.read_bytes()
+    footer_len = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - footer_len
+    rng = random.Random(31)
+    answered = 0
+    for trial in range(300):
+        mutated = bytearray(data)
+        for _ in range(rng.choice([1, 1, 2, 4])):
+            at = rng.randrange(start, len(data))
+            mutated[at] = rng.choice([0, 0xFF, rng.randrange(256), mutated[at] ^ 1])
+        if trial % 25 == 0:  # cut short, the trailer kept
+            cut = rng.randrange(start, len(data) - 8)
+            mutated = mutated[:cut] + mutated[-8:]
+        path = tmp_path / f"m{trial}.parquet"
+        path.write_bytes(bytes(mutated))
+        got = local_probe.probe(path, None, 64 * 1024, plan)
+        if not isinstance(got, local_probe.Probed):
+            continue
+        answered += 1
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            python = python_path(
+                monkeypatch,
+                lambda path=path: pb.prune(
+                    ds.dataset([str(path)], schema=ds.dataset(ids).schema), expression
+                ),
+            )
+        assert not seen, f"trial {trial}: the Python path warned where the kernel answered"
+        keep = local_probe.might_match(tree, plan, got.found)
+        kept = [rg for rg in range(got.num_row_groups) if keep[rg]]
+        report = python.report
+        assert (report.row_groups, report.row_groups_skipped) == (
+            got.num_row_groups,
+            got.num_row_groups - len(kept),
+        ), f"trial {trial}"
+        assert python.report.bytes_read == got.bytes_read
+    assert answered > 0  # some mutations leave a footer both read (a value changed, say)
+
+
+def test_a_plan_that_does_not_fit_its_buffers_is_refused(ids: Path) -> None:
+    plan, _ = _plan_of(ids / "f0.parquet", pc.field("id") == 1)
+    compiled: Any = kernels.compiled
+    args = [plan.key, plan.paths, plan.path_offsets, plan.types, plan.probe_leaves]
+    with pytest.raises(ValueError, match="inconsistent"):
+        compiled.probe_local_file(
+            str(ids / "f0.parquet"), -1, 4, *args, plan.hash_counts, plan.hashes
+        )
+    with pytest.raises(ValueError, match="inconsistent"):
+        compiled.probe_local_file(
+            str(ids / "f0.parquet"), -1, 65536, *args, plan.hash_counts, plan.hashes[:0]
+        )
+    bad_offsets = plan.path_offsets.copy()
+    bad_offsets[-1] = len(plan.paths) + 1
+    with pytest.raises(ValueError, match="inconsistent"):
+        compiled.probe_local_file(
+            str(ids / "f0.parquet"), -1, 65536, plan.key, plan.paths, bad_offsets, plan.types,
+            plan.probe_leaves, plan.hash_counts, plan.hashes,
+        )  # fmt: skip
+    # A leaf out of range is the Python path's, not a read anywhere.
+    leaves = np.array([len(plan.types)], dtype=np.int32)
+    got = compiled.probe_local_file(
+        str(ids / "f0.parquet"), -1, 65536, plan.key, plan.paths, plan.path_offsets, plan.types,
+        leaves, plan.hash_counts, plan.hashes,
+    )  # fmt: skip
+    assert got[0] == 2
