@@ -566,13 +566,13 @@ def _prune_compiled(
     if not isinstance(got, local_probe.Probed):
         return None
     asked = _fragment_row_groups(fragment)
-    ids = list(range(got.num_row_groups)) if asked is None else list(dict.fromkeys(asked))
-    if any(not 0 <= rg < got.num_row_groups for rg in ids):
+    sizes = got.sizes
+    ids: Sequence[int] = range(len(sizes)) if asked is None else list(dict.fromkeys(asked))
+    if any(not 0 <= rg < len(sizes) for rg in ids):
         return None  # the Python path says the footer disagrees
-    keep = local_probe.might_match(probing.tree, plan, got.found[ids])
-    sizes = got.sizes[ids]
-    kept = [rg for rg, k in zip(ids, keep.tolist(), strict=True) if k]
-    compressed = int(sizes.sum())
+    keep = local_probe.might_match(probing.tree, plan, got.found, ids)
+    kept = [rg for rg, k in zip(ids, keep, strict=True) if k]
+    compressed = sum(sizes) if asked is None else sum(sizes[rg] for rg in ids)
     report = _counted_report(
         fragment.path,
         got.reads,
@@ -582,7 +582,7 @@ def _prune_compiled(
         compressed_bytes=compressed,
         files_skipped=int(not kept),
         row_groups_skipped=len(ids) - len(kept),
-        compressed_bytes_skipped=compressed - int(sizes[keep].sum()),
+        compressed_bytes_skipped=compressed - sum(sizes[rg] for rg in kept),
         filter_reads=got.filter_reads,
     )
     return _kept(fragment, kept, len(ids), size, report, None)

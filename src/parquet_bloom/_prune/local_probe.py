@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -52,7 +53,7 @@ class Plan:
     probe_leaves: npt.NDArray[np.int32]
     hash_counts: npt.NDArray[np.int32]
     hashes: npt.NDArray[np.uint64]
-    members: dict[int, npt.NDArray[np.intp]]  # by id of the member: its hashes' positions
+    members: dict[int, tuple[int, ...]]  # by id of the member: its hashes' positions
 
 
 def make_plan(
@@ -95,21 +96,18 @@ def make_plan(
         probe_leaves=np.array([by_path[c].column_index for c in order], dtype=np.int32),
         hash_counts=np.array([len(columns[c]) for c in order], dtype=np.int32),
         hashes=np.array([h for c in order for h in columns[c]], dtype=np.uint64),
-        members={
-            m: np.arange(starts[c] + a, starts[c] + b, dtype=np.intp)
-            for m, (c, a, b) in spans.items()
-        },
+        members={m: tuple(range(starts[c] + a, starts[c] + b)) for m, (c, a, b) in spans.items()},
     )
 
 
-@dataclass(frozen=True)
-class Probed:
-    """One file probed: its row groups' compressed sizes, and for each row group and each of
-    the plan's hashes 1 (might be there), 0 (is not) or 2 (the chunk has no filter); the reads
-    made (the footer's and the filters') and their bytes."""
+class Probed(NamedTuple):
+    """One file probed: its row groups' compressed sizes; for each row group, each of the
+    plan's hashes' answer, a byte at ``row_group * len(plan.hashes) + i`` of ``found``: 1
+    (might be there), 0 (is not) or 2 (the chunk has no filter); the reads made (the
+    footer's and the filters') and their bytes, and the reads of filters alone."""
 
-    sizes: npt.NDArray[np.int64]
-    found: npt.NDArray[np.uint8]
+    sizes: list[int]
+    found: bytes
     reads: int
     bytes_read: int
     filter_reads: int
@@ -148,28 +146,21 @@ def probe(
         return got[1] if got[1] is not None else None
     if got[0] != _OK:
         return None
-    _, n, sizes, found, reads, bytes_read, filter_reads = got
-    return Probed(
-        np.frombuffer(sizes, dtype=np.int64),
-        np.frombuffer(found, dtype=np.uint8).reshape(n, len(plan.hashes)),
-        reads,
-        bytes_read,
-        filter_reads,
-    )
+    _, _, sizes, found, reads, bytes_read, filter_reads = got
+    return Probed(memoryview(sizes).cast("q").tolist(), found, reads, bytes_read, filter_reads)
 
 
-def might_match(node: Node, plan: Plan, found: npt.NDArray[np.uint8]) -> npt.NDArray[np.bool_]:
-    """For each row of ``found`` (a row group's hashes' answers), whether ``node`` might hold
-    there: as :class:`parquet_bloom._prune.probes.FilePruning` evaluates the tree, where a
-    member without a probe, or a chunk without a filter, keeps the row group."""
+def might_match(node: Node, plan: Plan, found: bytes, row_groups: Sequence[int]) -> list[bool]:
+    """For each of ``row_groups``, whether ``node`` might hold there, from the kernel's
+    answers (:attr:`Probed.found`): as :class:`parquet_bloom._prune.probes.FilePruning`
+    evaluates the tree, where a member without a probe, or a chunk without a filter, keeps
+    the row group. Python lists, not numpy: a point lookup's file has a few row groups."""
     if isinstance(node, And | Or):
-        combine = np.logical_and if isinstance(node, And) else np.logical_or
-        result: npt.NDArray[np.bool_] = combine.reduce(
-            [might_match(c, plan, found) for c in node.children], axis=0
-        )
-        return result
+        combine = all if isinstance(node, And) else any
+        answers = [might_match(c, plan, found, row_groups) for c in node.children]
+        return [combine(each) for each in zip(*answers, strict=True)]
     positions = plan.members.get(id(node)) if isinstance(node, Equal | IsIn) else None
     if positions is None:
-        return np.ones(len(found), dtype=bool)
-    kept: npt.NDArray[np.bool_] = (found[:, positions] != 0).any(axis=1)
-    return kept
+        return [True] * len(row_groups)
+    n = len(plan.hashes)
+    return [any(found[rg * n + p] for p in positions) for rg in row_groups]
