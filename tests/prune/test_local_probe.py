@@ -130,14 +130,14 @@ def test_typed_columns_prune_as_the_python_path_does(
 def test_files_pruned_two_at_a_time_as_one_by_one(
     typed_files: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """By default local files go two at a time (the kernel holds no GIL): the first two may
-    both be the Python path's, which makes the plan."""
+    """By default local files go two at a time (the kernel holds no GIL), after the first,
+    whose Python path makes the plan."""
     expression = pc.field("string").isin(["absent", _value(typed_files, "string", 10)])
     threaded = outcome(pb.prune(ds.dataset(typed_files), expression))
     assert threaded == outcome(
         python_path(monkeypatch, lambda: one_by_one(ds.dataset(typed_files), expression))
     )
-    assert served(answered) >= 2
+    assert served(answered) == 3
 
 
 def test_a_probe_finds_what_the_filters_hold(typed_files: Path) -> None:
@@ -416,3 +416,20 @@ def test_a_plan_that_does_not_fit_its_buffers_is_refused(ids: Path) -> None:
         leaves, plan.hash_counts, plan.hashes,
     )  # fmt: skip
     assert got[0] == 2
+
+
+def test_local_files_go_two_at_a_time_only_where_the_kernel_takes_them(
+    ids: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Threads pay for local files only when the kernel, which holds no GIL, prunes them: a
+    tree it cannot take (too many hashes on a column) is pruned in the calling thread."""
+    from parquet_bloom._prune import dataset as pruning
+
+    pools: list[int] = []
+    pool = pruning.prune_pool
+    monkeypatch.setattr(pruning, "prune_pool", lambda n: pools.append(n) or pool(n))
+    pb.prune(ds.dataset(ids), pc.field("id") == 4)
+    assert pools == [pruning.COMPILED_LOCAL_MAX_WORKERS]
+    pools.clear()
+    pb.prune(ds.dataset(ids), pc.field("id").isin(list(range(0, 18000, 500))))
+    assert pools == []

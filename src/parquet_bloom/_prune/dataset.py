@@ -19,6 +19,7 @@ left. A dataset made from a listing reads its files exactly as pyarrow's scan as
 
 from __future__ import annotations
 
+import itertools
 import os
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -304,20 +305,28 @@ def _prune_files(
     probed = [narrowed.get(i, f) for i, f in enumerate(fragments) if i not in decided]
     compiled = reader_filesystem is None and reading.decryption is None and local_probe.available()
     probing = Probing(tree, dataset.schema, plans=compiled)
-    if max_workers is None:
-        local = COMPILED_LOCAL_MAX_WORKERS if compiled else LOCAL_MAX_WORKERS
-        max_workers = DEFAULT_MAX_WORKERS if reader_filesystem is not None else local
 
     def pruned_file(fragment: ds.ParquetFileFragment) -> _Outcome:
         if compiled and (done := _prune_compiled(fragment, probing, reading)) is not None:
             return done
         return _prune_fragment(fragment, probing, reader_filesystem, reading)
 
+    first: list[_Outcome] = []
+    if max_workers is None and reader_filesystem is not None:
+        max_workers = DEFAULT_MAX_WORKERS
+    elif max_workers is None:
+        # Local files: the first in this thread (the Python path, which makes the compiled
+        # lookup's plan), then the others two at a time where the kernel takes them, else
+        # one after another (threads would only take turns holding the GIL).
+        first = [pruned_file(f) for f in probed[:1]]
+        plan = compiled and probing.plan is not None
+        max_workers = COMPILED_LOCAL_MAX_WORKERS if plan else LOCAL_MAX_WORKERS
+    rest = probed[len(first) :]
     done: Iterator[_Outcome]
-    if max_workers == 1 or len(probed) <= 1:
-        done = map(pruned_file, probed)
+    if max_workers == 1 or len(rest) <= 1:
+        done = itertools.chain(first, map(pruned_file, rest))
     else:
-        done = iter(prune_pool(max_workers).map(pruned_file, probed))
+        done = itertools.chain(first, prune_pool(max_workers).map(pruned_file, rest))
     outcomes = [decided[i] if i in decided else next(done) for i in range(len(fragments))]
     for i in narrowed:  # narrowed by the index, then by the file's own filters
         outcomes[i] = replace(outcomes[i], report=replace(outcomes[i].report, index_files=1))
