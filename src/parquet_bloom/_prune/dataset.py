@@ -108,7 +108,9 @@ def prune(
 
     ``max_workers`` files are pruned at once, in threads (default: 16 on a filesystem, where
     each waits on requests; local files one after another, in the calling thread, where
-    threads would only take turns holding the GIL). Each file costs one request when
+    threads would only take turns holding the GIL, but two at a time where the compiled
+    point lookup, which holds no GIL, takes them: :mod:`parquet_bloom._prune.local_probe`).
+    Each file costs one request when
     its filters lie just before its footer (the tail read of ``tail_size`` bytes, see
     :class:`BloomFilterReader`, holds both), two otherwise; pyarrow's copy of the footer is not
     read here (the pruned fragments are made from our footer), only by the scan. The report

@@ -102,7 +102,7 @@ def prune(
     ``storage_options``. The table's own pruning comes first: the files whose partition values
     and min/max statistics rule ``expr`` out are dropped, as deltalake's
     ``to_pyarrow_dataset()`` fragments do; then :func:`parquet_bloom.prune` (``max_workers``
-    files at once, by default 16 in a store and local files one after another;
+    files at once, by default 16 in a store, local files one or two at a time as there;
     ``tail_size`` the first read of each) drops the row groups whose Bloom
     filters rule it out. ``result.dataset.to_table(filter=expr)`` holds the rows of
     ``DeltaTable(uri).to_pyarrow_dataset().to_table(filter=expr)``, with its schema, partition
