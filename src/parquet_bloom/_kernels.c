@@ -1144,7 +1144,7 @@ static PyMethodDef methods[] = {
      "AVX2); returns it."},
     {"probe_local_file", pb_probe_local_file, METH_VARARGS,
      "probe_local_file(path, size, tail_size, key, paths, path_offsets, types, probe_leaves, "
-     "hash_counts, hashes): a point lookup of one local file (see _kernels_probe.c)."},
+     "hash_counts, hashes, row_groups): a point lookup of one local file (see _kernels_probe.c)."},
     {"hudi_hashes", hudi_hashes, METH_VARARGS,
      "hudi_hashes(data, offsets, num_hashes, out): each key's chained Hudi MurmurHash2 hashes."},
     {NULL, NULL, 0, NULL},

@@ -37,5 +37,6 @@ def probe_local_file(
     probe_leaves: _Bytes,
     hash_counts: _Bytes,
     hashes: _Bytes,
+    row_groups: _Bytes,
     /,
 ) -> tuple[Any, ...]: ...

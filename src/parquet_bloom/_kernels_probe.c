@@ -209,6 +209,9 @@ typedef struct {
     int64_t n_columns, n_hashes;
     const uint8_t *key;
     size_t key_len;
+    /* the row groups asked (a fragment's subset), or none for all */
+    const int64_t *asked;
+    int64_t n_asked;
 } plan;
 
 typedef struct {
@@ -625,6 +628,26 @@ static void probe_file(const char *path, int64_t size, int64_t tail_size, const 
      * FilterReads.load_blocks: each header (the length less the bitset guessed from it) and
      * the blocks its column's hashes fall in, less what the tail holds, coalesced. */
     int64_t n_rg = o->n_row_groups, n_col = pl->n_columns;
+    if (pl->n_asked > 0) { /* only the row groups asked: the others' filters are not read */
+        uint8_t *asked = calloc((size_t)(n_rg ? n_rg : 1), 1);
+        if (asked == NULL) {
+            fallback(o, "no memory");
+            goto done;
+        }
+        int in_range = 1;
+        for (int64_t i = 0; i < pl->n_asked; i++) {
+            if (pl->asked[i] < 0 || pl->asked[i] >= n_rg) in_range = 0;
+            else asked[pl->asked[i]] = 1;
+        }
+        for (int64_t rg = 0; rg < n_rg; rg++)
+            if (!asked[rg])
+                for (int64_t k = 0; k < n_col; k++) filters[rg * n_col + k] = (filter_at){-1, -1};
+        free(asked);
+        if (!in_range) {
+            fallback(o, "a row group asked is not in the footer");
+            goto done;
+        }
+    }
     size_t most = 0; /* the ranges the filters may add: a header and a block a hash, each in
                         two where it straddles the held bytes */
     for (int64_t i = 0; i < n_rg * n_col; i++)
@@ -747,16 +770,16 @@ PyObject *pb_probe_local_file(PyObject *module, PyObject *args) {
     (void)module;
     PyObject *path_obj;
     long long size, tail_size;
-    Py_buffer key, paths, offsets, types, leaves, counts, hashes;
-    if (!PyArg_ParseTuple(args, "O&LLy*y*y*y*y*y*y*:probe_local_file", PyUnicode_FSConverter,
+    Py_buffer key, paths, offsets, types, leaves, counts, hashes, asked;
+    if (!PyArg_ParseTuple(args, "O&LLy*y*y*y*y*y*y*y*:probe_local_file", PyUnicode_FSConverter,
                           &path_obj, &size, &tail_size, &key, &paths, &offsets, &types, &leaves,
-                          &counts, &hashes))
+                          &counts, &hashes, &asked))
         return NULL;
     PyObject *result = NULL;
     int64_t n_leaves = types.len / 4, n_columns = leaves.len / 4, n_hashes = hashes.len / 8;
     int ok = tail_size >= TRAILER_LEN && offsets.len == 8 * (n_leaves + 1) &&
              counts.len == 4 * n_columns && types.len % 4 == 0 && leaves.len % 4 == 0 &&
-             hashes.len % 8 == 0;
+             hashes.len % 8 == 0 && asked.len % 8 == 0;
     const int64_t *off = offsets.buf;
     for (int64_t j = 0; ok && j <= n_leaves; j++)
         ok = off[j] >= 0 && off[j] <= paths.len && (j == 0 || off[j] >= off[j - 1]);
@@ -771,7 +794,7 @@ PyObject *pb_probe_local_file(PyObject *module, PyObject *args) {
         goto release;
     }
     plan pl = {paths.buf, off, types.buf, n_leaves, leaves.buf, counts.buf, hashes.buf,
-               n_columns, n_hashes, key.buf, (size_t)key.len};
+               n_columns, n_hashes, key.buf, (size_t)key.len, asked.buf, asked.len / 8};
     outcome o = {PROBE_FALLBACK, "not run", 0, NULL, NULL, NULL, 0, 0, 0, 0};
     const char *p = PyBytes_AS_STRING(path_obj);
     Py_BEGIN_ALLOW_THREADS
@@ -803,5 +826,6 @@ release:
     PyBuffer_Release(&leaves);
     PyBuffer_Release(&counts);
     PyBuffer_Release(&hashes);
+    PyBuffer_Release(&asked);
     return result;
 }

@@ -111,6 +111,7 @@ class Kernels(Protocol):
         probe_leaves: Buffer,
         hash_counts: Buffer,
         hashes: Buffer,
+        row_groups: Buffer,
         /,
     ) -> tuple[Any, ...]:
         """The point lookup of one local file (``_kernels_probe.c``): tail, footer, filter

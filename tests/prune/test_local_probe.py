@@ -215,9 +215,13 @@ def test_filters_outside_the_tail_are_read_as_the_python_path_reads_them(
 GROUPS = [[0], [2, 2, 1], [5, 0], [3], [1, 4], [0]]  # each file's row groups asked
 
 
+@pytest.mark.parametrize("tail_size", [None, 4096])
 def test_row_group_subsets_and_repeats_stay_within_the_fragment(
-    ids: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+    ids: Path, tail_size: int | None, answered: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Only the row groups a fragment asks for are probed, their filters alone read (with a
+    short tail, the filters lie outside it: the reads are counted as on the Python path)."""
+
     def subsets() -> ds.Dataset:
         plain = ds.dataset(ids)
         fmt = plain.format
@@ -232,8 +236,11 @@ def test_row_group_subsets_and_repeats_stay_within_the_fragment(
         return ds.FileSystemDataset(fragments, plain.schema, fmt, plain.filesystem)
 
     expression = pc.field("id").isin([3000 + 1200, 3000 + 2700, 6000 + 10])
-    left, _ = assert_same(monkeypatch, lambda: one_by_one(subsets(), expression))
+    left, report = assert_same(
+        monkeypatch, lambda: one_by_one(subsets(), expression, tail_size=tail_size)
+    )
     assert served(answered) == 5
+    assert report.row_groups == 9 and (report.filter_reads > 0) == (tail_size is not None)
     assert (str(ids / "f1.parquet"), [2]) in left
 
 
@@ -390,32 +397,42 @@ def test_hostile_footers_are_the_python_paths_or_answered_as_it_would(
     assert answered > 0  # some mutations leave a footer both read (a value changed, say)
 
 
+ALL = np.zeros(0, dtype=np.int64)  # the kernel's "every row group"
+
+
 def test_a_plan_that_does_not_fit_its_buffers_is_refused(ids: Path) -> None:
     plan, _ = _plan_of(ids / "f0.parquet", pc.field("id") == 1)
     compiled: Any = kernels.compiled
     args = [plan.key, plan.paths, plan.path_offsets, plan.types, plan.probe_leaves]
     with pytest.raises(ValueError, match="inconsistent"):
         compiled.probe_local_file(
-            str(ids / "f0.parquet"), -1, 4, *args, plan.hash_counts, plan.hashes
+            str(ids / "f0.parquet"), -1, 4, *args, plan.hash_counts, plan.hashes, ALL
         )
     with pytest.raises(ValueError, match="inconsistent"):
         compiled.probe_local_file(
-            str(ids / "f0.parquet"), -1, 65536, *args, plan.hash_counts, plan.hashes[:0]
+            str(ids / "f0.parquet"), -1, 65536, *args, plan.hash_counts, plan.hashes[:0], ALL
         )
     bad_offsets = plan.path_offsets.copy()
     bad_offsets[-1] = len(plan.paths) + 1
     with pytest.raises(ValueError, match="inconsistent"):
         compiled.probe_local_file(
             str(ids / "f0.parquet"), -1, 65536, plan.key, plan.paths, bad_offsets, plan.types,
-            plan.probe_leaves, plan.hash_counts, plan.hashes,
+            plan.probe_leaves, plan.hash_counts, plan.hashes, ALL,
         )  # fmt: skip
-    # A leaf out of range is the Python path's, not a read anywhere.
+    with pytest.raises(ValueError, match="inconsistent"):  # row groups of 8 bytes each
+        compiled.probe_local_file(
+            str(ids / "f0.parquet"), -1, 65536, *args, plan.hash_counts, plan.hashes, b"123"
+        )
+    # A leaf out of range, a row group asked that the footer lacks: the Python path's.
     leaves = np.array([len(plan.types)], dtype=np.int32)
     got = compiled.probe_local_file(
         str(ids / "f0.parquet"), -1, 65536, plan.key, plan.paths, plan.path_offsets, plan.types,
-        leaves, plan.hash_counts, plan.hashes,
+        leaves, plan.hash_counts, plan.hashes, ALL,
     )  # fmt: skip
     assert got[0] == 2
+    assert local_probe.probe(ids / "f0.parquet", None, 65536, plan, [0, 6]) is None
+    one = local_probe.probe(ids / "f0.parquet", None, 65536, plan, [5])
+    assert isinstance(one, local_probe.Probed) and one.found[:5] == bytes([2] * 5)
 
 
 def test_local_files_go_two_at_a_time_only_where_the_kernel_takes_them(

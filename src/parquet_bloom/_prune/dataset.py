@@ -567,20 +567,19 @@ def _prune_compiled(
     if probing.columns <= ds.get_partition_keys(fragment.partition_expression).keys():
         return None  # only partition keys: _prune_fragment reads nothing
     size = reading.sizes.get(fragment.path)
-    got = local_probe.probe(fragment.path, size, tail_size, plan)
+    asked = _fragment_row_groups(fragment)
+    unique = None if asked is None else list(dict.fromkeys(asked))
+    got = local_probe.probe(fragment.path, size, tail_size, plan, unique)
     if isinstance(got, bytes):  # another schema: its plan, if one was made
         other = probing.plans.get(got)
         if other is None:
             return None
         plan = other
-        got = local_probe.probe(fragment.path, size, tail_size, plan)
+        got = local_probe.probe(fragment.path, size, tail_size, plan, unique)
     if not isinstance(got, local_probe.Probed):
-        return None
-    asked = _fragment_row_groups(fragment)
+        return None  # the Python path's, a row group asked that the footer lacks too
     sizes = got.sizes
-    ids: Sequence[int] = range(len(sizes)) if asked is None else list(dict.fromkeys(asked))
-    if any(not 0 <= rg < len(sizes) for rg in ids):
-        return None  # the Python path says the footer disagrees
+    ids: Sequence[int] = range(len(sizes)) if unique is None else unique
     keep = local_probe.might_match(probing.tree, plan, got.found, ids)
     kept = [rg for rg, k in zip(ids, keep, strict=True) if k]
     compressed = sum(sizes) if asked is None else sum(sizes[rg] for rg in ids)

@@ -38,6 +38,7 @@ from parquet_bloom._prune.expression import And, Equal, IsIn, Node, Or
 MemberProbe = tuple[str, npt.NDArray[np.uint64], list[int] | None] | None
 
 _OK, _OTHER_KEY = 0, 1
+_NO_ROW_GROUPS = np.zeros(0, dtype=np.int64)  # every row group
 
 
 @dataclass(frozen=True)
@@ -123,11 +124,16 @@ def available() -> bool:
 
 
 def probe(
-    path: str | os.PathLike[str], size: int | None, tail_size: int, plan: Plan
+    path: str | os.PathLike[str],
+    size: int | None,
+    tail_size: int,
+    plan: Plan,
+    row_groups: Sequence[int] | None = None,
 ) -> Probed | bytes | None:
-    """Probe the local file ``path`` (of ``size`` bytes if known) with ``plan``: what it found,
-    or the file's schema key when that is not the plan's (None when it cannot tell), or None
-    when the Python path is to read the file."""
+    """Probe the local file ``path`` (of ``size`` bytes if known) with ``plan``, in
+    ``row_groups`` (default: all; the others' filters are not read, their answers are 2):
+    what it found, or the file's schema key when that is not the plan's (None when it cannot
+    tell), or None when the Python path is to read the file."""
     compiled = kernels.compiled
     assert compiled is not None  # available() was asked first
     got = compiled.probe_local_file(
@@ -141,6 +147,7 @@ def probe(
         plan.probe_leaves,
         plan.hash_counts,
         plan.hashes,
+        _NO_ROW_GROUPS if row_groups is None else np.asarray(row_groups, dtype=np.int64),
     )
     if got[0] == _OTHER_KEY:
         return got[1] if got[1] is not None else None
