@@ -47,3 +47,36 @@ def test_a_forked_child_rewrites_with_pools_of_its_own(tmp_path: Path) -> None:
     assert_bloom_filters_valid(tmp_path / "child.parquet")
     assert (tmp_path / "child.parquet").read_bytes() == (tmp_path / "parent.parquet").read_bytes()
     assert _threads.build_pool() is parent_pool
+
+
+def test_shared_map_gives_each_result_in_order_with_the_calling_thread_working_too() -> None:
+    import threading
+
+    pool = _threads.prune_pool(3)
+    seen: set[str] = set()
+
+    def square(x: int) -> int:
+        seen.add(threading.current_thread().name)
+        threading.Event().wait(0.001)  # let the other threads take items too
+        return x * x
+
+    assert _threads.shared_map(square, list(range(200)), pool, 3) == [x * x for x in range(200)]
+    assert threading.current_thread().name in seen and len(seen) >= 2
+    assert _threads.shared_map(square, [], pool, 3) == []
+    assert _threads.shared_map(square, [7], pool, 3) == [49]
+
+
+def test_shared_map_raises_the_first_error_once_every_thread_stopped() -> None:
+    pool = _threads.prune_pool(2)
+    calls: list[int] = []
+
+    def fail_at_five(x: int) -> int:
+        calls.append(x)
+        if x == 5:
+            raise ValueError("five")
+        return x
+
+    with pytest.raises(ValueError, match="five"):
+        _threads.shared_map(fail_at_five, list(range(1000)), pool, 2)
+    assert len(calls) < 1000  # the threads stopped taking items after the error
+    assert not pool._work_queue.qsize()  # nothing of it left queued

@@ -51,7 +51,7 @@ from parquet_bloom._prune.probes import FilePruning, Probing, physical_schema
 from parquet_bloom._prune.report import FileCost, PruneReport, PruneResult
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom._tables.directories import list_live_files
-from parquet_bloom._threads import prune_pool
+from parquet_bloom._threads import prune_pool, shared_map
 from parquet_bloom.errors import BloomFilterError, FileReadError
 
 # Files pruned at once. Pruning waits on requests (one a file, mostly), so more threads than
@@ -328,7 +328,8 @@ def _prune_files(
     if max_workers == 1 or len(rest) <= 1:
         done = itertools.chain(first, map(pruned_file, rest))
     else:
-        done = itertools.chain(first, prune_pool(max_workers).map(pruned_file, rest))
+        pool = prune_pool(max_workers)
+        done = itertools.chain(first, shared_map(pruned_file, rest, pool, max_workers))
     outcomes = [decided[i] if i in decided else next(done) for i in range(len(fragments))]
     for i in narrowed:  # narrowed by the index, then by the file's own filters
         outcomes[i] = replace(outcomes[i], report=replace(outcomes[i].report, index_files=1))
