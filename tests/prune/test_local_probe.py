@@ -527,3 +527,15 @@ def test_a_field_id_past_the_i16_range_is_the_python_paths(
     left, _ = assert_same(monkeypatch, lambda: one_by_one(ds.dataset(tmp_path), expression))
     assert served(answered) == 0
     assert all(not p.endswith("f1.parquet") for p, _ in left)  # row group 1's filter says no
+
+
+def test_a_tail_size_past_a_c_long_long_reads_the_whole_file_as_the_python_path_does(
+    ids: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel takes the tail size as a C long long: a larger one (the whole file, for the
+    Python path) raised an OverflowError."""
+    expression = pc.field("id") == 4200
+    _, report = assert_same(
+        monkeypatch, lambda: one_by_one(ds.dataset(ids), expression, tail_size=2**64)
+    )
+    assert served(answered) == 5 and report.reads == 6  # one read a file: all of it

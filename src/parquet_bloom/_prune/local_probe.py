@@ -39,6 +39,8 @@ MemberProbe = tuple[str, npt.NDArray[np.uint64], list[int] | None] | None
 
 _OK, _OTHER_KEY = 0, 1
 _NO_ROW_GROUPS = np.zeros(0, dtype=np.int64)  # every row group
+# The kernel takes a tail size as a C long long; a larger one reads the whole file, as this.
+_LONGEST_TAIL = 2**62
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ def probe(
     got = compiled.probe_local_file(
         path,
         -1 if size is None else size,
-        tail_size,
+        min(tail_size, _LONGEST_TAIL),
         plan.key,
         plan.paths,
         plan.path_offsets,
