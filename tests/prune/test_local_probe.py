@@ -539,3 +539,14 @@ def test_a_tail_size_past_a_c_long_long_reads_the_whole_file_as_the_python_path_
         monkeypatch, lambda: one_by_one(ds.dataset(ids), expression, tail_size=2**64)
     )
     assert served(answered) == 5 and report.reads == 6  # one read a file: all of it
+
+
+@pytest.mark.parametrize("size", [-5, -1, 2**63])
+def test_a_size_no_file_has_is_the_python_paths(ids: Path, size: int) -> None:
+    """A size from a table's log that no file has: the Python path refuses it (a negative one
+    a ValueError, one past int64 an OSError); the kernel took a negative size for "unknown"
+    (and answered from the file's own) and raised OverflowError past int64."""
+    plan, _ = _plan_of(ids / "f0.parquet", pc.field("id") == 1)
+    assert local_probe.probe(ids / "f1.parquet", size, 65536, plan) is None
+    with pytest.raises((ValueError, OSError)):
+        pb.BloomFilterReader(ids / "f1.parquet", size=size)

@@ -138,6 +138,8 @@ def probe(
     tell), or None when the Python path is to read the file."""
     compiled = kernels.compiled
     assert compiled is not None  # available() was asked first
+    if size is not None and not 0 <= size < 2**63:
+        return None  # a table's log says so: the Python path refuses it, located
     got = compiled.probe_local_file(
         path,
         -1 if size is None else size,
