@@ -597,6 +597,13 @@ static void probe_file(const char *path, int64_t size, int64_t tail_size, const 
                 fallback(o, "row group list");
                 goto done;
             }
+            /* A row group this walk accepts takes at least 5 bytes and 13 a chunk (each
+             * field's header and value, the stops): a count the bytes left cannot hold is
+             * refused before anything is allocated from it (sizes, filters). */
+            if (n > left(&c) / (5 + 13 * (uint64_t)pl->n_leaves)) {
+                fallback(o, "row group count does not fit");
+                goto done;
+            }
             o->n_row_groups = (int64_t)n;
             o->sizes = calloc(n ? n : 1, sizeof(int64_t));
             filters = malloc(sizeof(filter_at) * (n ? n : 1) * (size_t)(pl->n_columns ? pl->n_columns : 1));
