@@ -550,3 +550,13 @@ def test_a_size_no_file_has_is_the_python_paths(ids: Path, size: int) -> None:
     assert local_probe.probe(ids / "f1.parquet", size, 65536, plan) is None
     with pytest.raises((ValueError, OSError)):
         pb.BloomFilterReader(ids / "f1.parquet", size=size)
+
+
+def test_a_plans_buffers_cannot_change_while_the_kernel_reads_them(ids: Path) -> None:
+    """The kernel checks a plan's buffers with the GIL held and reads them without it, from
+    the threads sharing the plan: they are read-only."""
+    plan, _ = _plan_of(ids / "f0.parquet", pc.field("id") == 1)
+    arrays = [plan.path_offsets, plan.types, plan.probe_leaves, plan.hash_counts, plan.hashes]
+    for array in arrays:
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 7

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -94,13 +94,23 @@ def make_plan(
     return Plan(
         key=key,
         paths=b"".join(encoded),
-        path_offsets=offsets,
-        types=np.array([type_values[leaf.physical_type] for leaf in leaves], dtype=np.int32),
-        probe_leaves=np.array([by_path[c].column_index for c in order], dtype=np.int32),
-        hash_counts=np.array([len(columns[c]) for c in order], dtype=np.int32),
-        hashes=np.array([h for c in order for h in columns[c]], dtype=np.uint64),
+        path_offsets=_read_only(offsets),
+        types=_read_only(
+            np.array([type_values[leaf.physical_type] for leaf in leaves], dtype=np.int32)
+        ),
+        probe_leaves=_read_only(np.array([by_path[c].column_index for c in order], dtype=np.int32)),
+        hash_counts=_read_only(np.array([len(columns[c]) for c in order], dtype=np.int32)),
+        hashes=_read_only(np.array([h for c in order for h in columns[c]], dtype=np.uint64)),
         members={m: tuple(range(starts[c] + a, starts[c] + b)) for m, (c, a, b) in spans.items()},
     )
+
+
+def _read_only(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``array``, no longer writable: the kernel checks a plan's buffers (offsets within the
+    paths, counts that add up) with the GIL held, then reads them without it, from threads
+    that share the plan; nothing may change them in between."""
+    array.flags.writeable = False
+    return array
 
 
 class Probed(NamedTuple):
