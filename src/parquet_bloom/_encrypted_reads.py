@@ -9,7 +9,10 @@ cryptography itself is :mod:`parquet_bloom._crypto`'s; the reader
 from __future__ import annotations
 
 import os
+import struct
 from typing import Any
+
+import numpy as np
 
 from parquet_bloom import _format as fmt
 from parquet_bloom._crypto import cipher
@@ -17,7 +20,7 @@ from parquet_bloom._crypto.file import FileDecryptor
 from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._filter_reads import FilterReads, overlapping, record_failure
 from parquet_bloom._format.footer import ENCRYPTED_MAGIC
-from parquet_bloom._io.ranges import ByteRange
+from parquet_bloom._io.ranges import ByteRange, ReadBuffer
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._locate import (
     MAX_ENCRYPTED_HEADER_MODULE_SIZE,
@@ -25,7 +28,12 @@ from parquet_bloom._locate import (
     FilterLocation,
     check_header,
 )
-from parquet_bloom._sbbf import SplitBlockBloomFilter
+from parquet_bloom._sbbf import (
+    MAX_NUM_BYTES,
+    MIN_NUM_BYTES,
+    SplitBlockBloomFilter,
+    adopt_bitset,
+)
 from parquet_bloom.errors import (
     BloomFilterError,
     CorruptFileError,
@@ -102,6 +110,11 @@ def sidecar_reader(source: Any, filesystem: Any, storage_options: Any) -> Any:
     return read
 
 
+# Each encrypted row group's ordinal (as its AADs take it) and, by column, the cipher of each
+# encrypted chunk whose key is known (None for the rest), filled in by decrypt_chunks.
+ChunkCiphers = dict[int, tuple[int, list[cipher.Gcm | None]]]
+
+
 def decrypt_chunks(
     decryptor: FileDecryptor,
     footer: fmt.FooterView,
@@ -109,52 +122,159 @@ def decrypt_chunks(
     name: str,
     row_group: int,
     chunks: list[fmt.ColumnChunkInfo],
-    chunk_keys: dict[tuple[int, str], tuple[bytes, int]],
+    ciphers: ChunkCiphers,
     unreadable: dict[tuple[int, str], BloomFilterError],
 ) -> list[fmt.ColumnChunkInfo]:
     """A row group's column chunks with the encrypted ones' keys found and their
     encrypted ColumnMetaData decrypted (``leaves``: the file's schema leaves, ``name``: its
-    name in errors). Each key found goes into ``chunk_keys`` with the row group's ordinal; the
-    chunks that cannot be read go into ``unreadable``, with why."""
+    name in errors); ``chunks`` itself when none had its metadata encrypted. The row group's
+    ordinal and its chunks' ciphers go into ``ciphers``; the chunks that cannot be read go
+    into ``unreadable``, with why."""
     structs = footer.column_chunk_structs(row_group)
     ordinal = footer.row_group_ordinal(row_group)
-    out = []
-    for info, raw in zip(chunks, structs, strict=True):
+    gcms: list[cipher.Gcm | None] = [None] * len(chunks)
+    out = chunks  # copied before the first chunk whose metadata is decrypted is put in
+    for j, (info, raw) in enumerate(zip(chunks, structs, strict=True)):
         crypto = raw.crypto_metadata
         if crypto is None:
-            out.append(info)
             continue
         try:
             key = decryptor.chunk_key(info.path, crypto)
             own_key = crypto.ENCRYPTION_WITH_COLUMN_KEY is not None
             if own_key and raw.encrypted_column_metadata is not None:
                 meta = decryptor.column_metadata(raw, key, ordinal, info.column_index)
-                info = fmt.with_column_metadata(info, meta, leaves[info.column_index])
-            chunk_keys[(row_group, info.path)] = (key, ordinal)
+                if out is chunks:
+                    out = list(chunks)
+                out[j] = fmt.with_column_metadata(info, meta, leaves[info.column_index])
+            gcms[j] = decryptor.gcm(key)
         except BloomFilterError as err:
             unreadable[(row_group, info.path)] = err.located(
                 source=name, row_group=row_group, column=info.path
             )
-        out.append(info)
+    ciphers[row_group] = (ordinal, gcms)
     return out
+
+
+# The plaintext of an encrypted Bloom filter header as every writer writes it (BLOCK, XXHASH,
+# UNCOMPRESSED, numBytes a power of two the spec allows), and its numBytes: a decrypted header
+# found here needs no decoding and no check but the bitset's length.
+_CANONICAL_HEADERS = {
+    fmt.encode_bloom_filter_header(1 << p): 1 << p
+    for p in range(MIN_NUM_BYTES.bit_length() - 1, MAX_NUM_BYTES.bit_length())
+}
+_LENGTH = struct.Struct("<I")
 
 
 def load_encrypted(
     reads: FilterReads,
     decryptor: FileDecryptor,
-    chunk_keys: dict[tuple[int, str], tuple[bytes, int]],
+    ciphers: ChunkCiphers,
     todo: list[FilterLocation],
     out: dict[tuple[int, str], SplitBlockBloomFilter | None],
     failed: dict[tuple[int, str], BloomFilterError],
 ) -> None:
     """Load the filters of encrypted column chunks: two GCM modules each (header, bitset),
     every length prefix checked against the file before anything is read by it. ``reads``:
-    the file's reads (whose cache the filters go to); ``chunk_keys``: each chunk's key and row
-    group ordinal, from :func:`decrypt_chunks`.
+    the file's reads (whose cache the filters go to); ``ciphers``: each chunk's cipher and
+    row group ordinal, from :func:`decrypt_chunks`.
 
     A filter whose first read lies in one piece (mostly: its whole length, read with its
-    neighbours) is opened from that piece, both modules, without copying; the rest of a
-    filter whose length the footer does not give is read after its header."""
+    neighbours), laid out as writers lay it out, is opened where it lies
+    (:func:`_open_in_place`); any other (a filter the read missed or cut, or that fails a
+    check) by :func:`_load_checked`, which reads the rest or says what is wrong."""
+    footer_start = reads.footer_start
+    aads = cipher.FilterAads(decryptor.file_aad)
+    cache = reads.cache
+    buffer = reads.held_copy()
+    firsts = [loc.first_read(footer_start) for loc in todo]
+    unread = reads.read_into(buffer, [g for r in firsts for g in buffer.missing(r)])
+    rest: list[tuple[FilterLocation, ByteRange]] = []
+    for loc, first in zip(todo, firsts, strict=True):
+        chunk = loc.chunk
+        ordinal, gcms = ciphers[chunk.row_group]
+        gcm = gcms[chunk.column_index]
+        try:
+            header_aad, bitset_aad = aads.of(ordinal, chunk.column_index)
+        except BloomFilterError:
+            gcm = None  # _load_checked says why
+        if gcm is None or (unread and overlapping(first, unread) is not None):
+            rest.append((loc, first))
+            continue
+        found = _open_in_place(
+            buffer.available(loc.offset, first.length),
+            loc.length,
+            footer_start - loc.offset,
+            gcm,
+            header_aad,
+            bitset_aad,
+        )
+        if found is None:
+            rest.append((loc, first))
+            continue
+        k = (chunk.row_group, chunk.path)
+        cache[k] = out[k] = found
+    if rest:
+        _load_checked(reads, decryptor, ciphers, rest, buffer, unread, out, failed)
+
+
+def _open_in_place(
+    held: memoryview,
+    length: int | None,
+    room: int,
+    gcm: cipher.Gcm,
+    header_aad: bytes,
+    bitset_aad: bytes,
+) -> SplitBlockBloomFilter | None:
+    """The filter whose modules ``held`` holds from its start, decrypted where they lie
+    (the bitset straight into the filter's buffer), when all is as writers lay it out: the
+    header module's length within the bound of any header, its plaintext a header as every
+    writer writes it, the bitset's module right after it, of the length that header gives,
+    within ``held``, the footer's ``length`` and the ``room`` before the footer; both tags
+    verified. None for anything else, for :func:`_load_checked` to say what is wrong.
+
+    Nothing is allocated by a length before it is authenticated: the bitset's buffer is
+    made from the decrypted header's numBytes, and only once its module is known to lie in
+    ``held`` (bytes read from the file)."""
+    size = len(held)
+    if size < 2 * MODULE_PREFIX:
+        return None
+    (header_len,) = _LENGTH.unpack_from(held)
+    body_end = MODULE_PREFIX + header_len
+    if header_len > MAX_ENCRYPTED_HEADER_MODULE_SIZE or body_end + MODULE_PREFIX > size:
+        return None
+    plain = gcm.try_decrypt(held[MODULE_PREFIX:body_end], header_aad)
+    num_bytes = None if plain is None else _CANONICAL_HEADERS.get(plain)
+    if num_bytes is None:
+        return None
+    bitset_len = num_bytes + cipher.GCM_OVERHEAD
+    total = body_end + MODULE_PREFIX + bitset_len
+    if (
+        total > size
+        or total > room
+        or (length is not None and total != length)
+        or _LENGTH.unpack_from(held, body_end)[0] != bitset_len
+    ):
+        return None
+    bitset = np.empty(num_bytes, np.uint8)
+    if not gcm.try_decrypt_into(held[body_end + MODULE_PREFIX : total], bitset_aad, bitset):
+        return None
+    return adopt_bitset(bitset)
+
+
+def _load_checked(
+    reads: FilterReads,
+    decryptor: FileDecryptor,
+    ciphers: ChunkCiphers,
+    todo: list[tuple[FilterLocation, ByteRange]],
+    buffer: ReadBuffer,
+    unread: dict[ByteRange, BloomFilterError],
+    out: dict[tuple[int, str], SplitBlockBloomFilter | None],
+    failed: dict[tuple[int, str], BloomFilterError],
+) -> None:
+    """:func:`load_encrypted` for the filters it could not open in place (``todo``: each
+    with its first read, in ``buffer`` unless in ``unread``): each module checked step by
+    step, the bitset read where the first read did not hold it; the error of each filter
+    that cannot be used, located, into ``failed``."""
     name = reads.source.name
     footer_start = reads.footer_start
     aads = cipher.AadBuffer(decryptor.file_aad)
@@ -199,17 +319,14 @@ def load_encrypted(
         k = (chunk.row_group, chunk.path)
         reads.cache[k] = out[k] = SplitBlockBloomFilter.from_bytes(plain)
 
-    buffer = reads.held_copy()
-    firsts = [loc.first_read(footer_start) for loc in todo]
-    unread = reads.read_into(buffer, [g for r in firsts for g in buffer.missing(r)])
-
     # The header modules: length prefix, decrypt, decode; then the bitset module, from the
     # first read where it holds it, else from a second read.
     parsed: list[tuple[FilterLocation, int, ByteRange, cipher.Gcm, int]] = []
-    for loc, first in zip(todo, firsts, strict=True):
+    for loc, first in todo:
         chunk = loc.chunk
-        key, ordinal = chunk_keys[(chunk.row_group, chunk.path)]
-        gcm = decryptor.gcm(key)
+        ordinal, gcms = ciphers[chunk.row_group]
+        gcm = gcms[chunk.column_index]
+        assert gcm is not None  # the reader loads encrypted chunks whose cipher it has
         try:
             if unread and (unreadable := overlapping(first, unread)):
                 raise unreadable

@@ -27,7 +27,12 @@ from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
 from parquet_bloom._crypto.file import FileDecryptor
 from parquet_bloom._crypto.keys import DecryptionKeys
-from parquet_bloom._encrypted_reads import decrypt_chunks, load_encrypted, open_footer
+from parquet_bloom._encrypted_reads import (
+    ChunkCiphers,
+    decrypt_chunks,
+    load_encrypted,
+    open_footer,
+)
 from parquet_bloom._filter_reads import FilterReads
 from parquet_bloom._io.ranges import ReadBuffer
 from parquet_bloom._io.source import ByteSource, read_footer
@@ -78,8 +83,9 @@ class BloomFilterReader:
         self._storage_args = (source, filesystem, storage_options)
         self._decryptor: FileDecryptor | None = None
         self.encrypted_footer = False  # the file ends in PARE (read with decryption=)
-        # Encrypted column chunks: their key and row group ordinal, or why they are unreadable.
-        self._chunk_keys: dict[tuple[int, str], tuple[bytes, int]] = {}
+        # Encrypted column chunks: their row groups' ordinals and their ciphers, or why they
+        # are unreadable.
+        self._ciphers: ChunkCiphers = {}
         self._unreadable: dict[tuple[int, str], BloomFilterError] = {}
         self._decrypted_groups: dict[int, list[fmt.ColumnChunkInfo]] = {}
         try:
@@ -268,7 +274,7 @@ class BloomFilterReader:
                 self._source.name,
                 row_group,
                 chunks,
-                self._chunk_keys,
+                self._ciphers,
                 self._unreadable,
             )
         return found
@@ -450,7 +456,11 @@ class BloomFilterReader:
                 failed[key] = self._unreadable[key]
                 continue
             try:
-                if chunk.encrypted and key in self._chunk_keys:
+                if (
+                    chunk.encrypted
+                    and (ciphers := self._ciphers.get(chunk.row_group)) is not None
+                    and ciphers[1][chunk.column_index] is not None
+                ):
                     location = locate_encrypted_filter(
                         chunk, footer_start=self.footer_start, source=name
                     )
@@ -469,7 +479,7 @@ class BloomFilterReader:
         if encrypted:
             decryptor = self._decryptor
             assert decryptor is not None
-            load_encrypted(self._reads, decryptor, self._chunk_keys, encrypted, out, failed)
+            load_encrypted(self._reads, decryptor, self._ciphers, encrypted, out, failed)
         if not todo:
             return out, failed
         self._reads.load(todo, out, failed)

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from thrift.protocol.TBase import TFrozenBase
+
 from parquet_bloom._format import _compact as compact
 from parquet_bloom._format.schema import SchemaLeaf, enum_name, schema_leaves
 from parquet_bloom._thrift.parquet import ttypes as _tt
@@ -123,6 +125,49 @@ _FAST_COLUMN_META_DATA_SPEC = compact.prune(
         "bloom_filter_length",
     },
 )
+
+# Every column chunk encrypted with the footer key holds the same ColumnCryptoMetaData: a
+# union whose member is an empty struct. Two objects a chunk, in a 10,000-chunk footer of a
+# file encrypted throughout 20,000 objects: their making costs, and alive they push the
+# cyclic GC into a full collection while the file's filters are probed (docs/performance.md,
+# "Encrypted files"). The fast decode gives all such chunks one shared instance (which no
+# reader changes: never set its fields). The C decoder builds a struct whose class derives
+# from TFrozenBase by calling the class with the struct's fields: these classes' __new__
+# return the shared instances, or, for any other member, the generated struct.
+FOOTER_KEY_CRYPTO_METADATA = _tt.ColumnCryptoMetaData(  # type: ignore[no-untyped-call]
+    ENCRYPTION_WITH_FOOTER_KEY=_tt.EncryptionWithFooterKey()
+)
+
+
+class _SharedFooterKey(TFrozenBase):  # type: ignore[misc]
+    def __new__(cls) -> Any:
+        return FOOTER_KEY_CRYPTO_METADATA.ENCRYPTION_WITH_FOOTER_KEY
+
+
+class _SharedCryptoMetaData(TFrozenBase):  # type: ignore[misc]
+    def __new__(
+        cls, ENCRYPTION_WITH_FOOTER_KEY: Any = None, ENCRYPTION_WITH_COLUMN_KEY: Any = None
+    ) -> Any:
+        shared = FOOTER_KEY_CRYPTO_METADATA
+        if (
+            ENCRYPTION_WITH_FOOTER_KEY is shared.ENCRYPTION_WITH_FOOTER_KEY
+            and ENCRYPTION_WITH_COLUMN_KEY is None
+        ):
+            return shared
+        return _tt.ColumnCryptoMetaData(  # type: ignore[no-untyped-call]
+            ENCRYPTION_WITH_FOOTER_KEY, ENCRYPTION_WITH_COLUMN_KEY
+        )
+
+
+def _shared_crypto_spec(entry: tuple[Any, ...]) -> tuple[Any, ...]:
+    """ColumnChunk's ``crypto_metadata`` spec entry decoding into the shared instances."""
+    fid, ttype, name, (_, union_spec), default = entry
+    members = list(union_spec)
+    footer_key = members[1]
+    members[1] = (*footer_key[:3], [_SharedFooterKey, footer_key[3][1]], footer_key[4])
+    return (fid, ttype, name, [_SharedCryptoMetaData, tuple(members)], default)
+
+
 _FAST_COLUMN_CHUNK_SPEC = compact.prune(
     _tt.ColumnChunk,
     {
@@ -137,6 +182,13 @@ _FAST_COLUMN_CHUNK_SPEC = compact.prune(
         "encrypted_column_metadata",
     },
     {"meta_data": _FAST_COLUMN_META_DATA_SPEC},
+)
+_CRYPTO_METADATA_FIELD_ID = 8  # ColumnChunk.crypto_metadata
+_FAST_COLUMN_CHUNK_SPEC = tuple(
+    _shared_crypto_spec(entry)
+    if entry is not None and entry[0] == _CRYPTO_METADATA_FIELD_ID
+    else entry
+    for entry in _FAST_COLUMN_CHUNK_SPEC
 )
 _FAST_ROW_GROUP_SPEC = compact.prune(
     _tt.RowGroup,
