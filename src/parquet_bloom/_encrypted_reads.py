@@ -155,14 +155,29 @@ def decrypt_chunks(
     return out
 
 
-# The plaintext of an encrypted Bloom filter header as every writer writes it (BLOCK, XXHASH,
-# UNCOMPRESSED, numBytes a power of two the spec allows), and its numBytes: a decrypted header
-# found here needs no decoding and no check but the bitset's length.
+# A Bloom filter header as every writer writes it (BLOCK, XXHASH, UNCOMPRESSED, numBytes a
+# power of two the spec allows), and its numBytes: a decrypted header that is one of these
+# needs no decoding and no check but the bitset's length. They are 15 to 18 bytes long.
 _CANONICAL_HEADERS = {
     fmt.encode_bloom_filter_header(1 << p): 1 << p
     for p in range(MIN_NUM_BYTES.bit_length() - 1, MAX_NUM_BYTES.bit_length())
 }
+_CANONICAL_SIZES = sorted({len(header) for header in _CANONICAL_HEADERS})
 _LENGTH = struct.Struct("<I")
+
+
+def _canonical_num_bytes(plain: bytes) -> int | None:
+    """The numBytes of a decrypted header module that holds a header as every writer writes
+    it, followed by nothing or by bytes that decoding the header ignores (parquet-java pads
+    its encrypted headers with zeros to 100 bytes); None for any other."""
+    found = _CANONICAL_HEADERS.get(plain)
+    if found is None and len(plain) > _CANONICAL_SIZES[0]:
+        # A compact varint ends at its first byte below 0x80: one size can match.
+        for size in _CANONICAL_SIZES:
+            found = _CANONICAL_HEADERS.get(plain[:size])
+            if found is not None:
+                break
+    return found
 
 
 def load_encrypted(
@@ -228,9 +243,10 @@ def _open_in_place(
     """The filter whose modules ``held`` holds from its start, decrypted where they lie
     (the bitset straight into the filter's buffer), when all is as writers lay it out: the
     header module's length within the bound of any header, its plaintext a header as every
-    writer writes it, the bitset's module right after it, of the length that header gives,
-    within ``held``, the footer's ``length`` and the ``room`` before the footer; both tags
-    verified. None for anything else, for :func:`_load_checked` to say what is wrong.
+    writer writes it (:func:`_canonical_num_bytes`), the bitset's module right after it, of
+    the length that header gives, within ``held``, the footer's ``length`` and the ``room``
+    before the footer; both tags verified. None for anything else, for
+    :func:`_load_checked` to say what is wrong.
 
     Nothing is allocated by a length before it is authenticated: the bitset's buffer is
     made from the decrypted header's numBytes, and only once its module is known to lie in
@@ -243,7 +259,7 @@ def _open_in_place(
     if header_len > MAX_ENCRYPTED_HEADER_MODULE_SIZE or body_end + MODULE_PREFIX > size:
         return None
     plain = gcm.try_decrypt(held[MODULE_PREFIX:body_end], header_aad)
-    num_bytes = None if plain is None else _CANONICAL_HEADERS.get(plain)
+    num_bytes = None if plain is None else _canonical_num_bytes(plain)
     if num_bytes is None:
         return None
     bitset_len = num_bytes + cipher.GCM_OVERHEAD
