@@ -111,48 +111,83 @@ def sidecar_reader(source: Any, filesystem: Any, storage_options: Any) -> Any:
 
 
 # Each encrypted row group's ordinal (as its AADs take it) and, by column, the cipher of each
-# encrypted chunk whose key is known (None for the rest), filled in by decrypt_chunks.
+# encrypted chunk whose key is known (None for the rest, and for chunks not yet asked for).
 ChunkCiphers = dict[int, tuple[int, list[cipher.Gcm | None]]]
 
 
-def decrypt_chunks(
-    decryptor: FileDecryptor,
-    footer: fmt.FooterView,
-    leaves: list[fmt.SchemaLeaf],
-    name: str,
-    row_group: int,
-    chunks: list[fmt.ColumnChunkInfo],
-    ciphers: ChunkCiphers,
-    unreadable: dict[tuple[int, str], BloomFilterError],
-) -> list[fmt.ColumnChunkInfo]:
-    """A row group's column chunks with the encrypted ones' keys found and their
-    encrypted ColumnMetaData decrypted (``leaves``: the file's schema leaves, ``name``: its
-    name in errors); ``chunks`` itself when none had its metadata encrypted. The row group's
-    ordinal and its chunks' ciphers go into ``ciphers``; the chunks that cannot be read go
-    into ``unreadable``, with why."""
-    structs = footer.column_chunk_structs(row_group)
-    ordinal = footer.row_group_ordinal(row_group)
-    gcms: list[cipher.Gcm | None] = [None] * len(chunks)
-    out = chunks  # copied before the first chunk whose metadata is decrypted is put in
-    for j, (info, raw) in enumerate(zip(chunks, structs, strict=True)):
+class EncryptedChunks:
+    """An encrypted file's column chunks as its reader gives them: each chunk's key found and
+    its encrypted ColumnMetaData decrypted when the chunk is first asked for (a probe of one
+    column of a wide file decrypts that column's metadata alone). ``ciphers``: what
+    :func:`load_encrypted` opens the filters with; ``unreadable``: the chunks that cannot be
+    read with the keys given, and why (located)."""
+
+    def __init__(
+        self,
+        decryptor: FileDecryptor,
+        footer: fmt.FooterView,
+        leaves: list[fmt.SchemaLeaf],
+        name: str,
+    ) -> None:
+        self._decryptor = decryptor
+        self._footer = footer
+        self._leaves = leaves
+        self._name = name
+        self.ciphers: ChunkCiphers = {}
+        self.unreadable: dict[tuple[int, str], BloomFilterError] = {}
+        self._groups: dict[int, list[fmt.ColumnChunkInfo]] = {}
+        self._chunks: dict[tuple[int, int], fmt.ColumnChunkInfo] = {}
+
+    def row_group(self, i: int, chunks: list[fmt.ColumnChunkInfo]) -> list[fmt.ColumnChunkInfo]:
+        """Row group ``i``'s column chunks (``chunks``: as the footer gives them), every one
+        decrypted; ``chunks`` itself when none had its metadata encrypted."""
+        found = self._groups.get(i)
+        if found is None:
+            out = chunks  # copied before the first chunk whose metadata is decrypted is put in
+            for j, info in enumerate(chunks):
+                decrypted = self._chunks.get((i, j)) or self._decrypt(i, j, info)
+                if decrypted is not info:
+                    if out is chunks:
+                        out = list(chunks)
+                    out[j] = decrypted
+            found = self._groups[i] = out
+        return found
+
+    def chunk(self, i: int, j: int) -> fmt.ColumnChunkInfo:
+        """Column chunk ``j`` of row group ``i``, decrypted (the row group checked first, as
+        :meth:`parquet_bloom._format.FooterView.chunk` checks it)."""
+        found = self._groups.get(i)
+        if found is not None:
+            return found[j]
+        one = self._chunks.get((i, j))
+        if one is None:
+            one = self._decrypt(i, j, self._footer.chunk(i, j))
+        return one
+
+    def _decrypt(self, i: int, j: int, info: fmt.ColumnChunkInfo) -> fmt.ColumnChunkInfo:
+        """``info`` with its key found and its encrypted ColumnMetaData decrypted; cached."""
+        raw = self._footer.column_chunk_struct(i, j)
         crypto = raw.crypto_metadata
-        if crypto is None:
-            continue
-        try:
-            key = decryptor.chunk_key(info.path, crypto)
-            own_key = crypto.ENCRYPTION_WITH_COLUMN_KEY is not None
-            if own_key and raw.encrypted_column_metadata is not None:
-                meta = decryptor.column_metadata(raw, key, ordinal, info.column_index)
-                if out is chunks:
-                    out = list(chunks)
-                out[j] = fmt.with_column_metadata(info, meta, leaves[info.column_index])
-            gcms[j] = decryptor.gcm(key)
-        except BloomFilterError as err:
-            unreadable[(row_group, info.path)] = err.located(
-                source=name, row_group=row_group, column=info.path
-            )
-    ciphers[row_group] = (ordinal, gcms)
-    return out
+        if crypto is not None:
+            group = self.ciphers.get(i)
+            if group is None:
+                ordinal = self._footer.row_group_ordinal(i)
+                group = self.ciphers[i] = (ordinal, [None] * len(self._leaves))
+            ordinal, gcms = group
+            decryptor = self._decryptor
+            try:
+                key = decryptor.chunk_key(info.path, crypto)
+                own_key = crypto.ENCRYPTION_WITH_COLUMN_KEY is not None
+                if own_key and raw.encrypted_column_metadata is not None:
+                    meta = decryptor.column_metadata(raw, key, ordinal, info.column_index)
+                    info = fmt.with_column_metadata(info, meta, self._leaves[info.column_index])
+                gcms[j] = decryptor.gcm(key)
+            except BloomFilterError as err:
+                self.unreadable[(i, info.path)] = err.located(
+                    source=self._name, row_group=i, column=info.path
+                )
+        self._chunks[(i, j)] = info
+        return info
 
 
 # A Bloom filter header as every writer writes it (BLOCK, XXHASH, UNCOMPRESSED, numBytes a

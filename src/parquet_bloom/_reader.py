@@ -29,7 +29,7 @@ from parquet_bloom._crypto.file import FileDecryptor
 from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._encrypted_reads import (
     ChunkCiphers,
-    decrypt_chunks,
+    EncryptedChunks,
     load_encrypted,
     open_footer,
 )
@@ -83,11 +83,11 @@ class BloomFilterReader:
         self._storage_args = (source, filesystem, storage_options)
         self._decryptor: FileDecryptor | None = None
         self.encrypted_footer = False  # the file ends in PARE (read with decryption=)
-        # Encrypted column chunks: their row groups' ordinals and their ciphers, or why they
-        # are unreadable.
+        # An encrypted file's column chunks, decrypted when asked for: their row groups'
+        # ordinals and their ciphers, or why they are unreadable.
+        self._encrypted: EncryptedChunks | None = None
         self._ciphers: ChunkCiphers = {}
         self._unreadable: dict[tuple[int, str], BloomFilterError] = {}
-        self._decrypted_groups: dict[int, list[fmt.ColumnChunkInfo]] = {}
         try:
             footer = read_footer(self._source, tail_size, encrypted=decryption is not None)
             footer_data = footer.data
@@ -105,6 +105,12 @@ class BloomFilterReader:
             raise
         self.footer_start = footer.start
         self.schema_leaves = self._footer.leaves
+        if self._decryptor is not None:
+            self._encrypted = EncryptedChunks(
+                self._decryptor, self._footer, self.schema_leaves, self._source.name
+            )
+            self._ciphers = self._encrypted.ciphers
+            self._unreadable = self._encrypted.unreadable
         self._leaves = {leaf.path: leaf for leaf in self.schema_leaves}
         self._metadata: fmt.FileMetaData | None = None
         self._column_chunks: list[fmt.ColumnChunkInfo] | None = None
@@ -232,14 +238,11 @@ class BloomFilterReader:
         return self._row_group_chunks(row_group)
 
     def _chunk(self, row_group: int, column: str) -> fmt.ColumnChunkInfo:
-        if self._decryptor is not None:
-            # An encrypted file's chunks carry metadata decrypted with the row group's.
-            found = self._decrypted_groups.get(row_group)
-            if found is None:
-                found = self._row_group_chunks(row_group)
-            return found[self._leaves[column].column_index]
+        j = self._leaves[column].column_index
         try:
-            return self._footer.chunk(row_group, self._leaves[column].column_index)
+            if self._encrypted is not None:  # its metadata decrypted, its key found
+                return self._encrypted.chunk(row_group, j)
+            return self._footer.chunk(row_group, j)
         except BloomFilterError as err:
             raise err.located(source=self._source.name) from err.__cause__
 
@@ -263,21 +266,12 @@ class BloomFilterReader:
             chunks = self._footer.chunks(row_group)
         except BloomFilterError as err:
             raise err.located(source=self._source.name) from err.__cause__
-        if self._decryptor is None:
+        if self._encrypted is None:
             return chunks
-        found = self._decrypted_groups.get(row_group)
-        if found is None:
-            found = self._decrypted_groups[row_group] = decrypt_chunks(
-                self._decryptor,
-                self._footer,
-                self.schema_leaves,
-                self._source.name,
-                row_group,
-                chunks,
-                self._ciphers,
-                self._unreadable,
-            )
-        return found
+        try:
+            return self._encrypted.row_group(row_group, chunks)
+        except BloomFilterError as err:
+            raise err.located(source=self._source.name) from err.__cause__
 
     def filter(self, row_group: int, column: str) -> SplitBlockBloomFilter | None:
         """The filter of one column chunk, or None when it has none.

@@ -527,11 +527,12 @@ class FooterView:
         ordinal = self._groups[i].ordinal
         return i if ordinal is None else int(ordinal)
 
-    def column_chunk_structs(self, i: int) -> list[Any]:
-        """Row group ``i``'s Thrift ColumnChunks (decoded and checked as :meth:`chunks`)."""
-        self.chunks(i)
-        columns: list[Any] = self._row_group(i).columns
-        return columns
+    def column_chunk_struct(self, i: int, j: int) -> Any:
+        """Column chunk ``j`` of row group ``i``'s Thrift ColumnChunk (the row group checked
+        as by :meth:`chunk`)."""
+        if i not in self._chunks:
+            self.compressed_size(i)  # decodes and checks the row group
+        return self._groups[i].columns[j]
 
     def row_group_rows(self, i: int) -> int:
         return int(self._groups[i].num_rows)
@@ -703,11 +704,14 @@ def decode_footer_encryption(buf: bytes | memoryview) -> Any:
     )  # fmt: skip
 
 
-def decode_column_metadata(buf: bytes | memoryview) -> Any:
-    """A ColumnMetaData serialized on its own (decrypted ``encrypted_column_metadata``)."""
+def decode_column_metadata(buf: bytes | memoryview, *, full: bool = True) -> Any:
+    """A ColumnMetaData serialized on its own (decrypted ``encrypted_column_metadata``):
+    every field, or with ``full=False`` only those a Bloom filter reader needs, as
+    :func:`decode_file_metadata` decodes a footer's (not to be re-encoded)."""
+    spec = _COLUMN_META_DATA_SPEC if full else _FAST_COLUMN_META_DATA_SPEC
     return compact.decode_untrusted(
-        buf, _tt.ColumnMetaData, _COLUMN_META_DATA_SPEC, "column metadata",
-        "the column metadata", max_size=MAX_FOOTER_SIZE,
+        buf, _tt.ColumnMetaData, spec, "column metadata", "the column metadata",
+        max_size=MAX_FOOTER_SIZE,
     )  # fmt: skip
 
 
