@@ -136,16 +136,23 @@ class EncryptedChunks:
         self.ciphers: ChunkCiphers = {}
         self.unreadable: dict[tuple[int, str], BloomFilterError] = {}
         self._groups: dict[int, list[fmt.ColumnChunkInfo]] = {}
-        self._chunks: dict[tuple[int, int], fmt.ColumnChunkInfo] = {}
+        # The chunks decrypted so far, by row group (a list a row group, not an entry a
+        # chunk: 10,000 keys alive would cost the cyclic GC more collections).
+        self._chunks: dict[int, list[fmt.ColumnChunkInfo | None]] = {}
 
     def row_group(self, i: int, chunks: list[fmt.ColumnChunkInfo]) -> list[fmt.ColumnChunkInfo]:
         """Row group ``i``'s column chunks (``chunks``: as the footer gives them), every one
         decrypted; ``chunks`` itself when none had its metadata encrypted."""
         found = self._groups.get(i)
         if found is None:
+            done = self._chunks.get(i)
+            if done is None:
+                done = [None] * len(chunks)
             out = chunks  # copied before the first chunk whose metadata is decrypted is put in
             for j, info in enumerate(chunks):
-                decrypted = self._chunks.get((i, j)) or self._decrypt(i, j, info)
+                decrypted = done[j]
+                if decrypted is None:
+                    decrypted = self._decrypt(i, j, info)
                 if decrypted is not info:
                     if out is chunks:
                         out = list(chunks)
@@ -154,14 +161,15 @@ class EncryptedChunks:
         return found
 
     def chunk(self, i: int, j: int) -> fmt.ColumnChunkInfo:
-        """Column chunk ``j`` of row group ``i``, decrypted (the row group checked first, as
-        :meth:`parquet_bloom._format.FooterView.chunk` checks it)."""
+        """Column chunk ``j`` of row group ``i``, decrypted (the row group decoded and
+        checked first, as :meth:`parquet_bloom._format.FooterView.chunks` does)."""
         found = self._groups.get(i)
         if found is not None:
             return found[j]
-        one = self._chunks.get((i, j))
+        done = self._chunks.get(i)
+        one = None if done is None else done[j]
         if one is None:
-            one = self._decrypt(i, j, self._footer.chunk(i, j))
+            one = self._decrypt(i, j, self._footer.chunks(i)[j])
         return one
 
     def _decrypt(self, i: int, j: int, info: fmt.ColumnChunkInfo) -> fmt.ColumnChunkInfo:
@@ -186,7 +194,10 @@ class EncryptedChunks:
                 self.unreadable[(i, info.path)] = err.located(
                     source=self._name, row_group=i, column=info.path
                 )
-        self._chunks[(i, j)] = info
+        done = self._chunks.get(i)
+        if done is None:
+            done = self._chunks[i] = [None] * len(self._leaves)
+        done[j] = info
         return info
 
 
