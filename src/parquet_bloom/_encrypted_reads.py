@@ -178,9 +178,9 @@ class EncryptedChunks:
         crypto = raw.crypto_metadata
         if crypto is not None:
             group = self.ciphers.get(i)
-            if group is None:
+            if group is None:  # setdefault: threads asking at once share one list
                 ordinal = self._footer.row_group_ordinal(i)
-                group = self.ciphers[i] = (ordinal, [None] * len(self._leaves))
+                group = self.ciphers.setdefault(i, (ordinal, [None] * len(self._leaves)))
             ordinal, gcms = group
             decryptor = self._decryptor
             try:
@@ -196,7 +196,7 @@ class EncryptedChunks:
                 )
         done = self._chunks.get(i)
         if done is None:
-            done = self._chunks[i] = [None] * len(self._leaves)
+            done = self._chunks.setdefault(i, [None] * len(self._leaves))
         done[j] = info
         return info
 
