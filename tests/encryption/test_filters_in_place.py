@@ -284,3 +284,31 @@ def test_gcm_decrypts_into_without_decrypt_into() -> None:
     out = np.zeros(len(BITSET), np.uint8)
     assert gcm.try_decrypt_into(sealed, BITSET_AAD, out) and out.tobytes() == BITSET
     assert not gcm.try_decrypt_into(sealed, HEADER_AAD, out)
+
+
+@pytest.mark.parametrize("part", ["header", "bitset"])
+def test_a_tampered_filter_is_declined_in_place_and_reported_located(
+    tmp_path: Path, checked_calls: list[int], part: str
+) -> None:
+    """A flipped byte: the in-place opening declines that filter alone (the other opens in
+    place), and the step-by-step path reports it, located, naming the module."""
+    data = bytearray(BLOOM.read_bytes())
+    with pb.BloomFilterReader(BLOOM, decryption=BLOOM_KEYS) as reader:
+        offset = reader.column_chunk(0, "double_field").bloom_filter_offset
+    assert offset is not None
+    (header_len,) = struct.unpack_from("<I", data, offset)
+    data[offset + 4 + 20 if part == "header" else offset + 4 + header_len + 4 + 100] ^= 1
+    path = tmp_path / "tampered.parquet"
+    path.write_bytes(bytes(data))
+    with pb.BloomFilterReader(path, decryption=BLOOM_KEYS) as reader:
+        found, failed = reader.filters_with_errors()
+    assert checked_calls == [1]
+    assert set(found) == {(0, "float_field")} and set(failed) == {(0, "double_field")}
+    err = failed[(0, "double_field")]
+    assert type(err) is DecryptionError and err.module == f"Bloom filter {part}"
+    assert (err.source, err.row_group, err.column, err.offset) == (
+        str(path),
+        0,
+        "double_field",
+        offset,
+    )
