@@ -350,10 +350,18 @@ def _checked_meta(
         if chunk.crypto_metadata is None and chunk.encrypted_column_metadata is None:
             raise _chunk_error(i, j, leaf, "no ColumnMetaData")
         return None
+    if not _meta_ok(meta, leaf, leaf_path, type_names):
+        _check_chunk(i, j, meta, leaf)
+    return meta
+
+
+def _meta_ok(meta: Any, leaf: SchemaLeaf, leaf_path: list[str], type_names: Any) -> bool:
+    """Whether a ColumnMetaData passes every check of :func:`_check_chunk`, in one combined
+    test (``leaf_path``: the leaf's path as a list, ``type_names``: Type's value names)."""
     bloom_filter_offset = meta.bloom_filter_offset
     bloom_filter_length = meta.bloom_filter_length
     try:
-        ok = (
+        return bool(
             meta.num_values >= 0
             and meta.data_page_offset >= 0
             and meta.total_compressed_size >= 0
@@ -363,10 +371,7 @@ def _checked_meta(
             and meta.path_in_schema == leaf_path
         )
     except TypeError:  # a required field is None
-        ok = False
-    if not ok:
-        _check_chunk(i, j, meta, leaf)
-    return meta
+        return False
 
 
 def _chunk_info(i: int, j: int, chunk: Any, leaf: SchemaLeaf) -> ColumnChunkInfo:
@@ -708,11 +713,19 @@ def decode_column_metadata(buf: bytes | memoryview, *, full: bool = True) -> Any
     """A ColumnMetaData serialized on its own (decrypted ``encrypted_column_metadata``):
     every field, or with ``full=False`` only those a Bloom filter reader needs, as
     :func:`decode_file_metadata` decodes a footer's (not to be re-encoded)."""
-    spec = _COLUMN_META_DATA_SPEC if full else _FAST_COLUMN_META_DATA_SPEC
+    if not full:
+        return _READER_COLUMN_META_DATA.decode(buf)
     return compact.decode_untrusted(
-        buf, _tt.ColumnMetaData, spec, "column metadata", "the column metadata",
-        max_size=MAX_FOOTER_SIZE,
+        buf, _tt.ColumnMetaData, _COLUMN_META_DATA_SPEC, "column metadata",
+        "the column metadata", max_size=MAX_FOOTER_SIZE,
     )  # fmt: skip
+
+
+# The decoder of the reader's ColumnMetaData (a reader decrypts one a chunk).
+_READER_COLUMN_META_DATA = compact.SmallStructs(
+    _tt.ColumnMetaData, _FAST_COLUMN_META_DATA_SPEC, "column metadata", "the column metadata",
+    max_size=MAX_FOOTER_SIZE,
+)  # fmt: skip
 
 
 def encode_column_metadata(meta: Any) -> bytes:
@@ -732,7 +745,8 @@ def with_column_metadata(info: ColumnChunkInfo, meta: Any, leaf: SchemaLeaf) -> 
     i, j = info.row_group, info.column_index
     if meta.path_in_schema is None or meta.type is None:
         raise _chunk_error(i, j, leaf, "decrypted ColumnMetaData lacks path or type")
-    _check_chunk(i, j, meta, leaf)
+    if not _meta_ok(meta, leaf, list(leaf.path_in_schema), _tt.Type._VALUES_TO_NAMES):
+        _check_chunk(i, j, meta, leaf)
     return ColumnChunkInfo(
         i, j, leaf.path, leaf.physical_type, leaf.type_length, leaf.logical_type,
         leaf.converted_type, leaf.scale, leaf.precision,
