@@ -65,3 +65,18 @@ def test_aads_built_in_place_are_checked_as_module_aad_checks_them() -> None:
         aads.of(cipher.DATA_PAGE_HEADER, 0, 0)
     with pytest.raises(ValueError, match="footer"):
         aads.of(cipher.FOOTER, 0, 0)
+
+
+@given(st.binary(max_size=40), ordinals, ordinals)
+def test_filter_aads_match_the_reference(file_aad: bytes, rg: int, col: int) -> None:
+    header, bitset = cipher.FilterAads(file_aad).of(rg, col)
+    assert header == reference.aad(file_aad, cipher.BLOOM_FILTER_HEADER, rg, col, None)
+    assert bitset == reference.aad(file_aad, cipher.BLOOM_FILTER_BITSET, rg, col, None)
+
+
+def test_filter_aads_are_checked_as_module_aad_checks_them() -> None:
+    aads = cipher.FilterAads(b"aad")
+    with pytest.raises(DecryptionError, match="row group ordinal 32768"):
+        aads.of(0x8000, 0)
+    with pytest.raises(DecryptionError, match="column ordinal -1"):
+        aads.of(0, -1)

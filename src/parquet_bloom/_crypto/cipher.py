@@ -138,6 +138,29 @@ class AadBuffer:
         return self._two
 
 
+class FilterAads:
+    """The AADs of a file's Bloom filter modules (4.4.2: the header's, module type 8, and the
+    bitset's, 9), for a reader opening thousands of filters: the file AAD and each module
+    type joined once, only the ordinals packed per filter."""
+
+    __slots__ = ("_bitset", "_header")
+
+    def __init__(self, file_aad: bytes) -> None:
+        self._header = file_aad + bytes([BLOOM_FILTER_HEADER])
+        self._bitset = file_aad + bytes([BLOOM_FILTER_BITSET])
+
+    def of(self, row_group: int, column: int) -> tuple[bytes, bytes]:
+        """The header's and the bitset's AAD of the filter of (``row_group``, ``column``),
+        ordinals checked as :func:`module_aad` checks them (the same error)."""
+        if not (0 <= row_group <= _ORDINAL_MAX and 0 <= column <= _ORDINAL_MAX):
+            module_aad(b"", BLOOM_FILTER_HEADER, row_group, column)  # raises what is wrong
+        ordinals = _TWO_ORDINALS.pack(row_group, column)
+        return self._header + ordinals, self._bitset + ordinals
+
+
+_TWO_ORDINALS = struct.Struct("<hh")
+
+
 def check_key(key: Any, what: str) -> bytes:
     """``key`` as bytes, checked to be an AES key (16, 24 or 32 bytes); a ValueError naming
     ``what`` otherwise (a caller's key: misuse, not bad data)."""
@@ -212,6 +235,39 @@ class Gcm:
                 module=name,
             ) from None
         return plain if isinstance(plain, bytes) else bytes(plain)
+
+    def try_decrypt(self, module: memoryview, aad: bytes) -> bytes | None:
+        """``module`` (``nonce | ciphertext | tag``) decrypted, or None when it is too short
+        or its tag does not verify: for a caller that, on None, opens the module again with
+        :meth:`decrypt`, which says why (a tag that fails costs a frame, one that verifies
+        nothing more than the decryption)."""
+        if len(module) < GCM_OVERHEAD:
+            return None
+        try:
+            plain = self._aead.decrypt(module[:NONCE_SIZE], module[NONCE_SIZE:], aad)
+        except _invalid_tag():
+            return None
+        return plain if isinstance(plain, bytes) else bytes(plain)
+
+    def try_decrypt_into(self, module: memoryview, aad: bytes, out: Any) -> bool:
+        """:meth:`try_decrypt` into ``out`` (a writable contiguous byte buffer: a bytearray, a
+        1-D uint8 array), which takes exactly the plaintext (the module less nonce and tag);
+        whether it verified. When it did not, ``out`` holds nothing to use (possibly
+        unauthenticated bytes): the caller drops it."""
+        if len(module) < GCM_OVERHEAD or len(out) != len(module) - GCM_OVERHEAD:
+            return False
+        into = getattr(self._aead, "decrypt_into", None)
+        if into is None:  # cryptography before decrypt_into: decrypt, then copy
+            plain = self.try_decrypt(module, aad)
+            if plain is None:
+                return False
+            memoryview(out).cast("B")[:] = plain
+            return True
+        try:
+            into(module[:NONCE_SIZE], module[NONCE_SIZE:], aad, out)
+        except _invalid_tag():
+            return False
+        return True
 
     def seal(self, plain: bytes | memoryview, aad: bytes, nonce: bytes) -> bytes:
         """One module as 5.1 serializes it, ``length | nonce | ciphertext | tag``, under
