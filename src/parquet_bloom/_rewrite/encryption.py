@@ -275,22 +275,26 @@ class EncryptedRewrite:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def seal_filter(self, key: tuple[int, int], header: bytes, bitset: Any) -> bytes | None:
-        """A new filter of an encrypted chunk as its two modules; None for a plaintext one."""
+    def seal_filter(self, key: tuple[int, int], header: bytes, bitset: Any) -> memoryview | None:
+        """A new filter of an encrypted chunk as its two modules, written into one buffer;
+        None for a plaintext chunk."""
         found = self.chunks.get(key)
         if found is None:
             return None
         file_aad = self._decryptor.file_aad
-        header_aad = cipher.module_aad(
-            file_aad, cipher.BLOOM_FILTER_HEADER, found.ordinal, found.column
-        )
-        bitset_aad = cipher.module_aad(
-            file_aad, cipher.BLOOM_FILTER_BITSET, found.ordinal, found.column
+        aad = bytearray(
+            cipher.module_aad(file_aad, cipher.BLOOM_FILTER_HEADER, found.ordinal, found.column)
         )
         gcm = self._decryptor.gcm(found.key)
-        return gcm.seal(header, header_aad, self._nonce()) + gcm.seal(
-            bitset, bitset_aad, self._nonce()
-        )
+        with self._nonce_lock:
+            header_nonce = self._nonces()
+            bitset_nonce = self._nonces()
+        out = bytearray(cipher.sealed_size(len(header)) + cipher.sealed_size(len(bitset)))
+        view = memoryview(out)
+        at = gcm.seal_into(view, 0, header, aad, header_nonce)
+        aad[len(file_aad)] = cipher.BLOOM_FILTER_BITSET  # the same ordinals (4.4.2)
+        gcm.seal_into(view, at, bitset, aad, bitset_nonce)
+        return view
 
     def _nonce(self) -> bytes:
         with self._nonce_lock:
