@@ -25,21 +25,11 @@ from parquet_bloom.errors import BloomFilterError, CorruptFileError, DecryptionE
 __all__ = ["chunk_layout", "decrypted_pages"]
 
 
-def _module(data: memoryview, at: int, module_type: int, *, ctr: bool) -> tuple[memoryview, int]:
-    """The bytes after the length prefix of the module at ``at`` (a GCM module, or a CTR one),
-    and where the next begins; the length checked against what the chunk holds before
-    anything is sliced by it."""
+def _ctr_module(data: memoryview, at: int, module_type: int) -> tuple[memoryview, int]:
+    """The bytes after the length prefix of the CTR module at ``at`` (``nonce | ciphertext``,
+    a page body under AES_GCM_CTR_V1), and where the next begins; the length checked against
+    what the chunk holds before anything is sliced by it (CTR authenticates nothing)."""
     available = len(data) - at - cipher.LENGTH_SIZE
-    if ctr:
-        length = _ctr_length(data, at, available, module_type)
-    else:
-        prefix = data[at : at + cipher.LENGTH_SIZE]
-        length = cipher.module_length(prefix, available=available, module_type=module_type)
-    start = at + cipher.LENGTH_SIZE
-    return data[start : start + length], start + length
-
-
-def _ctr_length(data: memoryview, at: int, available: int, module_type: int) -> int:
     if available < 0:
         raise CorruptFileError(
             f"truncated encrypted {cipher.MODULE_NAMES[module_type]}: its length prefix is cut"
@@ -50,7 +40,8 @@ def _ctr_length(data: memoryview, at: int, available: int, module_type: int) -> 
             f"encrypted {cipher.MODULE_NAMES[module_type]} claims {length} bytes; it holds a "
             f"{cipher.NONCE_SIZE}-byte nonce and only {available} bytes follow in the chunk"
         )
-    return length
+    start = at + cipher.LENGTH_SIZE
+    return data[start : start + length], start + length
 
 
 def decrypted_pages(
@@ -105,7 +96,7 @@ def decrypted_pages(
                 )
             body_type = cipher.DICTIONARY_PAGE if dictionary else cipher.DATA_PAGE
             if ctr:
-                body, at = _module(view, at, body_type, ctr=True)
+                body, at = _ctr_module(view, at, body_type)
                 page_body = cipher.decrypt_ctr(body, gcm.key, module_type=body_type)
             elif dictionary:
                 page_body, at = open_at(view, at, aads.dictionary_page, module_type=body_type)
