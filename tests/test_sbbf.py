@@ -268,6 +268,21 @@ def test_sizes_outside_the_spec_are_refused(num_bytes: int) -> None:
         pb.SplitBlockBloomFilter.from_bytes(b"\0" * max(num_bytes, 0) if num_bytes < 2**20 else b"")
 
 
+def test_an_adopted_bitset_is_the_filter_itself() -> None:
+    """adopt_bitset: a filter over the array given (no copy), as from_bytes reads it."""
+    bitset = np.frombuffer(bytes(range(256)) * 4, np.uint8).copy()
+    f = sbbf.adopt_bitset(bitset)
+    assert f == pb.SplitBlockBloomFilter.from_bytes(bitset.tobytes())
+    assert np.shares_memory(f.words, bitset)
+    f.insert_hashes([12345])
+    assert f.find_hash(12345) and bitset.tobytes() == f.to_bytes()
+    with pytest.raises(ValueError, match="power of two"):
+        sbbf.adopt_bitset(np.zeros(100, np.uint8))
+    for wrong in (bytearray(64), np.zeros(64, np.uint32), np.zeros((2, 32), np.uint8)):
+        with pytest.raises(TypeError):
+            sbbf.adopt_bitset(wrong)  # type: ignore[arg-type]
+
+
 def test_wrong_types_are_type_errors() -> None:
     with pytest.raises(TypeError):
         pb.SplitBlockBloomFilter(32.0)  # type: ignore[arg-type]

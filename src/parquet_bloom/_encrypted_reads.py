@@ -9,7 +9,10 @@ cryptography itself is :mod:`parquet_bloom._crypto`'s; the reader
 from __future__ import annotations
 
 import os
+import struct
 from typing import Any
+
+import numpy as np
 
 from parquet_bloom import _format as fmt
 from parquet_bloom._crypto import cipher
@@ -17,7 +20,7 @@ from parquet_bloom._crypto.file import FileDecryptor
 from parquet_bloom._crypto.keys import DecryptionKeys
 from parquet_bloom._filter_reads import FilterReads, overlapping, record_failure
 from parquet_bloom._format.footer import ENCRYPTED_MAGIC
-from parquet_bloom._io.ranges import ByteRange
+from parquet_bloom._io.ranges import ByteRange, ReadBuffer
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._locate import (
     MAX_ENCRYPTED_HEADER_MODULE_SIZE,
@@ -25,7 +28,12 @@ from parquet_bloom._locate import (
     FilterLocation,
     check_header,
 )
-from parquet_bloom._sbbf import SplitBlockBloomFilter
+from parquet_bloom._sbbf import (
+    MAX_NUM_BYTES,
+    MIN_NUM_BYTES,
+    SplitBlockBloomFilter,
+    adopt_bitset,
+)
 from parquet_bloom.errors import (
     BloomFilterError,
     CorruptFileError,
@@ -102,59 +110,233 @@ def sidecar_reader(source: Any, filesystem: Any, storage_options: Any) -> Any:
     return read
 
 
-def decrypt_chunks(
-    decryptor: FileDecryptor,
-    footer: fmt.FooterView,
-    leaves: list[fmt.SchemaLeaf],
-    name: str,
-    row_group: int,
-    chunks: list[fmt.ColumnChunkInfo],
-    chunk_keys: dict[tuple[int, str], tuple[bytes, int]],
-    unreadable: dict[tuple[int, str], BloomFilterError],
-) -> list[fmt.ColumnChunkInfo]:
-    """A row group's column chunks with the encrypted ones' keys found and their
-    encrypted ColumnMetaData decrypted (``leaves``: the file's schema leaves, ``name``: its
-    name in errors). Each key found goes into ``chunk_keys`` with the row group's ordinal; the
-    chunks that cannot be read go into ``unreadable``, with why."""
-    structs = footer.column_chunk_structs(row_group)
-    ordinal = footer.row_group_ordinal(row_group)
-    out = []
-    for info, raw in zip(chunks, structs, strict=True):
+# Each encrypted row group's ordinal (as its AADs take it) and, by column, the cipher of each
+# encrypted chunk whose key is known (None for the rest, and for chunks not yet asked for).
+ChunkCiphers = dict[int, tuple[int, list[cipher.Gcm | None]]]
+
+
+class EncryptedChunks:
+    """An encrypted file's column chunks as its reader gives them: each chunk's key found and
+    its encrypted ColumnMetaData decrypted when the chunk is first asked for (a probe of one
+    column of a wide file decrypts that column's metadata alone). ``ciphers``: what
+    :func:`load_encrypted` opens the filters with; ``unreadable``: the chunks that cannot be
+    read with the keys given, and why (located)."""
+
+    def __init__(
+        self,
+        decryptor: FileDecryptor,
+        footer: fmt.FooterView,
+        leaves: list[fmt.SchemaLeaf],
+        name: str,
+    ) -> None:
+        self._decryptor = decryptor
+        self._footer = footer
+        self._leaves = leaves
+        self._name = name
+        self.ciphers: ChunkCiphers = {}
+        self.unreadable: dict[tuple[int, str], BloomFilterError] = {}
+        self._groups: dict[int, list[fmt.ColumnChunkInfo]] = {}
+        # The chunks decrypted so far, by row group (a list a row group, not an entry a
+        # chunk: 10,000 keys alive would cost the cyclic GC more collections).
+        self._chunks: dict[int, list[fmt.ColumnChunkInfo | None]] = {}
+
+    def row_group(self, i: int, chunks: list[fmt.ColumnChunkInfo]) -> list[fmt.ColumnChunkInfo]:
+        """Row group ``i``'s column chunks (``chunks``: as the footer gives them), every one
+        decrypted; ``chunks`` itself when none had its metadata encrypted."""
+        found = self._groups.get(i)
+        if found is None:
+            done = self._chunks.get(i)
+            if done is None:
+                done = [None] * len(chunks)
+            out = chunks  # copied before the first chunk whose metadata is decrypted is put in
+            for j, info in enumerate(chunks):
+                decrypted = done[j]
+                if decrypted is None:
+                    decrypted = self._decrypt(i, j, info)
+                if decrypted is not info:
+                    if out is chunks:
+                        out = list(chunks)
+                    out[j] = decrypted
+            found = self._groups[i] = out
+        return found
+
+    def chunk(self, i: int, j: int) -> fmt.ColumnChunkInfo:
+        """Column chunk ``j`` of row group ``i``, decrypted (the row group decoded and
+        checked first, as :meth:`parquet_bloom._format.FooterView.chunks` does)."""
+        found = self._groups.get(i)
+        if found is not None:
+            return found[j]
+        done = self._chunks.get(i)
+        one = None if done is None else done[j]
+        if one is None:
+            one = self._decrypt(i, j, self._footer.chunks(i)[j])
+        return one
+
+    def _decrypt(self, i: int, j: int, info: fmt.ColumnChunkInfo) -> fmt.ColumnChunkInfo:
+        """``info`` with its key found and its encrypted ColumnMetaData decrypted; cached."""
+        raw = self._footer.column_chunk_struct(i, j)
         crypto = raw.crypto_metadata
-        if crypto is None:
-            out.append(info)
-            continue
-        try:
-            key = decryptor.chunk_key(info.path, crypto)
-            own_key = crypto.ENCRYPTION_WITH_COLUMN_KEY is not None
-            if own_key and raw.encrypted_column_metadata is not None:
-                meta = decryptor.column_metadata(raw, key, ordinal, info.column_index)
-                info = fmt.with_column_metadata(info, meta, leaves[info.column_index])
-            chunk_keys[(row_group, info.path)] = (key, ordinal)
-        except BloomFilterError as err:
-            unreadable[(row_group, info.path)] = err.located(
-                source=name, row_group=row_group, column=info.path
-            )
-        out.append(info)
-    return out
+        if crypto is not None:
+            group = self.ciphers.get(i)
+            if group is None:  # setdefault: threads asking at once share one list
+                ordinal = self._footer.row_group_ordinal(i)
+                group = self.ciphers.setdefault(i, (ordinal, [None] * len(self._leaves)))
+            ordinal, gcms = group
+            decryptor = self._decryptor
+            try:
+                key = decryptor.chunk_key(info.path, crypto)
+                own_key = crypto.ENCRYPTION_WITH_COLUMN_KEY is not None
+                if own_key and raw.encrypted_column_metadata is not None:
+                    meta = decryptor.column_metadata(raw, key, ordinal, info.column_index)
+                    info = fmt.with_column_metadata(info, meta, self._leaves[info.column_index])
+                gcms[j] = decryptor.gcm(key)
+            except BloomFilterError as err:
+                self.unreadable[(i, info.path)] = err.located(
+                    source=self._name, row_group=i, column=info.path
+                )
+        done = self._chunks.get(i)
+        if done is None:
+            done = self._chunks.setdefault(i, [None] * len(self._leaves))
+        done[j] = info
+        return info
+
+
+# A Bloom filter header as every writer writes it (BLOCK, XXHASH, UNCOMPRESSED, numBytes a
+# power of two the spec allows), and its numBytes: a decrypted header that is one of these
+# needs no decoding and no check but the bitset's length. They are 15 to 18 bytes long.
+_CANONICAL_HEADERS = {
+    fmt.encode_bloom_filter_header(1 << p): 1 << p
+    for p in range(MIN_NUM_BYTES.bit_length() - 1, MAX_NUM_BYTES.bit_length())
+}
+_CANONICAL_SIZES = sorted({len(header) for header in _CANONICAL_HEADERS})
+_LENGTH = struct.Struct("<I")
+
+
+def _canonical_num_bytes(plain: bytes) -> int | None:
+    """The numBytes of a decrypted header module that holds a header as every writer writes
+    it, followed by nothing or by bytes that decoding the header ignores (parquet-java pads
+    its encrypted headers with zeros to 100 bytes); None for any other."""
+    found = _CANONICAL_HEADERS.get(plain)
+    if found is None and len(plain) > _CANONICAL_SIZES[0]:
+        # A compact varint ends at its first byte below 0x80: one size can match.
+        for size in _CANONICAL_SIZES:
+            found = _CANONICAL_HEADERS.get(plain[:size])
+            if found is not None:
+                break
+    return found
 
 
 def load_encrypted(
     reads: FilterReads,
     decryptor: FileDecryptor,
-    chunk_keys: dict[tuple[int, str], tuple[bytes, int]],
+    ciphers: ChunkCiphers,
     todo: list[FilterLocation],
     out: dict[tuple[int, str], SplitBlockBloomFilter | None],
     failed: dict[tuple[int, str], BloomFilterError],
 ) -> None:
     """Load the filters of encrypted column chunks: two GCM modules each (header, bitset),
     every length prefix checked against the file before anything is read by it. ``reads``:
-    the file's reads (whose cache the filters go to); ``chunk_keys``: each chunk's key and row
-    group ordinal, from :func:`decrypt_chunks`.
+    the file's reads (whose cache the filters go to); ``ciphers``: each chunk's cipher and
+    row group ordinal, from :func:`decrypt_chunks`.
 
     A filter whose first read lies in one piece (mostly: its whole length, read with its
-    neighbours) is opened from that piece, both modules, without copying; the rest of a
-    filter whose length the footer does not give is read after its header."""
+    neighbours), laid out as writers lay it out, is opened where it lies
+    (:func:`_open_in_place`); any other (a filter the read missed or cut, or that fails a
+    check) by :func:`_load_checked`, which reads the rest or says what is wrong."""
+    footer_start = reads.footer_start
+    aads = cipher.FilterAads(decryptor.file_aad)
+    cache = reads.cache
+    buffer = reads.held_copy()
+    firsts = [loc.first_read(footer_start) for loc in todo]
+    unread = reads.read_into(buffer, [g for r in firsts for g in buffer.missing(r)])
+    rest: list[tuple[FilterLocation, ByteRange]] = []
+    for loc, first in zip(todo, firsts, strict=True):
+        chunk = loc.chunk
+        ordinal, gcms = ciphers[chunk.row_group]
+        gcm = gcms[chunk.column_index]
+        try:
+            header_aad, bitset_aad = aads.of(ordinal, chunk.column_index)
+        except BloomFilterError:
+            gcm = None  # _load_checked says why
+        if gcm is None or (unread and overlapping(first, unread) is not None):
+            rest.append((loc, first))
+            continue
+        found = _open_in_place(
+            buffer.available(loc.offset, first.length),
+            loc.length,
+            footer_start - loc.offset,
+            gcm,
+            header_aad,
+            bitset_aad,
+        )
+        if found is None:
+            rest.append((loc, first))
+            continue
+        k = (chunk.row_group, chunk.path)
+        cache[k] = out[k] = found
+    if rest:
+        _load_checked(reads, decryptor, ciphers, rest, buffer, unread, out, failed)
+
+
+def _open_in_place(
+    held: memoryview,
+    length: int | None,
+    room: int,
+    gcm: cipher.Gcm,
+    header_aad: bytes,
+    bitset_aad: bytes,
+) -> SplitBlockBloomFilter | None:
+    """The filter whose modules ``held`` holds from its start, decrypted where they lie
+    (the bitset straight into the filter's buffer), when all is as writers lay it out: the
+    header module's length within the bound of any header, its plaintext a header as every
+    writer writes it (:func:`_canonical_num_bytes`), the bitset's module right after it, of
+    the length that header gives, within ``held``, the footer's ``length`` and the ``room``
+    before the footer; both tags verified. None for anything else, for
+    :func:`_load_checked` to say what is wrong.
+
+    Nothing is allocated by a length before it is authenticated: the bitset's buffer is
+    made from the decrypted header's numBytes, and only once its module is known to lie in
+    ``held`` (bytes read from the file)."""
+    size = len(held)
+    if size < 2 * MODULE_PREFIX:
+        return None
+    (header_len,) = _LENGTH.unpack_from(held)
+    body_end = MODULE_PREFIX + header_len
+    if header_len > MAX_ENCRYPTED_HEADER_MODULE_SIZE or body_end + MODULE_PREFIX > size:
+        return None
+    plain = gcm.try_decrypt(held[MODULE_PREFIX:body_end], header_aad)
+    num_bytes = None if plain is None else _canonical_num_bytes(plain)
+    if num_bytes is None:
+        return None
+    bitset_len = num_bytes + cipher.GCM_OVERHEAD
+    total = body_end + MODULE_PREFIX + bitset_len
+    if (
+        total > size
+        or total > room
+        or (length is not None and total != length)
+        or _LENGTH.unpack_from(held, body_end)[0] != bitset_len
+    ):
+        return None
+    bitset = np.empty(num_bytes, np.uint8)
+    if not gcm.try_decrypt_into(held[body_end + MODULE_PREFIX : total], bitset_aad, bitset):
+        return None
+    return adopt_bitset(bitset)
+
+
+def _load_checked(
+    reads: FilterReads,
+    decryptor: FileDecryptor,
+    ciphers: ChunkCiphers,
+    todo: list[tuple[FilterLocation, ByteRange]],
+    buffer: ReadBuffer,
+    unread: dict[ByteRange, BloomFilterError],
+    out: dict[tuple[int, str], SplitBlockBloomFilter | None],
+    failed: dict[tuple[int, str], BloomFilterError],
+) -> None:
+    """:func:`load_encrypted` for the filters it could not open in place (``todo``: each
+    with its first read, in ``buffer`` unless in ``unread``): each module checked step by
+    step, the bitset read where the first read did not hold it; the error of each filter
+    that cannot be used, located, into ``failed``."""
     name = reads.source.name
     footer_start = reads.footer_start
     aads = cipher.AadBuffer(decryptor.file_aad)
@@ -199,17 +381,14 @@ def load_encrypted(
         k = (chunk.row_group, chunk.path)
         reads.cache[k] = out[k] = SplitBlockBloomFilter.from_bytes(plain)
 
-    buffer = reads.held_copy()
-    firsts = [loc.first_read(footer_start) for loc in todo]
-    unread = reads.read_into(buffer, [g for r in firsts for g in buffer.missing(r)])
-
     # The header modules: length prefix, decrypt, decode; then the bitset module, from the
     # first read where it holds it, else from a second read.
     parsed: list[tuple[FilterLocation, int, ByteRange, cipher.Gcm, int]] = []
-    for loc, first in zip(todo, firsts, strict=True):
+    for loc, first in todo:
         chunk = loc.chunk
-        key, ordinal = chunk_keys[(chunk.row_group, chunk.path)]
-        gcm = decryptor.gcm(key)
+        ordinal, gcms = ciphers[chunk.row_group]
+        gcm = gcms[chunk.column_index]
+        assert gcm is not None  # the reader loads encrypted chunks whose cipher it has
         try:
             if unread and (unreadable := overlapping(first, unread)):
                 raise unreadable

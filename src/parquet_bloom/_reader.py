@@ -27,7 +27,12 @@ from parquet_bloom import _format as fmt
 from parquet_bloom import _logical as logical
 from parquet_bloom._crypto.file import FileDecryptor
 from parquet_bloom._crypto.keys import DecryptionKeys
-from parquet_bloom._encrypted_reads import decrypt_chunks, load_encrypted, open_footer
+from parquet_bloom._encrypted_reads import (
+    ChunkCiphers,
+    EncryptedChunks,
+    load_encrypted,
+    open_footer,
+)
 from parquet_bloom._filter_reads import FilterReads
 from parquet_bloom._io.ranges import ReadBuffer
 from parquet_bloom._io.source import ByteSource, read_footer
@@ -78,10 +83,11 @@ class BloomFilterReader:
         self._storage_args = (source, filesystem, storage_options)
         self._decryptor: FileDecryptor | None = None
         self.encrypted_footer = False  # the file ends in PARE (read with decryption=)
-        # Encrypted column chunks: their key and row group ordinal, or why they are unreadable.
-        self._chunk_keys: dict[tuple[int, str], tuple[bytes, int]] = {}
+        # An encrypted file's column chunks, decrypted when asked for: their row groups'
+        # ordinals and their ciphers, or why they are unreadable.
+        self._encrypted: EncryptedChunks | None = None
+        self._ciphers: ChunkCiphers = {}
         self._unreadable: dict[tuple[int, str], BloomFilterError] = {}
-        self._decrypted_groups: dict[int, list[fmt.ColumnChunkInfo]] = {}
         try:
             footer = read_footer(self._source, tail_size, encrypted=decryption is not None)
             footer_data = footer.data
@@ -99,6 +105,12 @@ class BloomFilterReader:
             raise
         self.footer_start = footer.start
         self.schema_leaves = self._footer.leaves
+        if self._decryptor is not None:
+            self._encrypted = EncryptedChunks(
+                self._decryptor, self._footer, self.schema_leaves, self._source.name
+            )
+            self._ciphers = self._encrypted.ciphers
+            self._unreadable = self._encrypted.unreadable
         self._leaves = {leaf.path: leaf for leaf in self.schema_leaves}
         self._metadata: fmt.FileMetaData | None = None
         self._column_chunks: list[fmt.ColumnChunkInfo] | None = None
@@ -226,14 +238,11 @@ class BloomFilterReader:
         return self._row_group_chunks(row_group)
 
     def _chunk(self, row_group: int, column: str) -> fmt.ColumnChunkInfo:
-        if self._decryptor is not None:
-            # An encrypted file's chunks carry metadata decrypted with the row group's.
-            found = self._decrypted_groups.get(row_group)
-            if found is None:
-                found = self._row_group_chunks(row_group)
-            return found[self._leaves[column].column_index]
+        j = self._leaves[column].column_index
         try:
-            return self._footer.chunk(row_group, self._leaves[column].column_index)
+            if self._encrypted is not None:  # its metadata decrypted, its key found
+                return self._encrypted.chunk(row_group, j)
+            return self._footer.chunk(row_group, j)
         except BloomFilterError as err:
             raise err.located(source=self._source.name) from err.__cause__
 
@@ -257,21 +266,12 @@ class BloomFilterReader:
             chunks = self._footer.chunks(row_group)
         except BloomFilterError as err:
             raise err.located(source=self._source.name) from err.__cause__
-        if self._decryptor is None:
+        if self._encrypted is None:
             return chunks
-        found = self._decrypted_groups.get(row_group)
-        if found is None:
-            found = self._decrypted_groups[row_group] = decrypt_chunks(
-                self._decryptor,
-                self._footer,
-                self.schema_leaves,
-                self._source.name,
-                row_group,
-                chunks,
-                self._chunk_keys,
-                self._unreadable,
-            )
-        return found
+        try:
+            return self._encrypted.row_group(row_group, chunks)
+        except BloomFilterError as err:
+            raise err.located(source=self._source.name) from err.__cause__
 
     def filter(self, row_group: int, column: str) -> SplitBlockBloomFilter | None:
         """The filter of one column chunk, or None when it has none.
@@ -450,7 +450,11 @@ class BloomFilterReader:
                 failed[key] = self._unreadable[key]
                 continue
             try:
-                if chunk.encrypted and key in self._chunk_keys:
+                if (
+                    chunk.encrypted
+                    and (ciphers := self._ciphers.get(chunk.row_group)) is not None
+                    and ciphers[1][chunk.column_index] is not None
+                ):
                     location = locate_encrypted_filter(
                         chunk, footer_start=self.footer_start, source=name
                     )
@@ -469,7 +473,7 @@ class BloomFilterReader:
         if encrypted:
             decryptor = self._decryptor
             assert decryptor is not None
-            load_encrypted(self._reads, decryptor, self._chunk_keys, encrypted, out, failed)
+            load_encrypted(self._reads, decryptor, self._ciphers, encrypted, out, failed)
         if not todo:
             return out, failed
         self._reads.load(todo, out, failed)

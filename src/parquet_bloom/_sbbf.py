@@ -640,6 +640,17 @@ class FilterBlocks:
 _BLOCK_WORDS = struct.Struct("<8I")
 
 
+def adopt_bitset(bitset: npt.NDArray[np.uint8]) -> SplitBlockBloomFilter:
+    """A filter over ``bitset`` (a 1-D uint8 array) itself, not a copy: for a caller that
+    made the array for it (a bitset decrypted into it) and keeps no other reference."""
+    if not isinstance(bitset, np.ndarray) or bitset.dtype != np.uint8 or bitset.ndim != 1:
+        raise TypeError("bitset must be a 1-D uint8 array")
+    _check_num_bytes(len(bitset))
+    new = SplitBlockBloomFilter.__new__(SplitBlockBloomFilter)
+    new._words = bitset.view(_WORD).reshape(-1, WORDS_PER_BLOCK)
+    return new
+
+
 def _wrap(words: npt.NDArray[np.uint32]) -> SplitBlockBloomFilter:
     new = SplitBlockBloomFilter.__new__(SplitBlockBloomFilter)
     new._words = np.ascontiguousarray(words, dtype=_WORD)

@@ -65,3 +65,46 @@ def test_aads_built_in_place_are_checked_as_module_aad_checks_them() -> None:
         aads.of(cipher.DATA_PAGE_HEADER, 0, 0)
     with pytest.raises(ValueError, match="footer"):
         aads.of(cipher.FOOTER, 0, 0)
+
+
+@given(st.binary(max_size=40), ordinals, ordinals)
+def test_filter_aads_match_the_reference(file_aad: bytes, rg: int, col: int) -> None:
+    header, bitset = cipher.FilterAads(file_aad).of(rg, col)
+    assert header == reference.aad(file_aad, cipher.BLOOM_FILTER_HEADER, rg, col, None)
+    assert bitset == reference.aad(file_aad, cipher.BLOOM_FILTER_BITSET, rg, col, None)
+
+
+def test_filter_aads_are_checked_as_module_aad_checks_them() -> None:
+    aads = cipher.FilterAads(b"aad")
+    with pytest.raises(DecryptionError, match="row group ordinal 32768"):
+        aads.of(0x8000, 0)
+    with pytest.raises(DecryptionError, match="column ordinal -1"):
+        aads.of(0, -1)
+
+
+@given(st.binary(max_size=40), ordinals, ordinals, st.lists(ordinals, max_size=6))
+def test_a_chunk_s_page_aads_match_the_reference(
+    file_aad: bytes, rg: int, col: int, pages: list[int]
+) -> None:
+    """The AADs a chunk's page walk uses (``PageAads``): the dictionary page's fixed, each data
+    page's header then body written in place, whatever page came before."""
+    aads = cipher.PageAads(file_aad, rg, col)
+    assert aads.dictionary_header == reference.aad(
+        file_aad, cipher.DICTIONARY_PAGE_HEADER, rg, col, None
+    )
+    assert aads.dictionary_page == reference.aad(file_aad, cipher.DICTIONARY_PAGE, rg, col, None)
+    for page in pages:
+        header = bytes(aads.page_header(page))
+        assert header == reference.aad(file_aad, cipher.DATA_PAGE_HEADER, rg, col, page)
+        body = bytes(aads.page_body())
+        assert body == reference.aad(file_aad, cipher.DATA_PAGE, rg, col, page)
+
+
+def test_a_chunk_s_page_aads_are_checked_as_module_aad_checks_them() -> None:
+    with pytest.raises(DecryptionError, match="column ordinal 32768"):
+        cipher.PageAads(b"aad", 0, 0x8000)
+    with pytest.raises(DecryptionError, match="row group ordinal -1"):
+        cipher.PageAads(b"aad", -1, 0)
+    aads = cipher.PageAads(b"aad", 0, 0)
+    with pytest.raises(DecryptionError, match="page ordinal 32768"):
+        aads.page_header(0x8000)

@@ -9,6 +9,7 @@ from thrift.transport.TTransport import TMemoryBuffer
 
 from parquet_bloom import _format as fmt
 from parquet_bloom._format import _compact as compact
+from parquet_bloom._format import footer as footer_codec
 from parquet_bloom.errors import CorruptFileError
 
 
@@ -95,3 +96,86 @@ def test_invalid_utf8_in_a_string_field(
         for full in (False, True):
             md = fmt.decode_file_metadata(bad, full=full)
             assert md.created_by.startswith("\ufffdarquet-cpp-arrow")
+
+
+def column_metadata_bytes(rich_footer: bytes) -> list[bytes]:
+    """Every ColumnMetaData of the rich footer, serialized on its own."""
+    md = fmt.decode_file_metadata(rich_footer, full=True)
+    return [fmt.encode_column_metadata(c.meta_data) for rg in md.row_groups for c in rg.columns]
+
+
+def decoded_by_both(data: bytes) -> tuple[object, object]:
+    """The reader's ColumnMetaData decoded by the shared decoder and by decode_untrusted:
+    each the struct, or the CorruptFileError's message."""
+    out = []
+    for decode in (
+        lambda: fmt.decode_column_metadata(data, full=False),
+        lambda: compact.decode_untrusted(
+            data,
+            fmt.ColumnMetaData,
+            footer_codec._FAST_COLUMN_META_DATA_SPEC,
+            "column metadata",
+            "the column metadata",
+            max_size=fmt.MAX_FOOTER_SIZE,
+        ),
+    ):
+        try:
+            out.append(decode())
+        except CorruptFileError as err:
+            out.append(str(err))
+    return out[0], out[1]
+
+
+def test_small_structs_decode_as_decode_untrusted(rich_footer: bytes) -> None:
+    """The shared decoder of the reader's decrypted ColumnMetaData: the same struct or the
+    same error as decode_untrusted, for each real one, each cut short and each with a byte
+    flipped, one after another through the one decoder (a long one before a short one does
+    not lift the short one's limits)."""
+    seen = 0
+    for data in column_metadata_bytes(rich_footer):
+        ours, theirs = decoded_by_both(data)
+        assert ours == theirs and not isinstance(ours, str)
+        for cut in range(len(data)):
+            assert decoded_by_both(data[:cut])[0] == decoded_by_both(data[:cut])[1]
+        for at in range(len(data)):
+            flipped = bytearray(data)
+            flipped[at] ^= 0x40
+            ours, theirs = decoded_by_both(bytes(flipped))
+            assert ours == theirs
+            seen += isinstance(ours, str)
+    assert seen > 0
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_LISTS))
+def test_small_structs_refuse_lengths_beyond_their_buffer(name: str) -> None:
+    """A length claimed beyond the buffer is refused as decode_untrusted refuses it (the
+    same error), after a long buffer as after none: each buffer's limits are its own."""
+    for before in (b"", b"\x00" * 100_000):
+        if before:
+            fmt.decode_column_metadata(before, full=False)  # an empty struct: nothing set
+        ours, theirs = decoded_by_both(HOSTILE_LISTS[name])
+        assert isinstance(ours, str) and ours == theirs
+
+
+def test_small_structs_without_the_c_decoder(
+    rich_footer: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = [
+        fmt.decode_column_metadata(d, full=False) for d in column_metadata_bytes(rich_footer)
+    ]
+    monkeypatch.setattr(compact, "fastbinary", None)
+    decoder = compact.SmallStructs(
+        fmt.ColumnMetaData,
+        footer_codec._FAST_COLUMN_META_DATA_SPEC,
+        "column metadata",
+        "the column metadata",
+        max_size=fmt.MAX_FOOTER_SIZE,
+    )
+    data = column_metadata_bytes(rich_footer)
+    decoded = [decoder.decode(d) for d in data]
+    # The pure-Python decoder decodes every field: the reader's fields are the same.
+    for got, want in zip(decoded, expected, strict=True):
+        for field in ("type", "path_in_schema", "num_values", "data_page_offset"):
+            assert getattr(got, field) == getattr(want, field)
+    with pytest.raises(CorruptFileError, match="cannot decode the column metadata"):
+        decoder.decode(data[0][:5])

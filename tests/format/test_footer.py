@@ -307,6 +307,38 @@ def test_encrypted_column_without_plaintext_metadata(rich_footer: bytes) -> None
     assert not chunks[0].encrypted
 
 
+def test_footer_key_chunks_share_their_crypto_metadata(rich_footer: bytes) -> None:
+    """The fast decode gives every chunk encrypted with the footer key one shared
+    ColumnCryptoMetaData, and any other its own: each equal to what the full decode gives."""
+    members = {
+        0: fmt.ColumnCryptoMetaData(ENCRYPTION_WITH_FOOTER_KEY=fmt.EncryptionWithFooterKey()),
+        1: fmt.ColumnCryptoMetaData(
+            ENCRYPTION_WITH_COLUMN_KEY=fmt.EncryptionWithColumnKey(["s"], b"key metadata")
+        ),
+        2: fmt.ColumnCryptoMetaData(
+            ENCRYPTION_WITH_FOOTER_KEY=fmt.EncryptionWithFooterKey(),
+            ENCRYPTION_WITH_COLUMN_KEY=fmt.EncryptionWithColumnKey(["x"]),
+        ),
+        3: fmt.ColumnCryptoMetaData(),  # no member this library knows
+    }
+
+    def change(md: Any) -> None:
+        for rg in md.row_groups:
+            for j, crypto in members.items():
+                rg.columns[j].crypto_metadata = crypto
+
+    data = mutated(rich_footer, change)
+    full = fmt.decode_file_metadata(data, full=True)
+    for md in (fmt.decode_file_metadata(data), fmt.FooterView(data).metadata()):
+        shared = md.row_groups[0].columns[0].crypto_metadata
+        for i, rg in enumerate(md.row_groups):
+            for j in members:
+                crypto = rg.columns[j].crypto_metadata
+                assert type(crypto) is fmt.ColumnCryptoMetaData
+                assert crypto == full.row_groups[i].columns[j].crypto_metadata == members[j]
+                assert (crypto is shared) == (j == 0)
+
+
 def test_path_in_schema_mismatch(rich_footer: bytes) -> None:
     def change(md: Any) -> None:
         md.row_groups[1].columns[0].meta_data.path_in_schema = ["s"]

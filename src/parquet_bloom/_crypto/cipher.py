@@ -138,6 +138,68 @@ class AadBuffer:
         return self._two
 
 
+class FilterAads:
+    """The AADs of a file's Bloom filter modules (4.4.2: the header's, module type 8, and the
+    bitset's, 9), for a reader opening thousands of filters: the file AAD and each module
+    type joined once, only the ordinals packed per filter."""
+
+    __slots__ = ("_bitset", "_header")
+
+    def __init__(self, file_aad: bytes) -> None:
+        self._header = file_aad + bytes([BLOOM_FILTER_HEADER])
+        self._bitset = file_aad + bytes([BLOOM_FILTER_BITSET])
+
+    def of(self, row_group: int, column: int) -> tuple[bytes, bytes]:
+        """The header's and the bitset's AAD of the filter of (``row_group``, ``column``),
+        ordinals checked as :func:`module_aad` checks them (the same error)."""
+        if not (0 <= row_group <= _ORDINAL_MAX and 0 <= column <= _ORDINAL_MAX):
+            module_aad(b"", BLOOM_FILTER_HEADER, row_group, column)  # raises what is wrong
+        ordinals = _TWO_ORDINALS.pack(row_group, column)
+        return self._header + ordinals, self._bitset + ordinals
+
+
+_TWO_ORDINALS = struct.Struct("<hh")
+
+
+class PageAads:
+    """The AADs of one column chunk's page modules (4.4.2), for a walk over its pages: its
+    dictionary page's header and body (no page ordinal), made once; its data pages' headers
+    and bodies written in place into one buffer, only the module type and the page ordinal
+    changing from module to module. The row group and column ordinals are checked once, as
+    :func:`module_aad` checks them; each page ordinal when it is written. An AAD a method
+    gives is valid until the next call."""
+
+    __slots__ = ("_at", "_page", "dictionary_header", "dictionary_page")
+
+    def __init__(self, file_aad: bytes, row_group: int, column: int) -> None:
+        if not (0 <= row_group <= _ORDINAL_MAX and 0 <= column <= _ORDINAL_MAX):
+            module_aad(file_aad, DATA_PAGE_HEADER, row_group, column, 0)  # raises what is wrong
+        two = _TYPE_AND_TWO_ORDINALS.pack
+        self.dictionary_header = file_aad + two(DICTIONARY_PAGE_HEADER, row_group, column)
+        self.dictionary_page = file_aad + two(DICTIONARY_PAGE, row_group, column)
+        self._page = bytearray(file_aad)
+        self._page += _TYPE_AND_THREE_ORDINALS.pack(DATA_PAGE_HEADER, row_group, column, 0)
+        self._at = len(file_aad)
+
+    def page_header(self, ordinal: int) -> bytearray:
+        """The AAD of the header of data page ``ordinal`` (the chunk's data pages from 0)."""
+        if not 0 <= ordinal <= _ORDINAL_MAX:
+            module_aad(b"", DATA_PAGE_HEADER, 0, 0, ordinal)  # raises what is wrong
+        self._page[self._at] = DATA_PAGE_HEADER
+        _ORDINAL.pack_into(self._page, self._at + _PAGE_ORDINAL_AT, ordinal)
+        return self._page
+
+    def page_body(self) -> bytearray:
+        """The AAD of the body of the data page whose header's AAD :meth:`page_header` gave
+        last (the same ordinals)."""
+        self._page[self._at] = DATA_PAGE
+        return self._page
+
+
+_ORDINAL = struct.Struct("<h")
+_PAGE_ORDINAL_AT = _TYPE_AND_TWO_ORDINALS.size  # after the type and two ordinals
+
+
 def check_key(key: Any, what: str) -> bytes:
     """``key`` as bytes, checked to be an AES key (16, 24 or 32 bytes); a ValueError naming
     ``what`` otherwise (a caller's key: misuse, not bad data)."""
@@ -205,13 +267,85 @@ class Gcm:
         try:
             plain = self._aead.decrypt(data[:NONCE_SIZE], data[NONCE_SIZE:], aad)
         except _invalid_tag():
-            name = MODULE_NAMES[module_type]
-            raise DecryptionError(
-                f"the {name} does not decrypt (GCM tag mismatch): a wrong key or AAD prefix, "
-                "or tampered bytes",
-                module=name,
-            ) from None
+            raise _refused(module_type) from None
         return plain if isinstance(plain, bytes) else bytes(plain)
+
+    def try_decrypt(self, module: memoryview, aad: bytes) -> bytes | None:
+        """``module`` (``nonce | ciphertext | tag``) decrypted, or None when it is too short
+        or its tag does not verify: for a caller that, on None, opens the module again with
+        :meth:`decrypt`, which says why (a tag that fails costs a frame, one that verifies
+        nothing more than the decryption)."""
+        if len(module) < GCM_OVERHEAD:
+            return None
+        try:
+            plain = self._aead.decrypt(module[:NONCE_SIZE], module[NONCE_SIZE:], aad)
+        except _invalid_tag():
+            return None
+        return plain if isinstance(plain, bytes) else bytes(plain)
+
+    def try_decrypt_into(self, module: memoryview, aad: bytes, out: Any) -> bool:
+        """:meth:`try_decrypt` into ``out`` (a writable contiguous byte buffer: a bytearray, a
+        1-D uint8 array), which takes exactly the plaintext (the module less nonce and tag);
+        whether it verified. When it did not, ``out`` holds nothing to use (possibly
+        unauthenticated bytes): the caller drops it."""
+        if len(module) < GCM_OVERHEAD or len(out) != len(module) - GCM_OVERHEAD:
+            return False
+        into = getattr(self._aead, "decrypt_into", None)
+        if into is None:  # cryptography before decrypt_into: decrypt, then copy
+            plain = self.try_decrypt(module, aad)
+            if plain is None:
+                return False
+            memoryview(out).cast("B")[:] = plain
+            return True
+        try:
+            into(module[:NONCE_SIZE], module[NONCE_SIZE:], aad, out)
+        except _invalid_tag():
+            return False
+        return True
+
+    def open_at(
+        self, data: memoryview, at: int, aad: bytes | bytearray, *, module_type: int
+    ) -> tuple[bytes, int]:
+        """The GCM module serialized at ``at`` in ``data`` (5.1: ``length | nonce | ciphertext
+        | tag``), decrypted, and where the next module begins: the module a run of modules
+        (a chunk's pages) holds at ``at``, in one call. Its length prefix is checked against
+        the bytes ``data`` holds after it before anything is sliced by it (CorruptFileError,
+        as :func:`module_length`), the tag as :meth:`decrypt` checks it."""
+        start = at + LENGTH_SIZE
+        available = len(data) - start
+        if available < 0:
+            module_length(data[at:], available=0, module_type=module_type)  # raises: cut
+        (length,) = _LENGTH.unpack_from(data, at)
+        if not GCM_OVERHEAD <= length <= available:
+            module_length(data[at:start], available=available, module_type=module_type)
+            raise AssertionError("module_length accepts what open_at refused")
+        nonce_end = start + NONCE_SIZE
+        end = start + length
+        try:
+            plain = self._aead.decrypt(data[start:nonce_end], data[nonce_end:end], aad)
+        except _invalid_tag():
+            raise _refused(module_type) from None
+        return plain, end
+
+    def seal_into(
+        self,
+        out: memoryview,
+        at: int,
+        plain: bytes | memoryview,
+        aad: bytes | bytearray,
+        nonce: bytes,
+    ) -> int:
+        """:meth:`seal` written into ``out`` at ``at`` (which has :func:`sealed_size` bytes
+        there for it), the ciphertext encrypted in place rather than copied; returns where
+        the module ends."""
+        size = len(plain)
+        start = at + LENGTH_SIZE
+        body = start + NONCE_SIZE
+        end = body + size + TAG_SIZE
+        _LENGTH.pack_into(out, at, NONCE_SIZE + size + TAG_SIZE)
+        out[start:body] = nonce
+        self._aead.encrypt_into(nonce, plain, aad, out[body:end])
+        return end
 
     def seal(self, plain: bytes | memoryview, aad: bytes, nonce: bytes) -> bytes:
         """One module as 5.1 serializes it, ``length | nonce | ciphertext | tag``, under
@@ -221,6 +355,20 @@ class Gcm:
 
 
 _LENGTH = struct.Struct("<I")
+
+
+def sealed_size(size: int) -> int:
+    """The bytes a GCM module of ``size`` plaintext bytes takes in a file (5.1)."""
+    return LENGTH_SIZE + GCM_OVERHEAD + size
+
+
+def _refused(module_type: int) -> DecryptionError:
+    name = MODULE_NAMES[module_type]
+    return DecryptionError(
+        f"the {name} does not decrypt (GCM tag mismatch): a wrong key or AAD prefix, "
+        "or tampered bytes",
+        module=name,
+    )
 
 
 def _invalid_tag() -> type[Exception]:

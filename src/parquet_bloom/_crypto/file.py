@@ -132,8 +132,11 @@ class FileDecryptor:
 
     def column_metadata(self, chunk: Any, key: bytes, row_group: int, column: int) -> Any:
         """A column chunk's ``encrypted_column_metadata`` (a module as 5.1 serializes it,
-        length prefix included, held in a Thrift binary field) decrypted and decoded."""
-        return fmt.decode_column_metadata(self.column_metadata_bytes(chunk, key, row_group, column))
+        length prefix included, held in a Thrift binary field) decrypted and decoded, the
+        fields a reader needs (``decode_column_metadata(full=False)``; a rewrite decodes
+        :meth:`column_metadata_bytes` whole)."""
+        plain = self.column_metadata_bytes(chunk, key, row_group, column)
+        return fmt.decode_column_metadata(plain, full=False)
 
     def column_metadata_bytes(self, chunk: Any, key: bytes, row_group: int, column: int) -> bytes:
         """A column chunk's ``encrypted_column_metadata`` decrypted: the ColumnMetaData's

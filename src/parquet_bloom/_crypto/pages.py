@@ -25,21 +25,11 @@ from parquet_bloom.errors import BloomFilterError, CorruptFileError, DecryptionE
 __all__ = ["chunk_layout", "decrypted_pages"]
 
 
-def _module(data: memoryview, at: int, module_type: int, *, ctr: bool) -> tuple[memoryview, int]:
-    """The bytes after the length prefix of the module at ``at`` (a GCM module, or a CTR one),
-    and where the next begins; the length checked against what the chunk holds before
-    anything is sliced by it."""
+def _ctr_module(data: memoryview, at: int, module_type: int) -> tuple[memoryview, int]:
+    """The bytes after the length prefix of the CTR module at ``at`` (``nonce | ciphertext``,
+    a page body under AES_GCM_CTR_V1), and where the next begins; the length checked against
+    what the chunk holds before anything is sliced by it (CTR authenticates nothing)."""
     available = len(data) - at - cipher.LENGTH_SIZE
-    if ctr:
-        length = _ctr_length(data, at, available, module_type)
-    else:
-        prefix = data[at : at + cipher.LENGTH_SIZE]
-        length = cipher.module_length(prefix, available=available, module_type=module_type)
-    start = at + cipher.LENGTH_SIZE
-    return data[start : start + length], start + length
-
-
-def _ctr_length(data: memoryview, at: int, available: int, module_type: int) -> int:
     if available < 0:
         raise CorruptFileError(
             f"truncated encrypted {cipher.MODULE_NAMES[module_type]}: its length prefix is cut"
@@ -50,7 +40,8 @@ def _ctr_length(data: memoryview, at: int, available: int, module_type: int) -> 
             f"encrypted {cipher.MODULE_NAMES[module_type]} claims {length} bytes; it holds a "
             f"{cipher.NONCE_SIZE}-byte nonce and only {available} bytes follow in the chunk"
         )
-    return length
+    start = at + cipher.LENGTH_SIZE
+    return data[start : start + length], start + length
 
 
 def decrypted_pages(
@@ -70,37 +61,47 @@ def decrypted_pages(
 
     ``dictionary_first``: the footer says the chunk starts with a dictionary page. Errors
     carry the file offset of the page they are about (``base``: the chunk's).
+
+    Each module is opened where it lies in ``data`` (:meth:`cipher.Gcm.open_at`: its length
+    checked, then decrypted from a view), with AADs written in place for this chunk
+    (:class:`cipher.PageAads`): a chunk costs its AES calls and little Python around them.
     """
     view = memoryview(data)
-    aads = cipher.AadBuffer(file_aad)  # this chunk's own: each build thread has its chunk
+    end = len(view)
+    ctr = algorithm == "AES_GCM_CTR_V1"
+    open_at = gcm.open_at
+    parse = fmt.parse_page_header
     at = 0
     ordinal = 0
-    ctr = algorithm == "AES_GCM_CTR_V1"
-    while at < len(view):
+    try:
+        aads = cipher.PageAads(file_aad, row_group, column)
+    except DecryptionError as err:
+        raise DecryptionError(err.reason, module=err.module, offset=base) from None
+    while at < end:
         page_at = at
         dictionary = dictionary_first and page_at == 0
         try:
-            header_type = cipher.DICTIONARY_PAGE_HEADER if dictionary else cipher.DATA_PAGE_HEADER
-            page = None if dictionary else ordinal
-            body, at = _module(view, at, header_type, ctr=False)
-            aad = aads.of(header_type, row_group, column, page)
-            plain = gcm.decrypt(body, aad, module_type=header_type)
+            if dictionary:
+                header_type = cipher.DICTIONARY_PAGE_HEADER
+                plain, at = open_at(view, at, aads.dictionary_header, module_type=header_type)
+            else:
+                header_type = cipher.DATA_PAGE_HEADER
+                plain, at = open_at(view, at, aads.page_header(ordinal), module_type=header_type)
             # parquet-mr 1.14 leaves zero bytes after the header in its module: not read.
-            header, _ = fmt.parse_page_header(plain)
-            is_dictionary = header.type == fmt.PageType.DICTIONARY_PAGE
-            if is_dictionary != dictionary:
+            header, _ = parse(plain)
+            if (header.type == fmt.PageType.DICTIONARY_PAGE) != dictionary:
                 raise CorruptFileError(
                     "a dictionary page that is not the chunk's first page, or a first page "
                     "that is not the dictionary page the footer announces"
                 )
             body_type = cipher.DICTIONARY_PAGE if dictionary else cipher.DATA_PAGE
             if ctr:
-                body, at = _module(view, at, body_type, ctr=True)
+                body, at = _ctr_module(view, at, body_type)
                 page_body = cipher.decrypt_ctr(body, gcm.key, module_type=body_type)
+            elif dictionary:
+                page_body, at = open_at(view, at, aads.dictionary_page, module_type=body_type)
             else:
-                body, at = _module(view, at, body_type, ctr=False)
-                aad = aads.of(body_type, row_group, column, page)
-                page_body = gcm.decrypt(body, aad, module_type=body_type)
+                page_body, at = open_at(view, at, aads.page_body(), module_type=body_type)
         except DecryptionError as err:
             raise DecryptionError(err.reason, module=err.module, offset=base + page_at) from None
         except BloomFilterError as err:

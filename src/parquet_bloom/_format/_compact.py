@@ -21,13 +21,15 @@ statistics, encodings and key-value metadata.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from io import BytesIO
 from types import ModuleType
 from typing import Any
 
 from thrift.protocol.TCompactProtocol import TCompactProtocol, TCompactProtocolAccelerated
-from thrift.transport.TTransport import TMemoryBuffer
+from thrift.transport.TTransport import CReadableTransport, TMemoryBuffer, TTransportBase
 
 from parquet_bloom.errors import CorruptFileError, UnsupportedFileError
 
@@ -155,6 +157,62 @@ def _decode_struct(data: bytes, cls: Any, spec: tuple[Any, ...]) -> Any:
     )
     with gc_paused():
         return accelerated.decode_compact(None, proto, [cls, spec])
+
+
+class _OneBuffer(TTransportBase, CReadableTransport):  # type: ignore[misc]
+    """A transport the C decoder reads one buffer at a time from (``buf``, set per decode)."""
+
+    def __init__(self) -> None:
+        self.buf = BytesIO()
+
+    @property
+    def cstringio_buf(self) -> BytesIO:
+        return self.buf
+
+    def cstringio_refill(self, partialread: bytes, reqlen: int) -> BytesIO:
+        raise EOFError()  # the buffer is all there is
+
+
+class SmallStructs:
+    """Decodes structs of one type, each from its own small buffer (a chunk's decrypted
+    ColumnMetaData, 100 bytes or so), as :func:`decode_untrusted` does, with the same limits
+    and errors, through one C decoder set up once: setting up Thrift's protocol costs more
+    than decoding such a struct. The cyclic GC is not paused (a few objects a struct).
+    Thread-safe (one decode at a time)."""
+
+    def __init__(
+        self, cls: Any, spec: tuple[Any, ...], name: str, the_name: str, *, max_size: int
+    ) -> None:
+        self._cls, self._spec = cls, spec
+        self._name, self._the_name, self._max_size = name, the_name, max_size
+        self._lock = threading.Lock()
+        self._transport = _OneBuffer()
+        self._proto = TCompactProtocolAccelerated(self._transport)
+        self._decode = None if fastbinary is None else fastbinary.decode_compact
+
+    def decode(self, buf: bytes | memoryview) -> Any:
+        """The struct ``buf`` holds (bytes after it ignored, as decode_untrusted ignores
+        them); a CorruptFileError when it is not one."""
+        fast, proto = self._decode, self._proto
+        if fast is None:  # without the C decoder: as decode_untrusted decodes
+            return decode_untrusted(
+                buf, self._cls, self._spec, self._name, self._the_name, max_size=self._max_size
+            )
+        data = bytes(buf)
+        if len(data) > self._max_size:
+            raise UnsupportedFileError(
+                f"{self._name} of {len(data)} bytes exceeds this library's limit of "
+                f"{self._max_size} bytes"
+            )
+        with self._lock:
+            self._transport.buf = BytesIO(data)
+            # Read by the C decoder at each call, as decode_untrusted sets them.
+            proto.string_length_limit = min(MAX_THRIFT_STRING_SIZE, len(data))
+            proto.container_length_limit = min(MAX_THRIFT_CONTAINER_SIZE, len(data))
+            try:
+                return fast(None, proto, [self._cls, self._spec])
+            except Exception as err:  # the runtime's zoo of types, as in decode_untrusted
+                raise CorruptFileError(f"cannot decode {self._the_name}: {describe(err)}") from err
 
 
 class StructCursor:

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from thrift.protocol.TBase import TFrozenBase
+
 from parquet_bloom._format import _compact as compact
 from parquet_bloom._format.schema import SchemaLeaf, enum_name, schema_leaves
 from parquet_bloom._thrift.parquet import ttypes as _tt
@@ -123,6 +125,49 @@ _FAST_COLUMN_META_DATA_SPEC = compact.prune(
         "bloom_filter_length",
     },
 )
+
+# Every column chunk encrypted with the footer key holds the same ColumnCryptoMetaData: a
+# union whose member is an empty struct. Two objects a chunk, in a 10,000-chunk footer of a
+# file encrypted throughout 20,000 objects: their making costs, and alive they push the
+# cyclic GC into a full collection while the file's filters are probed (docs/performance.md,
+# "Encrypted files"). The fast decode gives all such chunks one shared instance (which no
+# reader changes: never set its fields). The C decoder builds a struct whose class derives
+# from TFrozenBase by calling the class with the struct's fields: these classes' __new__
+# return the shared instances, or, for any other member, the generated struct.
+FOOTER_KEY_CRYPTO_METADATA = _tt.ColumnCryptoMetaData(  # type: ignore[no-untyped-call]
+    ENCRYPTION_WITH_FOOTER_KEY=_tt.EncryptionWithFooterKey()
+)
+
+
+class _SharedFooterKey(TFrozenBase):  # type: ignore[misc]
+    def __new__(cls) -> Any:
+        return FOOTER_KEY_CRYPTO_METADATA.ENCRYPTION_WITH_FOOTER_KEY
+
+
+class _SharedCryptoMetaData(TFrozenBase):  # type: ignore[misc]
+    def __new__(
+        cls, ENCRYPTION_WITH_FOOTER_KEY: Any = None, ENCRYPTION_WITH_COLUMN_KEY: Any = None
+    ) -> Any:
+        shared = FOOTER_KEY_CRYPTO_METADATA
+        if (
+            ENCRYPTION_WITH_FOOTER_KEY is shared.ENCRYPTION_WITH_FOOTER_KEY
+            and ENCRYPTION_WITH_COLUMN_KEY is None
+        ):
+            return shared
+        return _tt.ColumnCryptoMetaData(  # type: ignore[no-untyped-call]
+            ENCRYPTION_WITH_FOOTER_KEY, ENCRYPTION_WITH_COLUMN_KEY
+        )
+
+
+def _shared_crypto_spec(entry: tuple[Any, ...]) -> tuple[Any, ...]:
+    """ColumnChunk's ``crypto_metadata`` spec entry decoding into the shared instances."""
+    fid, ttype, name, (_, union_spec), default = entry
+    members = list(union_spec)
+    footer_key = members[1]
+    members[1] = (*footer_key[:3], [_SharedFooterKey, footer_key[3][1]], footer_key[4])
+    return (fid, ttype, name, [_SharedCryptoMetaData, tuple(members)], default)
+
+
 _FAST_COLUMN_CHUNK_SPEC = compact.prune(
     _tt.ColumnChunk,
     {
@@ -137,6 +182,13 @@ _FAST_COLUMN_CHUNK_SPEC = compact.prune(
         "encrypted_column_metadata",
     },
     {"meta_data": _FAST_COLUMN_META_DATA_SPEC},
+)
+_CRYPTO_METADATA_FIELD_ID = 8  # ColumnChunk.crypto_metadata
+_FAST_COLUMN_CHUNK_SPEC = tuple(
+    _shared_crypto_spec(entry)
+    if entry is not None and entry[0] == _CRYPTO_METADATA_FIELD_ID
+    else entry
+    for entry in _FAST_COLUMN_CHUNK_SPEC
 )
 _FAST_ROW_GROUP_SPEC = compact.prune(
     _tt.RowGroup,
@@ -298,10 +350,18 @@ def _checked_meta(
         if chunk.crypto_metadata is None and chunk.encrypted_column_metadata is None:
             raise _chunk_error(i, j, leaf, "no ColumnMetaData")
         return None
+    if not _meta_ok(meta, leaf, leaf_path, type_names):
+        _check_chunk(i, j, meta, leaf)
+    return meta
+
+
+def _meta_ok(meta: Any, leaf: SchemaLeaf, leaf_path: list[str], type_names: Any) -> bool:
+    """Whether a ColumnMetaData passes every check of :func:`_check_chunk`, in one combined
+    test (``leaf_path``: the leaf's path as a list, ``type_names``: Type's value names)."""
     bloom_filter_offset = meta.bloom_filter_offset
     bloom_filter_length = meta.bloom_filter_length
     try:
-        ok = (
+        return bool(
             meta.num_values >= 0
             and meta.data_page_offset >= 0
             and meta.total_compressed_size >= 0
@@ -311,10 +371,7 @@ def _checked_meta(
             and meta.path_in_schema == leaf_path
         )
     except TypeError:  # a required field is None
-        ok = False
-    if not ok:
-        _check_chunk(i, j, meta, leaf)
-    return meta
+        return False
 
 
 def _chunk_info(i: int, j: int, chunk: Any, leaf: SchemaLeaf) -> ColumnChunkInfo:
@@ -475,11 +532,12 @@ class FooterView:
         ordinal = self._groups[i].ordinal
         return i if ordinal is None else int(ordinal)
 
-    def column_chunk_structs(self, i: int) -> list[Any]:
-        """Row group ``i``'s Thrift ColumnChunks (decoded and checked as :meth:`chunks`)."""
-        self.chunks(i)
-        columns: list[Any] = self._row_group(i).columns
-        return columns
+    def column_chunk_struct(self, i: int, j: int) -> Any:
+        """Column chunk ``j`` of row group ``i``'s Thrift ColumnChunk (the row group checked
+        as by :meth:`chunk`)."""
+        if i not in self._chunks:
+            self.compressed_size(i)  # decodes and checks the row group
+        return self._groups[i].columns[j]
 
     def row_group_rows(self, i: int) -> int:
         return int(self._groups[i].num_rows)
@@ -651,12 +709,23 @@ def decode_footer_encryption(buf: bytes | memoryview) -> Any:
     )  # fmt: skip
 
 
-def decode_column_metadata(buf: bytes | memoryview) -> Any:
-    """A ColumnMetaData serialized on its own (decrypted ``encrypted_column_metadata``)."""
+def decode_column_metadata(buf: bytes | memoryview, *, full: bool = True) -> Any:
+    """A ColumnMetaData serialized on its own (decrypted ``encrypted_column_metadata``):
+    every field, or with ``full=False`` only those a Bloom filter reader needs, as
+    :func:`decode_file_metadata` decodes a footer's (not to be re-encoded)."""
+    if not full:
+        return _READER_COLUMN_META_DATA.decode(buf)
     return compact.decode_untrusted(
         buf, _tt.ColumnMetaData, _COLUMN_META_DATA_SPEC, "column metadata",
         "the column metadata", max_size=MAX_FOOTER_SIZE,
     )  # fmt: skip
+
+
+# The decoder of the reader's ColumnMetaData (a reader decrypts one a chunk).
+_READER_COLUMN_META_DATA = compact.SmallStructs(
+    _tt.ColumnMetaData, _FAST_COLUMN_META_DATA_SPEC, "column metadata", "the column metadata",
+    max_size=MAX_FOOTER_SIZE,
+)  # fmt: skip
 
 
 def encode_column_metadata(meta: Any) -> bytes:
@@ -676,7 +745,8 @@ def with_column_metadata(info: ColumnChunkInfo, meta: Any, leaf: SchemaLeaf) -> 
     i, j = info.row_group, info.column_index
     if meta.path_in_schema is None or meta.type is None:
         raise _chunk_error(i, j, leaf, "decrypted ColumnMetaData lacks path or type")
-    _check_chunk(i, j, meta, leaf)
+    if not _meta_ok(meta, leaf, list(leaf.path_in_schema), _tt.Type._VALUES_TO_NAMES):
+        _check_chunk(i, j, meta, leaf)
     return ColumnChunkInfo(
         i, j, leaf.path, leaf.physical_type, leaf.type_length, leaf.logical_type,
         leaf.converted_type, leaf.scale, leaf.precision,

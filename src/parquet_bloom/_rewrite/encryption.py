@@ -57,17 +57,14 @@ _OFFSET_FIELDS = ("data_page_offset", "dictionary_page_offset", "index_page_offs
 
 
 @dataclass
-class _Chunk:
-    """An encrypted column chunk: its key and AAD ordinals; for one with encrypted metadata,
-    its ColumnMetaData as the file holds it (encrypted, and the plaintext copy of the footer)."""
+class _Metadata:
+    """The ColumnMetaData of an encrypted chunk that the file holds encrypted (a column with
+    its own key; under a plaintext footer, parquet-java's footer-key columns too), as read:
+    decrypted, and the plaintext copy of the footer."""
 
-    key: bytes
-    ordinal: int  # the row group's, as AADs take it
-    column: int
-    sealed: bytes | None = None  # encrypted_column_metadata as read
-    plain: bytes | None = None  # ... decrypted
-    stripped: Any = None  # the footer's plaintext ColumnMetaData (None in an encrypted footer)
-    offsets: tuple[int | None, ...] = ()  # the decrypted metadata's _OFFSET_FIELDS as read
+    plain: bytes  # encrypted_column_metadata as read, decrypted
+    stripped: Any  # the footer's plaintext ColumnMetaData (None in an encrypted footer)
+    offsets: tuple[int | None, ...]  # the decrypted metadata's _OFFSET_FIELDS as read
 
 
 def open_footer(
@@ -150,16 +147,38 @@ class EncryptedRewrite:
         self.algorithm = decryptor.algorithm
         self._nonces = cipher.Nonces()  # this rewrite's, for every module it encrypts
         self._nonce_lock = threading.Lock()
-        self.chunks: dict[tuple[int, int], _Chunk] = {}
+        # Each encrypted chunk's key and its row group's AAD ordinal (its column's is its
+        # index), by (row group, column index): a tuple of bytes and an int, which the cyclic
+        # GC stops tracking (10,000 objects it would otherwise walk in every full collection).
+        self.chunks: dict[tuple[int, int], tuple[bytes, int]] = {}
+        self._metadata: dict[tuple[int, int], _Metadata] = {}
         leaves = fmt.schema_leaves(md)
+        # The crypto metadata of a footer-key chunk holds nothing but that (the union's
+        # EncryptionWithFooterKey member, an empty struct): every such chunk is given the
+        # first one's, which encodes to the same bytes, and the 20,000 decoded objects (two a
+        # chunk) go, rather than be walked by each full collection of the cyclic GC.
+        footer_keyed = None
         for i, rg in enumerate(md.row_groups):
             ordinal = i if rg.ordinal is None else int(rg.ordinal)
             for j, chunk in enumerate(rg.columns):
-                if chunk.crypto_metadata is None:
+                crypto = chunk.crypto_metadata
+                if crypto is None:
+                    continue
+                if (
+                    crypto.ENCRYPTION_WITH_COLUMN_KEY is None
+                    and crypto.ENCRYPTION_WITH_FOOTER_KEY is not None
+                    and chunk.encrypted_column_metadata is None
+                    and chunk.meta_data is not None
+                ):  # the footer key's, with its metadata in the footer: all it needs
+                    if footer_keyed is None:
+                        footer_keyed = crypto
+                    else:
+                        chunk.crypto_metadata = footer_keyed
+                    self.chunks[(i, j)] = (footer_key, ordinal)
                     continue
                 path = leaves[j].path if j < len(leaves) else str(j)
                 try:
-                    self.chunks[(i, j)] = self._open_chunk(chunk, path, ordinal, j, force)
+                    self.chunks[(i, j)] = self._open_chunk(chunk, path, (i, j), ordinal, force)
                 except MissingKeyError as err:
                     raise MissingKeyError(
                         f"{err.reason}: rewriting an encrypted file needs the key of every "
@@ -172,24 +191,24 @@ class EncryptedRewrite:
                 except BloomFilterError as err:
                     raise err.located(row_group=i, column=path) from err.__cause__
 
-    def _open_chunk(self, chunk: Any, path: str, ordinal: int, j: int, force: bool) -> _Chunk:
+    def _open_chunk(
+        self, chunk: Any, path: str, at: tuple[int, int], ordinal: int, force: bool
+    ) -> tuple[bytes, int]:
         key = self._decryptor.chunk_key(path, chunk.crypto_metadata)
-        found = _Chunk(key, ordinal, j)
         # Under a plaintext footer parquet-java also encrypts the metadata of a column with the
         # footer key (with that key), and reads it rather than the plaintext copy beside it.
         if chunk.encrypted_column_metadata is not None:
-            found.sealed = bytes(chunk.encrypted_column_metadata)
-            found.plain = self._decryptor.column_metadata_bytes(chunk, key, ordinal, j)
-            full = fmt.decode_column_metadata(found.plain)
+            plain = self._decryptor.column_metadata_bytes(chunk, key, ordinal, at[1])
+            full = fmt.decode_column_metadata(plain)
             encode = fmt.encode_column_metadata
             if not force:
-                found.plain = _lossless(found.plain, full, encode, "the encrypted column metadata")
-            found.stripped = chunk.meta_data
-            found.offsets = tuple(getattr(full, name) for name in _OFFSET_FIELDS)
+                plain = _lossless(plain, full, encode, "the encrypted column metadata")
+            offsets = tuple(getattr(full, name) for name in _OFFSET_FIELDS)
+            self._metadata[at] = _Metadata(plain, chunk.meta_data, offsets)
             chunk.meta_data = full
         elif chunk.meta_data is None:
             raise UnsupportedFileError("an encrypted column chunk without column metadata")
-        return found
+        return key, ordinal
 
     # -- planning ---------------------------------------------------------------------------
 
@@ -253,15 +272,15 @@ class EncryptedRewrite:
         out: np.ndarray | None,
     ) -> np.ndarray:  # fmt: skip
         """The hashes of an encrypted chunk's values, from its pages decrypted."""
-        found = self.chunks[key]
+        chunk_key, ordinal = self.chunks[key]
         start, size, dictionary_first = chunk_layout(meta)
         decrypted = decrypted_pages(
             source.read_exact(start, size),
-            gcm=self._decryptor.gcm(found.key),
+            gcm=self._decryptor.gcm(chunk_key),
             file_aad=self._decryptor.file_aad,
             algorithm=self.algorithm,
-            row_group=found.ordinal,
-            column=found.column,
+            row_group=ordinal,
+            column=key[1],
             dictionary_first=dictionary_first,
             base=start,
         )
@@ -275,22 +294,25 @@ class EncryptedRewrite:
 
     # -- writing ----------------------------------------------------------------------------
 
-    def seal_filter(self, key: tuple[int, int], header: bytes, bitset: Any) -> bytes | None:
-        """A new filter of an encrypted chunk as its two modules; None for a plaintext one."""
+    def seal_filter(self, key: tuple[int, int], header: bytes, bitset: Any) -> memoryview | None:
+        """A new filter of an encrypted chunk as its two modules, written into one buffer;
+        None for a plaintext chunk."""
         found = self.chunks.get(key)
         if found is None:
             return None
+        chunk_key, ordinal = found
         file_aad = self._decryptor.file_aad
-        header_aad = cipher.module_aad(
-            file_aad, cipher.BLOOM_FILTER_HEADER, found.ordinal, found.column
-        )
-        bitset_aad = cipher.module_aad(
-            file_aad, cipher.BLOOM_FILTER_BITSET, found.ordinal, found.column
-        )
-        gcm = self._decryptor.gcm(found.key)
-        return gcm.seal(header, header_aad, self._nonce()) + gcm.seal(
-            bitset, bitset_aad, self._nonce()
-        )
+        aad = bytearray(cipher.module_aad(file_aad, cipher.BLOOM_FILTER_HEADER, ordinal, key[1]))
+        gcm = self._decryptor.gcm(chunk_key)
+        with self._nonce_lock:
+            header_nonce = self._nonces()
+            bitset_nonce = self._nonces()
+        out = bytearray(cipher.sealed_size(len(header)) + cipher.sealed_size(len(bitset)))
+        view = memoryview(out)
+        at = gcm.seal_into(view, 0, header, aad, header_nonce)
+        aad[len(file_aad)] = cipher.BLOOM_FILTER_BITSET  # the same ordinals (4.4.2)
+        gcm.seal_into(view, at, bitset, aad, bitset_nonce)
+        return view
 
     def _nonce(self) -> bytes:
         with self._nonce_lock:
@@ -299,17 +321,16 @@ class EncryptedRewrite:
     def seal_metadata(self, md: Any, moves: Relocation, footer_start: int) -> None:
         """Put each chunk's encrypted ColumnMetaData (moved by the plan) back encrypted: its old
         bytes if nothing changed, else encrypted anew; and its plaintext copy moved alike."""
-        for (i, j), found in self.chunks.items():
-            if found.plain is None:
-                continue
+        for (i, j), found in self._metadata.items():
+            chunk_key, ordinal = self.chunks[(i, j)]
             chunk = md.row_groups[i].columns[j]
             full = chunk.meta_data
             plain = fmt.encode_column_metadata(full)
             if plain != found.plain:
                 aad = cipher.module_aad(
-                    self._decryptor.file_aad, cipher.COLUMN_META_DATA, found.ordinal, j
+                    self._decryptor.file_aad, cipher.COLUMN_META_DATA, ordinal, j
                 )
-                gcm = self._decryptor.gcm(found.key)
+                gcm = self._decryptor.gcm(chunk_key)
                 chunk.encrypted_column_metadata = gcm.seal(plain, aad, self._nonce())
             stripped = found.stripped
             if stripped is not None:

@@ -146,7 +146,7 @@ def write_filters(
     builds: FilterBuilds,
     kept: dict[tuple[int, int], OldFilter],
     at: int,
-    seal: Callable[[tuple[int, int], bytes, memoryview], bytes | None] | None = None,
+    seal: Callable[[tuple[int, int], bytes, memoryview], bytes | memoryview | None] | None = None,
 ) -> tuple[Placements, list[tuple[int, str, int]]]:
     """Write each chunk's filter at ``at`` on: the one built, else the old one in ``kept``
     (copied from ``source``), else none. Returns where each went and (row group, column,

@@ -1,0 +1,176 @@
+"""The pages of an encrypted chunk as the rewrite decrypts them to hash: every module, header
+and body, dictionary and data pages, authenticated where it lies, each error located.
+
+The file: pyarrow (Arrow C++) writes one column, dictionary-encoded in small data pages, under
+one key (uniform encryption, encrypted footer), so that a chunk holds a dictionary page and
+several data pages, whose AADs carry page ordinals 0, 1, 2, ... (Encryption.md 4.4.2). The
+chunk's modules are found here from the spec's serialization alone (5.1: a 4-byte length, then
+that many bytes), independently of ``parquet_bloom._crypto``.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pyarrow.parquet.encryption as pe
+import pytest
+
+import parquet_bloom as pb
+from parquet_bloom import DecryptionKeys
+from parquet_bloom._crypto import cipher
+from parquet_bloom.errors import CorruptFileError, DecryptionError
+
+KEY = b"0123456789abcdef"
+ROWS = 4000
+
+
+def write(path: Path, algorithm: str = "AES_GCM_V1") -> Path:
+    values = pa.array([i % 1500 for i in range(ROWS)], pa.int64())
+    props = pe.create_encryption_properties(KEY, encryption_algorithm=algorithm)
+    pq.write_table(
+        pa.table({"a": values}),
+        path,
+        data_page_size=512,
+        write_batch_size=256,
+        encryption_properties=props,
+    )
+    return path
+
+
+def keys() -> DecryptionKeys:
+    return DecryptionKeys(footer_key=KEY)
+
+
+def modules(path: Path) -> list[tuple[int, int, int]]:
+    """(page offset, module offset, module length with its prefix) of every module of the
+    file's one chunk: a header module then a body module per page."""
+    with pb.BloomFilterReader(path, decryption=keys()) as reader:
+        (chunk,) = reader.row_group(0)
+    start = chunk.dictionary_page_offset or chunk.data_page_offset
+    data = path.read_bytes()
+    found = []
+    at = start
+    while at < start + chunk.total_compressed_size:
+        page = at
+        for _ in range(2):
+            (length,) = struct.unpack_from("<I", data, at)
+            found.append((page, at, 4 + length))
+            at += 4 + length
+    assert at == start + chunk.total_compressed_size
+    return found
+
+
+def tampered(src: Path, dst: Path, at: int, mask: int = 0x01) -> Path:
+    data = bytearray(src.read_bytes())
+    data[at] ^= mask
+    dst.write_bytes(bytes(data))
+    return dst
+
+
+def test_the_chunk_has_a_dictionary_and_several_data_pages(tmp_path: Path) -> None:
+    src = write(tmp_path / "src.parquet")
+    pages = {page for page, _, _ in modules(src)}
+    assert len(pages) >= 4  # the dictionary page and at least three data pages
+    out = tmp_path / "out.parquet"
+    pb.rewrite_bloom_filters(src, out, columns=["a"], decryption=keys())
+    with pb.BloomFilterReader(out, decryption=keys()) as reader:
+        bloom = reader.filter(0, "a")
+    assert all(bloom.might_contain_many(list(range(1500)), "INT64"))
+    assert pq.read_table(out, decryption_properties=pe.create_decryption_properties(KEY)) == (
+        pq.read_table(src, decryption_properties=pe.create_decryption_properties(KEY))
+    )
+
+
+@pytest.mark.parametrize("where", ["nonce", "ciphertext", "tag"])
+def test_every_page_module_is_authenticated_and_located(tmp_path: Path, where: str) -> None:
+    """A flipped byte in any module of the chunk (each page's header and body; its nonce, its
+    ciphertext, its tag) fails the rewrite with a DecryptionError naming the module, the
+    column and the offset of its page; nothing is written."""
+    src = write(tmp_path / "src.parquet")
+    found = modules(src)
+    names = set()
+    for i, (page, at, length) in enumerate(found):
+        byte = {"nonce": at + 4, "ciphertext": at + 4 + 12, "tag": at + length - 1}[where]
+        bad = tampered(src, tmp_path / "bad.parquet", byte)
+        dst = tmp_path / "out.parquet"
+        with pytest.raises(DecryptionError, match="does not decrypt") as err:
+            pb.rewrite_bloom_filters(bad, dst, columns=["a"], decryption=keys())
+        assert err.value.column == "a" and err.value.offset == page, (i, err.value)
+        names.add(err.value.module)
+        assert not dst.exists()
+    assert names == {
+        cipher.MODULE_NAMES[kind]
+        for kind in (
+            cipher.DICTIONARY_PAGE_HEADER,
+            cipher.DICTIONARY_PAGE,
+            cipher.DATA_PAGE_HEADER,
+            cipher.DATA_PAGE,
+        )
+    }
+
+
+def test_data_pages_swapped_fail_their_page_ordinals(tmp_path: Path) -> None:
+    """Two data pages swapped keep every module whole, but not in its place: each module's AAD
+    holds its page ordinal, so the first one moved does not decrypt."""
+    src = write(tmp_path / "src.parquet")
+    found = modules(src)
+    data = bytearray(src.read_bytes())
+    first, second = found[2][0], found[4][0]  # the first two data pages
+    end = found[5][1] + found[5][2]
+    data[first:end] = data[second:end] + data[first:second]
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(DecryptionError, match="data page header") as err:
+        pb.rewrite_bloom_filters(bad, tmp_path / "out.parquet", columns=["a"], decryption=keys())
+    assert err.value.offset == first and err.value.column == "a"
+
+
+@pytest.mark.parametrize("which", [0, 1, 3])
+def test_a_length_prefix_claiming_past_the_chunk(tmp_path: Path, which: int) -> None:
+    """A module's length prefix (not authenticated) claiming more bytes than the chunk holds
+    is a located CorruptFileError, found before anything is sliced or allocated by it."""
+    src = write(tmp_path / "src.parquet")
+    page, at, _ = modules(src)[which]
+    bad = tampered(src, tmp_path / "bad.parquet", at + 2, 0x40)
+    with pytest.raises(CorruptFileError, match="claims") as err:
+        pb.rewrite_bloom_filters(bad, tmp_path / "out.parquet", columns=["a"], decryption=keys())
+    assert err.value.offset == page and err.value.column == "a"
+
+
+def test_module_opened_in_place_matches_the_spec() -> None:
+    """``Gcm.open_at`` and ``Gcm.seal_into`` against AES-GCM straight from ``cryptography``:
+    a module sealed in place decrypts as the spec lays it out, and back; cut or lying
+    lengths are refused before decryption."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    gcm = cipher.Gcm(KEY)
+    aad = cipher.module_aad(b"file", cipher.BLOOM_FILTER_BITSET, 3, 4)
+    plains = [b"", b"x" * 7, bytes(range(256)) * 9]
+    out = bytearray(sum(cipher.sealed_size(len(p)) for p in plains) + 5)
+    view = memoryview(out)
+    at = 0
+    for i, plain in enumerate(plains):
+        nonce = bytes([i]) * 12
+        end = gcm.seal_into(view, at, plain, aad, nonce)
+        assert end - at == cipher.sealed_size(len(plain))
+        (length,) = struct.unpack_from("<I", out, at)
+        assert length == end - at - 4 and out[at + 4 : at + 16] == nonce
+        assert AESGCM(KEY).decrypt(nonce, bytes(out[at + 16 : end]), aad) == plain
+        at = end
+    at = 0
+    for plain in plains:
+        got, at = gcm.open_at(view, at, aad, module_type=cipher.BLOOM_FILTER_BITSET)
+        assert got == plain
+    with pytest.raises(CorruptFileError, match="truncated"):
+        gcm.open_at(view, len(out) - 3, aad, module_type=cipher.DATA_PAGE)
+    with pytest.raises(CorruptFileError, match="claims"):
+        gcm.open_at(view[: cipher.sealed_size(0) - 1], 0, aad, module_type=cipher.DATA_PAGE)
+    struct.pack_into("<I", out, 0, 27)
+    with pytest.raises(CorruptFileError, match="cannot hold a nonce and a tag"):
+        gcm.open_at(view, 0, aad, module_type=cipher.DATA_PAGE)
+    elsewhere = cipher.module_aad(b"file", cipher.COLUMN_META_DATA, 3, 4)  # another module's
+    with pytest.raises(DecryptionError, match="column metadata does not decrypt"):
+        gcm.open_at(view, cipher.sealed_size(0), elsewhere, module_type=cipher.COLUMN_META_DATA)
