@@ -48,7 +48,9 @@ enum {
 
 #define MAGIC_LEN 4
 #define TRAILER_LEN 8 /* footer length, magic */
-#define MAX_DEPTH 64
+/* Nesting counted from where a skip starts; fastbinary counts 64 levels from the RowGroup it
+ * decodes, whose chunks' fields lie 5 levels down: 32 here stays within that. */
+#define MAX_DEPTH 32
 #define MAX_FOOTER (256u * 1024u * 1024u)      /* parquet_bloom._format.footer.MAX_FOOTER_SIZE */
 #define SCHEMA_KEY_MAX (256 * 1024)             /* ... .SCHEMA_KEY_MAX */
 #define MIN_NUM_BYTES 32                        /* parquet_bloom._sbbf */
@@ -65,9 +67,19 @@ typedef struct {
     int bad;
 } cursor;
 
-static uint64_t varint(cursor *c) {
+/* The Python path decodes a row group with thrift's C decoder (fastbinary), which refuses
+ * what this reader must refuse too, or it would answer for a file the Python path reports
+ * unreadable: a varint longer than its type's (3 bytes an i16, a field id too; 5 an i32 or a
+ * size; 10 an i64: "varint exceeded N bytes"), a container of more than
+ * parquet_bloom._format._compact.MAX_THRIFT_CONTAINER_SIZE elements, a binary longer than its
+ * MAX_THRIFT_STRING_SIZE, nesting past 64 levels, a field id past the i16 range. */
+enum { VARINT_I16 = 3, VARINT_I32 = 5, VARINT_I64 = 10, VARINT_SIZE = 5 };
+#define MAX_CONTAINER 1000000u
+#define MAX_BINARY 100000000u
+
+static uint64_t varint_of(cursor *c, int most) {
     uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
+    for (int i = 0, shift = 0; i < most; i++, shift += 7) {
         if (c->p >= c->end) break;
         uint8_t b = *c->p++;
         v |= (uint64_t)(b & 0x7f) << shift;
@@ -77,10 +89,14 @@ static uint64_t varint(cursor *c) {
     return 0;
 }
 
-static int64_t zigzag(cursor *c) {
-    uint64_t v = varint(c);
+static uint64_t varint(cursor *c) { return varint_of(c, VARINT_SIZE); } /* a size */
+
+static int64_t zigzag_of(cursor *c, int most) {
+    uint64_t v = varint_of(c, most);
     return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
 }
+
+static int64_t zigzag(cursor *c) { return zigzag_of(c, VARINT_I64); }
 
 static size_t left(const cursor *c) { return (size_t)(c->end - c->p); }
 
@@ -95,9 +111,13 @@ static int field(cursor *c, int *last, int *ctype, int *fid) {
     *ctype = b & 0x0f;
     int delta = b >> 4;
     if (delta) {
+        /* fastbinary adds the delta in an int16: past 32767 it wraps, and later deltas reach
+         * the known ids again (then a second bloom_filter_offset, say, the last of which
+         * wins). Refused here, which also keeps `last` from overflowing. */
         *fid = *last + delta;
+        if (*fid > 32767) c->bad = 1;
     } else {
-        int64_t id = zigzag(c);
+        int64_t id = zigzag_of(c, VARINT_I16);
         if (id < -32768 || id > 32767) c->bad = 1;
         *fid = (int)id;
     }
@@ -116,7 +136,7 @@ static int list_header(cursor *c, int *etype, uint64_t *count) {
     *etype = b & 0x0f;
     *count = b >> 4;
     if (*count == 15) *count = varint(c);
-    if (c->bad || *count > left(c)) c->bad = 1;
+    if (c->bad || *count > left(c) || *count > MAX_CONTAINER) c->bad = 1;
     return !c->bad;
 }
 
@@ -147,9 +167,13 @@ static void skip(cursor *c, int ctype, int depth, int in_container) {
         else c->p++;
         return;
     case CT_I16:
+        varint_of(c, VARINT_I16);
+        return;
     case CT_I32:
+        varint_of(c, VARINT_I32);
+        return;
     case CT_I64:
-        varint(c);
+        varint_of(c, VARINT_I64);
         return;
     case CT_DOUBLE:
         if (left(c) < 8) c->bad = 1;
@@ -157,7 +181,7 @@ static void skip(cursor *c, int ctype, int depth, int in_container) {
         return;
     case CT_BINARY:
         n = varint(c);
-        if (c->bad || n > left(c)) c->bad = 1;
+        if (c->bad || n > left(c) || n > MAX_BINARY) c->bad = 1;
         else c->p += n;
         return;
     case CT_LIST:
@@ -170,7 +194,7 @@ static void skip(cursor *c, int ctype, int depth, int in_container) {
         return;
     case CT_MAP: {
         n = varint(c);
-        if (c->bad || n > left(c) || depth > MAX_DEPTH) {
+        if (c->bad || n > left(c) || n > MAX_CONTAINER || depth > MAX_DEPTH) {
             c->bad = 1;
             return;
         }
@@ -245,7 +269,7 @@ static int column_meta(cursor *c, const plan *pl, int64_t j, int64_t *compressed
         switch (fid) {
         case 1: /* type */
             if (ctype != CT_I32 || have_type) return fallback(o, "chunk type");
-            v = zigzag(c);
+            v = zigzag_of(c, VARINT_I32);
             if (v != pl->types[j]) return fallback(o, "chunk type differs from the schema");
             have_type = 1;
             break;
@@ -279,7 +303,7 @@ static int column_meta(cursor *c, const plan *pl, int64_t j, int64_t *compressed
             break;
         case 15: /* bloom_filter_length */
             if (ctype != CT_I32 || filter->length >= 0) return fallback(o, "filter length");
-            v = zigzag(c);
+            v = zigzag_of(c, VARINT_I32);
             if (v < 0 || v > INT32_MAX) return fallback(o, "negative filter length");
             filter->length = v;
             break;
@@ -571,6 +595,13 @@ static void probe_file(const char *path, int64_t size, int64_t tail_size, const 
             rg_start = at;
             if (!list_header(&c, &etype, &n) || etype != CT_STRUCT) {
                 fallback(o, "row group list");
+                goto done;
+            }
+            /* A row group this walk accepts takes at least 5 bytes and 13 a chunk (each
+             * field's header and value, the stops): a count the bytes left cannot hold is
+             * refused before anything is allocated from it (sizes, filters). */
+            if (n > left(&c) / (5 + 13 * (uint64_t)pl->n_leaves)) {
+                fallback(o, "row group count does not fit");
                 goto done;
             }
             o->n_row_groups = (int64_t)n;

@@ -21,6 +21,7 @@ import pytest
 
 import parquet_bloom as pb
 from parquet_bloom import kernels
+from parquet_bloom._format._compact import varint
 from parquet_bloom._prune import local_probe
 from parquet_bloom._prune.expression import translate
 from parquet_bloom._prune.probes import SCALAR_PROBE_MAX_HASHES, Probing
@@ -450,3 +451,112 @@ def test_local_files_go_two_at_a_time_only_where_the_kernel_takes_them(
     pools.clear()
     pb.prune(ds.dataset(ids), pc.field("id").isin(list(range(0, 18000, 500))))
     assert pools == []
+
+
+# -- footers fastbinary (thrift's C decoder, the Python path's) reads otherwise ----------------
+
+
+def _with_first_chunk_field(source: Path, target: Path, field: bytes) -> None:
+    """``source`` with ``field`` (a field's header and value) added at the end of row group
+    0's first ColumnMetaData (the ``id`` column's), the footer's length mended."""
+    from parquet_bloom import _format as fmt
+    from parquet_bloom._format import _compact as compact
+
+    data = source.read_bytes()
+    length = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - length
+    footer = data[start:-8]
+    md = fmt.decode_file_metadata(footer, full=True)
+    meta = md.row_groups[0].columns[0].meta_data
+    spec = fmt.ColumnMetaData.thrift_spec
+    encoded = compact.encode_struct(meta, fmt.ColumnMetaData, spec)
+    assert footer.count(encoded) == 1
+    stop = footer.index(encoded) + len(encoded) - 1  # the struct's stop byte
+    footer = footer[:stop] + field + footer[stop:]
+    target.write_bytes(data[:start] + footer + len(footer).to_bytes(4, "little") + fmt.MAGIC)
+
+
+LONG_ID_100 = bytes([0xC8, 0x01])  # field id 100, zigzag varint, after a header of delta 0
+
+HOSTILE_CHUNK_FIELDS = {
+    # An i32 in 6 bytes: fastbinary's OverflowError "varint exceeded 5 bytes".
+    "overlong i32": bytes([0x05]) + LONG_ID_100 + bytes([0x80] * 5 + [0x00]),
+    # A field id in a 4-byte varint (an i16 takes 3 at most).
+    "overlong field id": bytes([0x05, 0xC8, 0x81, 0x80, 0x00, 0x00]),
+    # A binary whose length takes 6 bytes.
+    "overlong length": bytes([0x08]) + LONG_ID_100 + bytes([0x81] + [0x80] * 4 + [0x00]) + b"x",
+    # Nested structs deeper than fastbinary's 64 levels (a row group's field is 5 down).
+    "deep nesting": bytes([0x0C]) + LONG_ID_100 + b"\x1c" * 62 + b"\x00" * 63,
+    # A list of more than fastbinary's 1,000,000 elements (bytes).
+    "long list": bytes([0x09]) + LONG_ID_100 + bytes([0xF3]) + varint(1_000_001)
+    + b"\x01" * 1_000_001,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", HOSTILE_CHUNK_FIELDS)
+def test_a_chunk_the_thrift_decoder_refuses_is_the_python_paths(
+    ids: Path, tmp_path: Path, name: str, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row group whose bytes fastbinary refuses is unreadable on the Python path (a
+    warning, every row group kept): the kernel must not answer for it."""
+    shutil.copy(ids / "f0.parquet", tmp_path / "f0.parquet")
+    _with_first_chunk_field(ids / "f1.parquet", tmp_path / "f1.parquet", HOSTILE_CHUNK_FIELDS[name])
+    expression = pc.field("id") == 3000 + 100
+    with pytest.warns(pb.BloomFilterWarning, match="f1.parquet"):
+        left, report = assert_same(
+            monkeypatch, lambda: one_by_one(ds.dataset(tmp_path), expression)
+        )
+    assert served(answered) == 0  # f0 made the plan; f1 is the Python path's
+    assert report.unreadable_files == (str(tmp_path / "f1.parquet"),)
+    assert any(path.endswith("f1.parquet") for path, _ in left)  # kept whole
+
+
+def test_a_field_id_past_the_i16_range_is_the_python_paths(
+    ids: Path, tmp_path: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """fastbinary adds field id deltas in an int16: from id 32767, 2,185 deltas of 15 and one
+    of 8 come round to 14, bloom_filter_offset, which then names row group 1's filter (the
+    last of two wins). The Python path probes that filter for row group 0; the kernel must
+    leave the file to it, not probe row group 0's own."""
+    with pb.BloomFilterReader(ids / "f1.parquet") as reader:
+        other = reader.row_group(1)[0].bloom_filter_offset
+    field = bytes([0x01]) + varint(2 * 32767) + b"\xf1" * 2185 + bytes([0x86]) + varint(2 * other)
+    shutil.copy(ids / "f0.parquet", tmp_path / "f0.parquet")
+    _with_first_chunk_field(ids / "f1.parquet", tmp_path / "f1.parquet", field)
+    expression = pc.field("id") == 3000 + 100  # in row group 0 of f1
+    left, _ = assert_same(monkeypatch, lambda: one_by_one(ds.dataset(tmp_path), expression))
+    assert served(answered) == 0
+    assert all(not p.endswith("f1.parquet") for p, _ in left)  # row group 1's filter says no
+
+
+def test_a_tail_size_past_a_c_long_long_reads_the_whole_file_as_the_python_path_does(
+    ids: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel takes the tail size as a C long long: a larger one (the whole file, for the
+    Python path) raised an OverflowError."""
+    expression = pc.field("id") == 4200
+    _, report = assert_same(
+        monkeypatch, lambda: one_by_one(ds.dataset(ids), expression, tail_size=2**64)
+    )
+    assert served(answered) == 5 and report.reads == 6  # one read a file: all of it
+
+
+@pytest.mark.parametrize("size", [-5, -1, 2**63])
+def test_a_size_no_file_has_is_the_python_paths(ids: Path, size: int) -> None:
+    """A size from a table's log that no file has: the Python path refuses it (a negative one
+    a ValueError, one past int64 an OSError); the kernel took a negative size for "unknown"
+    (and answered from the file's own) and raised OverflowError past int64."""
+    plan, _ = _plan_of(ids / "f0.parquet", pc.field("id") == 1)
+    assert local_probe.probe(ids / "f1.parquet", size, 65536, plan) is None
+    with pytest.raises((ValueError, OSError)):
+        pb.BloomFilterReader(ids / "f1.parquet", size=size)
+
+
+def test_a_plans_buffers_cannot_change_while_the_kernel_reads_them(ids: Path) -> None:
+    """The kernel checks a plan's buffers with the GIL held and reads them without it, from
+    the threads sharing the plan: they are read-only."""
+    plan, _ = _plan_of(ids / "f0.parquet", pc.field("id") == 1)
+    arrays = [plan.path_offsets, plan.types, plan.probe_leaves, plan.hash_counts, plan.hashes]
+    for array in arrays:
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 7

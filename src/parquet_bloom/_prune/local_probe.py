@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,8 @@ MemberProbe = tuple[str, npt.NDArray[np.uint64], list[int] | None] | None
 
 _OK, _OTHER_KEY = 0, 1
 _NO_ROW_GROUPS = np.zeros(0, dtype=np.int64)  # every row group
+# The kernel takes a tail size as a C long long; a larger one reads the whole file, as this.
+_LONGEST_TAIL = 2**62
 
 
 @dataclass(frozen=True)
@@ -92,13 +94,23 @@ def make_plan(
     return Plan(
         key=key,
         paths=b"".join(encoded),
-        path_offsets=offsets,
-        types=np.array([type_values[leaf.physical_type] for leaf in leaves], dtype=np.int32),
-        probe_leaves=np.array([by_path[c].column_index for c in order], dtype=np.int32),
-        hash_counts=np.array([len(columns[c]) for c in order], dtype=np.int32),
-        hashes=np.array([h for c in order for h in columns[c]], dtype=np.uint64),
+        path_offsets=_read_only(offsets),
+        types=_read_only(
+            np.array([type_values[leaf.physical_type] for leaf in leaves], dtype=np.int32)
+        ),
+        probe_leaves=_read_only(np.array([by_path[c].column_index for c in order], dtype=np.int32)),
+        hash_counts=_read_only(np.array([len(columns[c]) for c in order], dtype=np.int32)),
+        hashes=_read_only(np.array([h for c in order for h in columns[c]], dtype=np.uint64)),
         members={m: tuple(range(starts[c] + a, starts[c] + b)) for m, (c, a, b) in spans.items()},
     )
+
+
+def _read_only(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``array``, no longer writable: the kernel checks a plan's buffers (offsets within the
+    paths, counts that add up) with the GIL held, then reads them without it, from threads
+    that share the plan; nothing may change them in between."""
+    array.flags.writeable = False
+    return array
 
 
 class Probed(NamedTuple):
@@ -136,10 +148,12 @@ def probe(
     tell), or None when the Python path is to read the file."""
     compiled = kernels.compiled
     assert compiled is not None  # available() was asked first
+    if size is not None and not 0 <= size < 2**63:
+        return None  # a table's log says so: the Python path refuses it, located
     got = compiled.probe_local_file(
         path,
         -1 if size is None else size,
-        tail_size,
+        min(tail_size, _LONGEST_TAIL),
         plan.key,
         plan.paths,
         plan.path_offsets,
