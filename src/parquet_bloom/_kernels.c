@@ -1145,6 +1145,10 @@ static PyMethodDef methods[] = {
     {"probe_local_file", pb_probe_local_file, METH_VARARGS,
      "probe_local_file(path, size, tail_size, key, paths, path_offsets, types, probe_leaves, "
      "hash_counts, hashes, row_groups): a point lookup of one local file (see _kernels_probe.c)."},
+    {"probe_local_files", pb_probe_local_files, METH_VARARGS,
+     "probe_local_files(paths, sizes, tail_size, key, paths, path_offsets, types, probe_leaves, "
+     "hash_counts, hashes, threads): probe_local_file of every row group of many files, on "
+     "threads of its own."},
     {"hudi_hashes", hudi_hashes, METH_VARARGS,
      "hudi_hashes(data, offsets, num_hashes, out): each key's chained Hudi MurmurHash2 hashes."},
     {NULL, NULL, 0, NULL},

@@ -40,3 +40,17 @@ def probe_local_file(
     row_groups: _Bytes,
     /,
 ) -> tuple[Any, ...]: ...
+def probe_local_files(
+    paths: list[str],
+    sizes: _Bytes,
+    tail_size: int,
+    key: _Bytes,
+    paths_in_schema: _Bytes,
+    path_offsets: _Bytes,
+    types: _Bytes,
+    probe_leaves: _Bytes,
+    hash_counts: _Bytes,
+    hashes: _Bytes,
+    threads: int,
+    /,
+) -> list[tuple[Any, ...]]: ...

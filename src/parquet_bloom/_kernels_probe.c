@@ -32,6 +32,7 @@
 #define HAVE_PREAD 1
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #else
@@ -791,8 +792,61 @@ done:
 #endif
 }
 
+/* The plan's buffers, checked to fit each other (the caller holds the GIL); 0 with a
+ * ValueError set when they do not. */
+static int plan_from(plan *pl, const char *name, Py_buffer *key, Py_buffer *paths,
+                     Py_buffer *offsets, Py_buffer *types, Py_buffer *leaves, Py_buffer *counts,
+                     Py_buffer *hashes, long long tail_size) {
+    int64_t n_leaves = types->len / 4, n_columns = leaves->len / 4, n_hashes = hashes->len / 8;
+    int ok = tail_size >= TRAILER_LEN && offsets->len == 8 * (n_leaves + 1) &&
+             counts->len == 4 * n_columns && types->len % 4 == 0 && leaves->len % 4 == 0 &&
+             hashes->len % 8 == 0;
+    const int64_t *off = offsets->buf;
+    for (int64_t j = 0; ok && j <= n_leaves; j++)
+        ok = off[j] >= 0 && off[j] <= paths->len && (j == 0 || off[j] >= off[j - 1]);
+    int64_t total = 0;
+    for (int64_t k = 0; ok && k < n_columns; k++) {
+        int32_t n = ((const int32_t *)counts->buf)[k];
+        ok = n >= 0;
+        total += n;
+    }
+    if (!ok || total != n_hashes) {
+        PyErr_Format(PyExc_ValueError, "%s: inconsistent plan buffers", name);
+        return 0;
+    }
+    *pl = (plan){paths->buf, off, types->buf, n_leaves, leaves->buf, counts->buf, hashes->buf,
+                 n_columns, n_hashes, key->buf, (size_t)key->len, NULL, 0};
+    return 1;
+}
+
+/* One file's answer as Python sees it (see probe_local_file); its buffers freed. */
+static PyObject *answer(outcome *o, int64_t n_hashes) {
+    PyObject *result;
+    if (o->status == PROBE_OK) {
+        result = Py_BuildValue("(iLy#y#LLL)", PROBE_OK, (long long)o->n_row_groups,
+                               (const char *)o->sizes, (Py_ssize_t)(8 * o->n_row_groups),
+                               (const char *)o->found, (Py_ssize_t)(o->n_row_groups * n_hashes),
+                               (long long)o->reads, (long long)o->bytes_read,
+                               (long long)(o->reads - o->footer_reads));
+    } else if (o->status == PROBE_OTHER_KEY && o->other_key != NULL) {
+        result = Py_BuildValue("(iy#)", PROBE_OTHER_KEY, (const char *)o->other_key,
+                               (Py_ssize_t)o->other_key_len);
+    } else if (o->status == PROBE_OTHER_KEY) {
+        result = Py_BuildValue("(iO)", PROBE_OTHER_KEY, Py_None);
+    } else {
+        result = Py_BuildValue("(is)", PROBE_FALLBACK, o->reason);
+    }
+    free(o->sizes);
+    free(o->found);
+    free(o->other_key);
+    o->sizes = NULL, o->found = NULL, o->other_key = NULL;
+    return result;
+}
+
+static const outcome NOT_RUN = {PROBE_FALLBACK, "not run", 0, NULL, NULL, NULL, 0, 0, 0, 0};
+
 /* probe_local_file(path, size, tail_size, key, paths, path_offsets, types, probe_leaves,
- *                  hash_counts, hashes)
+ *                  hash_counts, hashes, row_groups)
  *   -> (0, n_row_groups, sizes, found, reads, bytes_read, filter_reads)
  *    | (1, key or None)  the file's schema is not the plan's (its schema key, if made)
  *    | (2, reason)       the Python path is to read this file
@@ -807,48 +861,20 @@ PyObject *pb_probe_local_file(PyObject *module, PyObject *args) {
                           &counts, &hashes, &asked))
         return NULL;
     PyObject *result = NULL;
-    int64_t n_leaves = types.len / 4, n_columns = leaves.len / 4, n_hashes = hashes.len / 8;
-    int ok = tail_size >= TRAILER_LEN && offsets.len == 8 * (n_leaves + 1) &&
-             counts.len == 4 * n_columns && types.len % 4 == 0 && leaves.len % 4 == 0 &&
-             hashes.len % 8 == 0 && asked.len % 8 == 0;
-    const int64_t *off = offsets.buf;
-    for (int64_t j = 0; ok && j <= n_leaves; j++)
-        ok = off[j] >= 0 && off[j] <= paths.len && (j == 0 || off[j] >= off[j - 1]);
-    int64_t total = 0;
-    for (int64_t k = 0; ok && k < n_columns; k++) {
-        int32_t n = ((const int32_t *)counts.buf)[k];
-        ok = n >= 0;
-        total += n;
-    }
-    if (!ok || total != n_hashes) {
+    plan pl;
+    if (asked.len % 8 != 0) {
         PyErr_SetString(PyExc_ValueError, "probe_local_file: inconsistent plan buffers");
-        goto release;
+    } else if (plan_from(&pl, "probe_local_file", &key, &paths, &offsets, &types, &leaves,
+                         &counts, &hashes, tail_size)) {
+        pl.asked = asked.buf;
+        pl.n_asked = asked.len / 8;
+        outcome o = NOT_RUN;
+        const char *p = PyBytes_AS_STRING(path_obj);
+        Py_BEGIN_ALLOW_THREADS
+        probe_file(p, (int64_t)size, (int64_t)tail_size, &pl, &o);
+        Py_END_ALLOW_THREADS
+        result = answer(&o, pl.n_hashes);
     }
-    plan pl = {paths.buf, off, types.buf, n_leaves, leaves.buf, counts.buf, hashes.buf,
-               n_columns, n_hashes, key.buf, (size_t)key.len, asked.buf, asked.len / 8};
-    outcome o = {PROBE_FALLBACK, "not run", 0, NULL, NULL, NULL, 0, 0, 0, 0};
-    const char *p = PyBytes_AS_STRING(path_obj);
-    Py_BEGIN_ALLOW_THREADS
-    probe_file(p, (int64_t)size, (int64_t)tail_size, &pl, &o);
-    Py_END_ALLOW_THREADS
-    if (o.status == PROBE_OK) {
-        result = Py_BuildValue("(iLy#y#LLL)", PROBE_OK, (long long)o.n_row_groups,
-                               (const char *)o.sizes, (Py_ssize_t)(8 * o.n_row_groups),
-                               (const char *)o.found, (Py_ssize_t)(o.n_row_groups * n_hashes),
-                               (long long)o.reads, (long long)o.bytes_read,
-                               (long long)(o.reads - o.footer_reads));
-    } else if (o.status == PROBE_OTHER_KEY && o.other_key != NULL) {
-        result = Py_BuildValue("(iy#)", PROBE_OTHER_KEY, (const char *)o.other_key,
-                               (Py_ssize_t)o.other_key_len);
-    } else if (o.status == PROBE_OTHER_KEY) {
-        result = Py_BuildValue("(iO)", PROBE_OTHER_KEY, Py_None);
-    } else {
-        result = Py_BuildValue("(is)", PROBE_FALLBACK, o.reason);
-    }
-    free(o.sizes);
-    free(o.found);
-    free(o.other_key);
-release:
     Py_DECREF(path_obj);
     PyBuffer_Release(&key);
     PyBuffer_Release(&paths);
@@ -858,5 +884,111 @@ release:
     PyBuffer_Release(&counts);
     PyBuffer_Release(&hashes);
     PyBuffer_Release(&asked);
+    return result;
+}
+
+/* -- many files, on threads of our own ---------------------------------------------------------- */
+
+typedef struct {
+    const char *const *paths;
+    const int64_t *sizes;
+    int64_t tail_size, n;
+    const plan *pl;
+    outcome *outcomes;
+    int64_t next; /* the next file to take (atomic) */
+} batch;
+
+static void *work(void *arg) {
+    batch *b = arg;
+    for (;;) {
+        int64_t i = __atomic_fetch_add(&b->next, 1, __ATOMIC_RELAXED);
+        if (i >= b->n) break;
+        probe_file(b->paths[i], b->sizes[i], b->tail_size, b->pl, &b->outcomes[i]);
+    }
+    return NULL;
+}
+
+/* probe_local_files(paths, sizes, tail_size, key, paths, path_offsets, types, probe_leaves,
+ *                   hash_counts, hashes, threads) -> [probe_local_file's answer, a file]
+ * Every row group of each file; `threads` threads (this one and threads - 1 of our own,
+ * fewer if they cannot be started) each take the next file when done, without the GIL and
+ * without a Python object: one call for a table's files, where a thread a file taking turns
+ * with the GIL cost more than it saved. */
+PyObject *pb_probe_local_files(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *files;
+    long long tail_size;
+    int threads;
+    Py_buffer sizes, key, paths, offsets, types, leaves, counts, hashes;
+    if (!PyArg_ParseTuple(args, "Oy*Ly*y*y*y*y*y*y*i:probe_local_files", &files, &sizes,
+                          &tail_size, &key, &paths, &offsets, &types, &leaves, &counts, &hashes,
+                          &threads))
+        return NULL;
+    PyObject *result = NULL, *seq = NULL, **names = NULL;
+    const char **cpaths = NULL;
+    outcome *outcomes = NULL;
+    Py_ssize_t n = 0, made = 0;
+    plan pl;
+    if (!plan_from(&pl, "probe_local_files", &key, &paths, &offsets, &types, &leaves, &counts,
+                   &hashes, tail_size))
+        goto release;
+    seq = PySequence_Fast(files, "probe_local_files: paths must be a sequence");
+    if (seq == NULL) goto release;
+    n = PySequence_Fast_GET_SIZE(seq);
+    if (sizes.len != 8 * n) {
+        PyErr_SetString(PyExc_ValueError, "probe_local_files: one size a path");
+        goto release;
+    }
+    names = PyMem_Calloc((size_t)(n ? n : 1), sizeof(PyObject *));
+    cpaths = PyMem_Calloc((size_t)(n ? n : 1), sizeof(char *));
+    outcomes = PyMem_Calloc((size_t)(n ? n : 1), sizeof(outcome));
+    if (names == NULL || cpaths == NULL || outcomes == NULL) {
+        PyErr_NoMemory();
+        goto release;
+    }
+    for (; made < n; made++) {
+        if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, made), &names[made])) goto release;
+        cpaths[made] = PyBytes_AS_STRING(names[made]);
+        outcomes[made] = NOT_RUN;
+    }
+    batch b = {cpaths, sizes.buf, (int64_t)tail_size, (int64_t)n, &pl, outcomes, 0};
+    Py_BEGIN_ALLOW_THREADS
+#if HAVE_PREAD
+    pthread_t helpers[64];
+    int started = 0;
+    for (int t = 1; t < threads && t < 64 && t < n; t++)
+        if (pthread_create(&helpers[started], NULL, work, &b) == 0) started++;
+    work(&b);
+    for (int t = 0; t < started; t++) pthread_join(helpers[t], NULL);
+#else
+    work(&b);
+#endif
+    Py_END_ALLOW_THREADS
+    result = PyList_New(n);
+    for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
+        PyObject *one = answer(&outcomes[i], pl.n_hashes);
+        if (one == NULL) Py_CLEAR(result);
+        else PyList_SET_ITEM(result, i, one);
+    }
+release:
+    if (outcomes != NULL)
+        for (Py_ssize_t i = 0; i < n; i++) {
+            free(outcomes[i].sizes);
+            free(outcomes[i].found);
+            free(outcomes[i].other_key);
+        }
+    for (Py_ssize_t i = 0; i < made; i++) Py_XDECREF(names ? names[i] : NULL);
+    PyMem_Free(names);
+    PyMem_Free(cpaths);
+    PyMem_Free(outcomes);
+    Py_XDECREF(seq);
+    PyBuffer_Release(&sizes);
+    PyBuffer_Release(&key);
+    PyBuffer_Release(&paths);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&types);
+    PyBuffer_Release(&leaves);
+    PyBuffer_Release(&counts);
+    PyBuffer_Release(&hashes);
     return result;
 }

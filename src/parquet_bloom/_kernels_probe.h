@@ -4,5 +4,6 @@
 #include <Python.h>
 
 PyObject *pb_probe_local_file(PyObject *module, PyObject *args);
+PyObject *pb_probe_local_files(PyObject *module, PyObject *args);
 
 #endif

@@ -24,6 +24,7 @@ from typing import TypeVar
 __all__ = [
     "BUILD_THREADS",
     "COPY_THREADS",
+    "PROBE_THREADS",
     "READ_THREADS",
     "build_pool",
     "copy_pool",
@@ -54,6 +55,9 @@ COPY_THREADS = 64
 # Threads reading many files' footers and filters at once (the Bloom index's build and its
 # lookups of files it does not know): they wait on the store, so many hide its latency.
 READ_THREADS = 32
+# Threads of the compiled point lookup of many local files (_kernels_probe.c's own, holding no
+# GIL): the work is the CPU's (reads from the page cache, footer walks), one a core, at most 8.
+PROBE_THREADS = min(_cores(), 8)
 
 _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
 _lock = threading.Lock()

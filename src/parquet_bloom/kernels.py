@@ -118,6 +118,24 @@ class Kernels(Protocol):
         headers and blocks read, hashes probed, without the GIL. Its arguments and answers
         are :mod:`parquet_bloom._prune.local_probe`'s."""
 
+    def probe_local_files(
+        self,
+        paths: list[str],
+        sizes: Buffer,
+        tail_size: int,
+        key: Buffer,
+        paths_in_schema: Buffer,
+        path_offsets: Buffer,
+        types: Buffer,
+        probe_leaves: Buffer,
+        hash_counts: Buffer,
+        hashes: Buffer,
+        threads: int,
+        /,
+    ) -> list[tuple[Any, ...]]:
+        """:meth:`probe_local_file` of every row group of many files, on ``threads`` threads
+        of its own, in one call."""
+
 
 def _load() -> Kernels | None:
     if os.environ.get(PURE_PYTHON_VARIABLE, "") not in ("", "0") or sys.byteorder != "little":

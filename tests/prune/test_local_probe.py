@@ -33,16 +33,23 @@ pytestmark = pytest.mark.skipif(not local_probe.available(), reason=kernels_off_
 
 @pytest.fixture
 def answered(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
-    """What the kernel answered, call by call, during the test."""
+    """What the kernel answered, file by file (one file's call or many files' in one), during
+    the test."""
     calls: list[Any] = []
-    probe = local_probe.probe
+    probe, probe_many = local_probe.probe, local_probe.probe_many
 
-    def recorded(*args: Any) -> Any:
+    def one(*args: Any) -> Any:
         got = probe(*args)
         calls.append(got)
         return got
 
-    monkeypatch.setattr(local_probe, "probe", recorded)
+    def many(*args: Any) -> Any:
+        got = probe_many(*args)
+        calls.extend(got)
+        return got
+
+    monkeypatch.setattr(local_probe, "probe", one)
+    monkeypatch.setattr(local_probe, "probe_many", many)
     yield calls
 
 
@@ -436,24 +443,32 @@ def test_a_plan_that_does_not_fit_its_buffers_is_refused(ids: Path) -> None:
     assert isinstance(one, local_probe.Probed) and one.found[:5] == bytes([2] * 5)
 
 
-def test_local_files_go_two_at_a_time_only_where_the_kernel_takes_them(
+def test_local_files_go_to_one_compiled_call_only_where_the_kernel_takes_them(
     ids: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Threads pay for local files only when the kernel, which holds no GIL, prunes them: a
-    tree it cannot take (too many hashes on a column) is pruned in the calling thread."""
+    """The files after the first (whose Python path makes the plan) go to one call of the
+    kernel, on threads of its own; a tree it cannot take (too many hashes on a column) is
+    pruned one file after another in the calling thread, as threads of the Python path would
+    only take turns holding the GIL."""
     from parquet_bloom._prune import dataset as pruning
 
+    calls: list[tuple[int, int]] = []
+    many = local_probe.probe_many
+
+    def recorded(paths: Any, sizes: Any, tail: int, plan: Any, threads: int) -> Any:
+        calls.append((len(paths), threads))
+        return many(paths, sizes, tail, plan, threads)
+
     pools: list[int] = []
-    pool = pruning.prune_pool
-    monkeypatch.setattr(pruning, "prune_pool", lambda n: pools.append(n) or pool(n))
+    monkeypatch.setattr(local_probe, "probe_many", recorded)
+    monkeypatch.setattr(pruning, "prune_pool", lambda n: pools.append(n))
     pb.prune(ds.dataset(ids), pc.field("id") == 4)
-    assert pools == [pruning.COMPILED_LOCAL_MAX_WORKERS]
-    pools.clear()
+    assert calls == [(5, pruning.PROBE_THREADS)] and pools == []
+    calls.clear()
     pb.prune(ds.dataset(ids), pc.field("id").isin(list(range(0, 18000, 500))))
-    assert pools == []
-
-
-# -- footers fastbinary (thrift's C decoder, the Python path's) reads otherwise ----------------
+    assert calls == [] and pools == []
+    pb.prune(ds.dataset(ids), pc.field("id") == 4, max_workers=3)
+    assert calls == [(5, 3)]
 
 
 def _with_first_chunk_field(source: Path, target: Path, field: bytes) -> None:
@@ -560,3 +575,44 @@ def test_a_plans_buffers_cannot_change_while_the_kernel_reads_them(ids: Path) ->
     for array in arrays:
         with pytest.raises(ValueError, match="read-only"):
             array[0] = 7
+
+
+@pytest.mark.parametrize("threads", [0, 1, 2, 7])
+def test_many_files_in_one_call_answer_as_one_file_a_call(
+    ids: Path, tmp_path: Path, threads: int
+) -> None:
+    plan, _ = _plan_of(ids / "f0.parquet", pc.field("id").isin([5, 4000, 9999]))
+    shutil.copy(ids / "f1.parquet", tmp_path / "cut.parquet")
+    cut = (tmp_path / "cut.parquet").read_bytes()
+    (tmp_path / "cut.parquet").write_bytes(cut[: len(cut) // 3])
+    paths = [str(p) for p in sorted(ids.glob("*.parquet"))]
+    paths += [str(tmp_path / "cut.parquet"), str(tmp_path / "missing.parquet")]
+    sizes = [None] * len(paths)
+    sizes[2] = (ids / "f2.parquet").stat().st_size
+    many = local_probe.probe_many(paths, sizes, 65536, plan, threads)
+    assert many == [local_probe.probe(p, s, 65536, plan) for p, s in zip(paths, sizes, strict=True)]
+    assert [isinstance(a, local_probe.Probed) for a in many] == [True] * 6 + [False] * 2
+
+
+def test_many_files_need_a_size_each_and_paths(ids: Path) -> None:
+    plan, _ = _plan_of(ids / "f0.parquet", pc.field("id") == 1)
+    compiled: Any = kernels.compiled
+    args = (plan.key, plan.paths, plan.path_offsets, plan.types, plan.probe_leaves)
+    path = str(ids / "f0.parquet")
+    sizes = np.array([-1], dtype=np.int64)
+    with pytest.raises(ValueError, match="one size a path"):
+        compiled.probe_local_files(
+            [path, path], sizes, 65536, *args, plan.hash_counts, plan.hashes, 2
+        )
+    with pytest.raises(TypeError):
+        compiled.probe_local_files(7, sizes, 65536, *args, plan.hash_counts, plan.hashes, 2)
+    with pytest.raises(TypeError):
+        compiled.probe_local_files([7], sizes, 65536, *args, plan.hash_counts, plan.hashes, 2)
+    with pytest.raises(ValueError, match="inconsistent"):
+        compiled.probe_local_files(
+            [path], sizes, 65536, *args, plan.hash_counts, plan.hashes[:0], 2
+        )
+    assert (
+        compiled.probe_local_files([], sizes[:0], 65536, *args, plan.hash_counts, plan.hashes, 2)
+        == []
+    )

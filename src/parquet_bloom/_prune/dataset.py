@@ -51,7 +51,7 @@ from parquet_bloom._prune.probes import FilePruning, Probing, physical_schema
 from parquet_bloom._prune.report import FileCost, PruneReport, PruneResult
 from parquet_bloom._reader import BloomFilterReader, BloomFilterWarning
 from parquet_bloom._tables.directories import list_live_files
-from parquet_bloom._threads import prune_pool, shared_map
+from parquet_bloom._threads import PROBE_THREADS, prune_pool, shared_map
 from parquet_bloom.errors import BloomFilterError, FileReadError
 
 # Files pruned at once. Pruning waits on requests (one a file, mostly), so more threads than
@@ -63,9 +63,8 @@ DEFAULT_MAX_WORKERS = 16
 # reads take microseconds from the page cache, the rest is Python holding the GIL, and threads
 # only handed it to each other (docs/performance.md, "The point lookup without an index").
 LOCAL_MAX_WORKERS = 1
-# ... unless the compiled point lookup takes them (parquet_bloom._prune.local_probe): it holds no
-# GIL, so two threads prune two files at once.
-COMPILED_LOCAL_MAX_WORKERS = 2
+# ... unless the compiled point lookup takes them (parquet_bloom._prune.local_probe): then one
+# call prunes them, on threads of its own that hold no GIL (_threads.PROBE_THREADS).
 
 
 # -- pruning ---------------------------------------------------------------------------------
@@ -313,23 +312,23 @@ def _prune_files(
             return done
         return _prune_fragment(fragment, probing, reader_filesystem, reading)
 
-    first: list[_Outcome] = []
-    if max_workers is None and reader_filesystem is not None:
-        max_workers = DEFAULT_MAX_WORKERS
-    elif max_workers is None:
-        # Local files: the first in this thread (the Python path, which makes the compiled
-        # lookup's plan), then the others two at a time where the kernel takes them, else
-        # one after another (threads would only take turns holding the GIL).
-        first = [pruned_file(f) for f in probed[:1]]
-        plan = compiled and probing.plan is not None
-        max_workers = COMPILED_LOCAL_MAX_WORKERS if plan else LOCAL_MAX_WORKERS
-    rest = probed[len(first) :]
     done: Iterator[_Outcome]
-    if max_workers == 1 or len(rest) <= 1:
-        done = itertools.chain(first, map(pruned_file, rest))
+    first = [pruned_file(f) for f in probed[:1]] if compiled else []  # makes the kernel's plan
+    rest = probed[len(first) :]
+    if compiled and probing.plan is not None:
+        threads = PROBE_THREADS if max_workers is None else max_workers
+        done = itertools.chain(first, _prune_many(rest, probing, reading, threads))
     else:
-        pool = prune_pool(max_workers)
-        done = itertools.chain(first, shared_map(pruned_file, rest, pool, max_workers))
+        if max_workers is None:
+            # Local files one after another: threads would only take turns holding the GIL.
+            max_workers = (
+                DEFAULT_MAX_WORKERS if reader_filesystem is not None else LOCAL_MAX_WORKERS
+            )
+        if max_workers == 1 or len(rest) <= 1:
+            done = itertools.chain(first, map(pruned_file, rest))
+        else:
+            pool = prune_pool(max_workers)
+            done = itertools.chain(first, shared_map(pruned_file, rest, pool, max_workers))
     outcomes = [decided[i] if i in decided else next(done) for i in range(len(fragments))]
     for i in narrowed:  # narrowed by the index, then by the file's own filters
         outcomes[i] = replace(outcomes[i], report=replace(outcomes[i].report, index_files=1))
@@ -555,6 +554,54 @@ def _kept(
     return _Outcome(subset, report, problem)
 
 
+def _prune_many(
+    fragments: Sequence[ds.ParquetFileFragment],
+    probing: Probing,
+    reading: _Reading,
+    threads: int,
+) -> list[_Outcome]:
+    """:func:`_prune_fragment` of local files, those of whole files in one call of the
+    compiled point lookup on ``threads`` threads (:func:`local_probe.probe_many`), a file it
+    does not answer for as :func:`_prune_compiled` or the Python path prunes it."""
+    plan = probing.plan
+    assert plan is not None
+    tail_size = FOOTER_READ_SIZE if reading.tail_size is None else reading.tail_size
+    whole = [
+        i
+        for i, f in enumerate(fragments)
+        if type(tail_size) is int and _compiled_may_take(f, probing)
+        and _fragment_row_groups(f) is None
+    ]  # fmt: skip
+    paths = [fragments[i].path for i in whole]
+    sizes = [reading.sizes.get(path) for path in paths]
+    answers = local_probe.probe_many(paths, sizes, tail_size, plan, threads) if whole else []
+    out: dict[int, _Outcome] = {}
+    python: set[int] = set()
+    for i, size, got in zip(whole, sizes, answers, strict=True):
+        if isinstance(got, local_probe.Probed):
+            outcome = _compiled_outcome(fragments[i], probing, plan, got, None, size)
+            if outcome is not None:
+                out[i] = outcome
+        elif got is None:
+            python.add(i)  # not the kernel's: the Python path's, not asked again
+    return [
+        out[i]
+        if i in out
+        else _prune_fragment(f, probing, None, reading)
+        if i in python
+        else _prune_compiled(f, probing, reading) or _prune_fragment(f, probing, None, reading)
+        for i, f in enumerate(fragments)
+    ]
+
+
+def _compiled_may_take(fragment: ds.ParquetFileFragment, probing: Probing) -> bool:
+    """Whether the compiled lookup may prune ``fragment``: a file, whose columns probed are
+    not all partition keys (:func:`_prune_fragment` reads nothing then)."""
+    if fragment.buffer is not None:
+        return False
+    return not probing.columns <= ds.get_partition_keys(fragment.partition_expression).keys()
+
+
 def _prune_compiled(
     fragment: ds.ParquetFileFragment, probing: Probing, reading: _Reading
 ) -> _Outcome | None:
@@ -563,10 +610,8 @@ def _prune_compiled(
     kernel cannot answer (the Python path then reads the file)."""
     plan = probing.plan
     tail_size = FOOTER_READ_SIZE if reading.tail_size is None else reading.tail_size
-    if plan is None or fragment.buffer is not None or type(tail_size) is not int:
+    if plan is None or type(tail_size) is not int or not _compiled_may_take(fragment, probing):
         return None
-    if probing.columns <= ds.get_partition_keys(fragment.partition_expression).keys():
-        return None  # only partition keys: _prune_fragment reads nothing
     size = reading.sizes.get(fragment.path)
     asked = _fragment_row_groups(fragment)
     unique = None if asked is None else list(dict.fromkeys(asked))
@@ -579,11 +624,26 @@ def _prune_compiled(
         got = local_probe.probe(fragment.path, size, tail_size, plan, unique)
     if not isinstance(got, local_probe.Probed):
         return None  # the Python path's, a row group asked that the footer lacks too
+    return _compiled_outcome(fragment, probing, plan, got, unique, size)
+
+
+def _compiled_outcome(
+    fragment: ds.ParquetFileFragment,
+    probing: Probing,
+    plan: local_probe.Plan,
+    got: local_probe.Probed,
+    unique: list[int] | None,
+    size: int | None,
+) -> _Outcome | None:
+    """The outcome of ``fragment`` (its row groups ``unique``, None for all) from the kernel's
+    answers ``got``; None when a row group asked is not in the footer (the Python path's)."""
     sizes = got.sizes
     ids: Sequence[int] = range(len(sizes)) if unique is None else unique
+    if any(not 0 <= rg < len(sizes) for rg in ids):
+        return None
     keep = local_probe.might_match(probing.tree, plan, got.found, ids)
     kept = [rg for rg, k in zip(ids, keep, strict=True) if k]
-    compressed = sum(sizes) if asked is None else sum(sizes[rg] for rg in ids)
+    compressed = sum(sizes) if unique is None else sum(sizes[rg] for rg in ids)
     report = _counted_report(
         fragment.path,
         got.reads,

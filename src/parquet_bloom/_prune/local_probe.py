@@ -163,6 +163,41 @@ def probe(
         plan.hashes,
         _NO_ROW_GROUPS if row_groups is None else np.asarray(row_groups, dtype=np.int64),
     )
+    return _answer(got)
+
+
+def probe_many(
+    paths: Sequence[str], sizes: Sequence[int | None], tail_size: int, plan: Plan, threads: int
+) -> list[Probed | bytes | None]:
+    """:func:`probe` of every row group of each of ``paths`` (of ``sizes`` bytes, None where
+    not known), in one call: ``threads`` threads take the next file when done, without the
+    GIL (a Python thread a file, taking turns with the GIL at each, cost more than it saved)."""
+    compiled = kernels.compiled
+    assert compiled is not None  # available() was asked first
+    known = [-1 if size is None else size for size in sizes]
+    unfit = [i for i, size in enumerate(known) if not -1 <= size < 2**63]
+    for i in unfit:  # sizes no file has: the Python path refuses them, located
+        known[i] = -1
+    answers = compiled.probe_local_files(
+        list(paths),
+        np.array(known, dtype=np.int64),
+        min(tail_size, _LONGEST_TAIL),
+        plan.key,
+        plan.paths,
+        plan.path_offsets,
+        plan.types,
+        plan.probe_leaves,
+        plan.hash_counts,
+        plan.hashes,
+        threads,
+    )
+    got = [_answer(a) for a in answers]
+    for i in unfit:
+        got[i] = None
+    return got
+
+
+def _answer(got: tuple[Any, ...]) -> Probed | bytes | None:
     if got[0] == _OTHER_KEY:
         return got[1] if got[1] is not None else None
     if got[0] != _OK:
