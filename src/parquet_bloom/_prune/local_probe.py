@@ -174,10 +174,10 @@ def probe_many(
     GIL (a Python thread a file, taking turns with the GIL at each, cost more than it saved)."""
     compiled = kernels.compiled
     assert compiled is not None  # available() was asked first
-    known = [-1 if size is None else size for size in sizes]
-    unfit = [i for i, size in enumerate(known) if not -1 <= size < 2**63]
-    for i in unfit:  # sizes no file has: the Python path refuses them, located
-        known[i] = -1
+    # Sizes no file has (negative, -1 too, past int64): the Python path refuses them,
+    # located, as probe() leaves them; the call takes -1 for "not known".
+    unfit = {i for i, size in enumerate(sizes) if size is not None and not 0 <= size < 2**63}
+    known = [-1 if size is None or i in unfit else size for i, size in enumerate(sizes)]
     answers = compiled.probe_local_files(
         list(paths),
         np.array(known, dtype=np.int64),
