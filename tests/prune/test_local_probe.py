@@ -628,3 +628,13 @@ def test_a_size_no_file_has_is_the_python_paths_among_many(ids: Path, size: int)
     got = local_probe.probe_many(files, sizes, 65536, plan, 2)
     assert got[0] is None and isinstance(got[1], local_probe.Probed)
     assert got[1] == local_probe.probe(files[1], sizes[1], 65536, plan)
+
+
+def test_many_workers_past_a_c_int_prune_as_one(
+    ids: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A max_workers past a C int (a positive integer prune accepts) is the kernel's threads
+    at most, not an OverflowError."""
+    expression = pc.field("id") == 4321
+    assert_same(monkeypatch, lambda: pb.prune(ds.dataset(ids), expression, max_workers=2**40))
+    assert served(answered) == 5
