@@ -40,9 +40,9 @@ MemberProbe = tuple[str, npt.NDArray[np.uint64], list[int] | None] | None
 _OK, _OTHER_KEY = 0, 1
 _NO_ROW_GROUPS = np.zeros(0, dtype=np.int64)  # every row group
 # The kernel takes a tail size as a C long long; a larger one reads the whole file, as this.
+_LONGEST_TAIL = 2**62
 # The most threads probe_many's call starts (_kernels_probe.c: 64).
 _MOST_THREADS = 64
-_LONGEST_TAIL = 2**62
 
 
 @dataclass(frozen=True)
