@@ -100,10 +100,11 @@ def shared_map(
     """``[function(item) for item in items]``, by ``workers`` threads: the calling thread and
     ``workers - 1`` of ``pool``'s, each taking the next item when it has done one. One task a
     thread, not one an item: a future costs 10-20 us, as much as pruning a local file with
-    the compiled lookup. The first exception raised is raised here, once every thread has
-    stopped taking items."""
+    the compiled lookup. Once every thread has stopped taking items, the error of the first
+    item that failed is raised, as the list comprehension would: items are taken in order and
+    each one taken is done, so every item before it was done too (whichever failed first)."""
     shared = iter(enumerate(items))  # next() on it holds the GIL: each item taken once
-    failed: list[BaseException] = []
+    failed: list[tuple[int, BaseException]] = []
 
     def work() -> list[tuple[int, _R]]:
         done = []
@@ -113,8 +114,8 @@ def shared_map(
             try:
                 done.append((i, function(item)))
             except BaseException as err:
-                failed.append(err)
-                raise
+                failed.append((i, err))
+                break
         return done
 
     helpers = [pool.submit(work) for _ in range(min(workers, len(items)) - 1)]
@@ -125,11 +126,10 @@ def shared_map(
         for helper in helpers:
             try:
                 results += helper.result()
-            except BaseException as err:
-                if not failed:
-                    failed.append(err)
+            except BaseException as err:  # the pool's own (work() raises nothing)
+                failed.append((len(items), err))
     if failed:
-        raise failed[0]
+        raise min(failed, key=lambda f: f[0])[1]
     out: list[_R] = [None] * len(items)  # type: ignore[list-item]
     for i, result in results:
         out[i] = result

@@ -616,3 +616,25 @@ def test_many_files_need_a_size_each_and_paths(ids: Path) -> None:
         compiled.probe_local_files([], sizes[:0], 65536, *args, plan.hash_counts, plan.hashes, 2)
         == []
     )
+
+
+@pytest.mark.parametrize("size", [-5, -1, 2**63])
+def test_a_size_no_file_has_is_the_python_paths_among_many(ids: Path, size: int) -> None:
+    """probe_many as probe: a size no file has (-1 too, which the call uses for "unknown")
+    is the Python path's, the other files' answered."""
+    plan, _ = _plan_of(ids / "f0.parquet", pc.field("id") == 1)
+    files = [str(ids / "f1.parquet"), str(ids / "f2.parquet")]
+    sizes = [size, (ids / "f2.parquet").stat().st_size]
+    got = local_probe.probe_many(files, sizes, 65536, plan, 2)
+    assert got[0] is None and isinstance(got[1], local_probe.Probed)
+    assert got[1] == local_probe.probe(files[1], sizes[1], 65536, plan)
+
+
+def test_many_workers_past_a_c_int_prune_as_one(
+    ids: Path, answered: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A max_workers past a C int (a positive integer prune accepts) is the kernel's threads
+    at most, not an OverflowError."""
+    expression = pc.field("id") == 4321
+    assert_same(monkeypatch, lambda: pb.prune(ds.dataset(ids), expression, max_workers=2**40))
+    assert served(answered) == 5

@@ -93,18 +93,29 @@ def test_a_codec_pyarrow_lacks_is_unsupported_not_corrupt(
         ),
     ],
 )
+@pytest.mark.parametrize("rows", [10_000, build.INLINE_MAX_VALUES - 1])
+@pytest.mark.parametrize("with_filters", [False, True])
 def test_an_undecodable_page_is_a_located_corrupt_file_error(
-    tmp_path: Path, write_options: dict[str, Any], message: str, offset: int | None
+    tmp_path: Path,
+    write_options: dict[str, Any],
+    message: str,
+    offset: int | None,
+    rows: int,
+    with_filters: bool,
 ) -> None:
     # A page header that does not decode is a corrupt source, named with its row group and
-    # column, and no output appears.
+    # column, and no output appears: a chunk built on the build threads or (fewer values) by
+    # the thread writing, its filter asked for when written or first peeked at (an old filter
+    # to compare with, skip_unchanged).
     src, dst = tmp_path / "bad.parquet", tmp_path / "out.parquet"
-    pq.write_table(pa.table({"x": pa.array(range(10_000))}), src, **write_options)
+    if with_filters:
+        write_options = {**write_options, "bloom_filter_options": {"x": {"ndv": 100}}}
+    pq.write_table(pa.table({"x": pa.array(range(rows))}), src, **write_options)
     data = bytearray(src.read_bytes())
     data[len(fmt.MAGIC) : len(fmt.MAGIC) + 64] = b"\xff" * 64  # the first page header
     src.write_bytes(bytes(data))
     with pytest.raises(pb.CorruptFileError, match=message) as info:
-        rewrite_bloom_filters(src, dst, columns=["x"])
+        rewrite_bloom_filters(src, dst, columns=["x"], skip_unchanged=with_filters)
     assert (info.value.row_group, info.value.column, info.value.offset) == (0, "x", offset)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.parquet"]
 

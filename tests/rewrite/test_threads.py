@@ -80,3 +80,30 @@ def test_shared_map_raises_the_first_error_once_every_thread_stopped() -> None:
         _threads.shared_map(fail_at_five, list(range(1000)), pool, 2)
     assert len(calls) < 1000  # the threads stopped taking items after the error
     assert not pool._work_queue.qsize()  # nothing of it left queued
+
+
+def test_shared_map_raises_the_error_of_the_first_item_that_failed_not_the_first_in_time() -> None:
+    """As ``[function(item) for item in items]`` would: the error of the lowest item that
+    failed (every item before it was taken, so done), whichever thread failed first."""
+    import threading
+
+    pool = _threads.prune_pool(3)
+    two_failing, one_failing = threading.Event(), threading.Event()
+
+    def item(x: int) -> int:
+        if x == 2:
+            two_failing.set()
+            raise ValueError("two")
+        if x == 1:
+            two_failing.wait(10)
+            threading.Event().wait(0.05)  # "two" recorded first
+            one_failing.set()
+            raise ValueError("one")
+        one_failing.wait(10)
+        threading.Event().wait(0.05)
+        return x
+
+    for _ in range(3):
+        with pytest.raises(ValueError, match="one"):
+            _threads.shared_map(item, [0, 1, 2], pool, 3)
+        two_failing.clear(), one_failing.clear()

@@ -41,6 +41,8 @@ _OK, _OTHER_KEY = 0, 1
 _NO_ROW_GROUPS = np.zeros(0, dtype=np.int64)  # every row group
 # The kernel takes a tail size as a C long long; a larger one reads the whole file, as this.
 _LONGEST_TAIL = 2**62
+# The most threads probe_many's call starts (_kernels_probe.c: 64).
+_MOST_THREADS = 64
 
 
 @dataclass(frozen=True)
@@ -174,10 +176,10 @@ def probe_many(
     GIL (a Python thread a file, taking turns with the GIL at each, cost more than it saved)."""
     compiled = kernels.compiled
     assert compiled is not None  # available() was asked first
-    known = [-1 if size is None else size for size in sizes]
-    unfit = [i for i, size in enumerate(known) if not -1 <= size < 2**63]
-    for i in unfit:  # sizes no file has: the Python path refuses them, located
-        known[i] = -1
+    # Sizes no file has (negative, -1 too, past int64): the Python path refuses them,
+    # located, as probe() leaves them; the call takes -1 for "not known".
+    unfit = {i for i, size in enumerate(sizes) if size is not None and not 0 <= size < 2**63}
+    known = [-1 if size is None or i in unfit else size for i, size in enumerate(sizes)]
     answers = compiled.probe_local_files(
         list(paths),
         np.array(known, dtype=np.int64),
@@ -189,7 +191,7 @@ def probe_many(
         plan.probe_leaves,
         plan.hash_counts,
         plan.hashes,
-        threads,
+        min(threads, _MOST_THREADS),  # a max_workers past a C int too
     )
     got = [_answer(a) for a in answers]
     for i in unfit:
