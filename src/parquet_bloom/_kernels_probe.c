@@ -819,6 +819,13 @@ static int plan_from(plan *pl, const char *name, Py_buffer *key, Py_buffer *path
     return 1;
 }
 
+/* The plan's buffers released (every path out of the two functions below). */
+static void release_plan(Py_buffer *key, Py_buffer *paths, Py_buffer *offsets, Py_buffer *types,
+                         Py_buffer *leaves, Py_buffer *counts, Py_buffer *hashes) {
+    Py_buffer *all[] = {key, paths, offsets, types, leaves, counts, hashes};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) PyBuffer_Release(all[i]);
+}
+
 /* One file's answer as Python sees it (see probe_local_file); its buffers freed. */
 static PyObject *answer(outcome *o, int64_t n_hashes) {
     PyObject *result;
@@ -876,13 +883,7 @@ PyObject *pb_probe_local_file(PyObject *module, PyObject *args) {
         result = answer(&o, pl.n_hashes);
     }
     Py_DECREF(path_obj);
-    PyBuffer_Release(&key);
-    PyBuffer_Release(&paths);
-    PyBuffer_Release(&offsets);
-    PyBuffer_Release(&types);
-    PyBuffer_Release(&leaves);
-    PyBuffer_Release(&counts);
-    PyBuffer_Release(&hashes);
+    release_plan(&key, &paths, &offsets, &types, &leaves, &counts, &hashes);
     PyBuffer_Release(&asked);
     return result;
 }
@@ -983,12 +984,6 @@ release:
     PyMem_Free(outcomes);
     Py_XDECREF(seq);
     PyBuffer_Release(&sizes);
-    PyBuffer_Release(&key);
-    PyBuffer_Release(&paths);
-    PyBuffer_Release(&offsets);
-    PyBuffer_Release(&types);
-    PyBuffer_Release(&leaves);
-    PyBuffer_Release(&counts);
-    PyBuffer_Release(&hashes);
+    release_plan(&key, &paths, &offsets, &types, &leaves, &counts, &hashes);
     return result;
 }

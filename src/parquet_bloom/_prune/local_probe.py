@@ -38,6 +38,7 @@ from parquet_bloom._prune.expression import And, Equal, IsIn, Node, Or
 MemberProbe = tuple[str, npt.NDArray[np.uint64], list[int] | None] | None
 
 _OK, _OTHER_KEY = 0, 1
+_Array = npt.NDArray[Any]
 _NO_ROW_GROUPS = np.zeros(0, dtype=np.int64)  # every row group
 # The kernel takes a tail size as a C long long; a larger one reads the whole file, as this.
 _LONGEST_TAIL = 2**62
@@ -59,6 +60,15 @@ class Plan:
     hash_counts: npt.NDArray[np.int32]
     hashes: npt.NDArray[np.uint64]
     members: dict[int, tuple[int, ...]]  # by id of the member: its hashes' positions
+
+    def buffers(
+        self,
+    ) -> tuple[bytes, bytes, _Array, _Array, _Array, _Array, _Array]:
+        """The kernel's arguments from the schema key to the hashes, in its order."""
+        return (
+            self.key, self.paths, self.path_offsets, self.types, self.probe_leaves,
+            self.hash_counts, self.hashes,
+        )  # fmt: skip
 
 
 def make_plan(
@@ -150,19 +160,13 @@ def probe(
     tell), or None when the Python path is to read the file."""
     compiled = kernels.compiled
     assert compiled is not None  # available() was asked first
-    if size is not None and not 0 <= size < 2**63:
+    if not _fits(size):
         return None  # a table's log says so: the Python path refuses it, located
     got = compiled.probe_local_file(
         path,
         -1 if size is None else size,
         min(tail_size, _LONGEST_TAIL),
-        plan.key,
-        plan.paths,
-        plan.path_offsets,
-        plan.types,
-        plan.probe_leaves,
-        plan.hash_counts,
-        plan.hashes,
+        *plan.buffers(),
         _NO_ROW_GROUPS if row_groups is None else np.asarray(row_groups, dtype=np.int64),
     )
     return _answer(got)
@@ -178,25 +182,24 @@ def probe_many(
     assert compiled is not None  # available() was asked first
     # Sizes no file has (negative, -1 too, past int64): the Python path refuses them,
     # located, as probe() leaves them; the call takes -1 for "not known".
-    unfit = {i for i, size in enumerate(sizes) if size is not None and not 0 <= size < 2**63}
+    unfit = {i for i, size in enumerate(sizes) if not _fits(size)}
     known = [-1 if size is None or i in unfit else size for i, size in enumerate(sizes)]
     answers = compiled.probe_local_files(
         list(paths),
         np.array(known, dtype=np.int64),
         min(tail_size, _LONGEST_TAIL),
-        plan.key,
-        plan.paths,
-        plan.path_offsets,
-        plan.types,
-        plan.probe_leaves,
-        plan.hash_counts,
-        plan.hashes,
+        *plan.buffers(),
         min(threads, _MOST_THREADS),  # a max_workers past a C int too
     )
     got = [_answer(a) for a in answers]
     for i in unfit:
         got[i] = None
     return got
+
+
+def _fits(size: int | None) -> bool:
+    """Whether ``size`` (None: not known) is one a file can have, as the kernel takes it."""
+    return size is None or 0 <= size < 2**63
 
 
 def _answer(got: tuple[Any, ...]) -> Probed | bytes | None:

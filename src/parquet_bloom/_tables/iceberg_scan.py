@@ -94,6 +94,8 @@ _CAN_MOVE_DELETES = callable(getattr(ArrowScan, _DELETES_HOOK, None))
 
 # What pyiceberg raises when it cannot project or translate a file's schema; its own scan of
 # that file raises the same, so the file is kept whole here and the scan reports the problem.
+# NotImplementedError is pyiceberg's own, for a type or promotion it does not support: caught,
+# not raised, here (no code of ours is unfinished).
 _PROJECTION_ERRORS = (ValueError, TypeError, KeyError, NotImplementedError, pa.ArrowException)
 # The default row filter: every row (an arrow_filter alone).
 _EVERY_ROW = AlwaysTrue()
