@@ -87,16 +87,15 @@ def test_a_chunk_s_page_aads_match_the_reference(
     file_aad: bytes, rg: int, col: int, pages: list[int]
 ) -> None:
     """The AADs a chunk's page walk uses (``PageAads``): the dictionary page's fixed, each data
-    page's header then body written in place, whatever page came before."""
+    page's header and body made from its ordinal, whatever page came before."""
     aads = cipher.PageAads(file_aad, rg, col)
-    assert aads.dictionary_header == reference.aad(
-        file_aad, cipher.DICTIONARY_PAGE_HEADER, rg, col, None
+    assert aads.dictionary == (
+        reference.aad(file_aad, cipher.DICTIONARY_PAGE_HEADER, rg, col, None),
+        reference.aad(file_aad, cipher.DICTIONARY_PAGE, rg, col, None),
     )
-    assert aads.dictionary_page == reference.aad(file_aad, cipher.DICTIONARY_PAGE, rg, col, None)
     for page in pages:
-        header = bytes(aads.page_header(page))
+        header, body = aads.data_page(page)
         assert header == reference.aad(file_aad, cipher.DATA_PAGE_HEADER, rg, col, page)
-        body = bytes(aads.page_body())
         assert body == reference.aad(file_aad, cipher.DATA_PAGE, rg, col, page)
 
 
@@ -107,4 +106,4 @@ def test_a_chunk_s_page_aads_are_checked_as_module_aad_checks_them() -> None:
         cipher.PageAads(b"aad", -1, 0)
     aads = cipher.PageAads(b"aad", 0, 0)
     with pytest.raises(DecryptionError, match="page ordinal 32768"):
-        aads.page_header(0x8000)
+        aads.data_page(0x8000)

@@ -140,37 +140,65 @@ def test_a_length_prefix_claiming_past_the_chunk(tmp_path: Path, which: int) -> 
     assert err.value.offset == page and err.value.column == "a"
 
 
-def test_module_opened_in_place_matches_the_spec() -> None:
-    """``Gcm.open_at`` and ``Gcm.seal_into`` against AES-GCM straight from ``cryptography``:
-    a module sealed in place decrypts as the spec lays it out, and back; cut or lying
-    lengths are refused before decryption."""
+def test_modules_sealed_and_opened_in_place_match_the_spec() -> None:
+    """``Gcm.seal_pair``, ``Gcm.open_pair`` and ``Gcm.open_at`` against AES-GCM straight from
+    ``cryptography``: two modules sealed in place lie as the spec lays them out and decrypt
+    back, in one call or one by one; cut or lying lengths and wrong AADs are refused, by
+    ``open_pair`` with None (before anything is sliced by a length), by ``open_at`` with
+    what is wrong."""
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     gcm = cipher.Gcm(KEY)
-    aad = cipher.module_aad(b"file", cipher.BLOOM_FILTER_BITSET, 3, 4)
+    first_aad = cipher.module_aad(b"file", cipher.BLOOM_FILTER_HEADER, 3, 4)
+    second_aad = cipher.module_aad(b"file", cipher.BLOOM_FILTER_BITSET, 3, 4)
     plains = [b"", b"x" * 7, bytes(range(256)) * 9]
-    out = bytearray(sum(cipher.sealed_size(len(p)) for p in plains) + 5)
+    for i, first in enumerate(plains):
+        for j, second in enumerate(plains):
+            nonces = bytes([i]) * 12 + bytes([16 + j]) * 12
+            out = gcm.seal_pair(first, first_aad, second, second_aad, nonces)
+            middle = cipher.sealed_size(len(first))
+            assert len(out) == middle + cipher.sealed_size(len(second))
+            for at, end, plain, aad, nonce in (
+                (0, middle, first, first_aad, nonces[:12]),
+                (middle, len(out), second, second_aad, nonces[12:]),
+            ):
+                (length,) = struct.unpack_from("<I", out, at)
+                assert length == end - at - 4 and out[at + 4 : at + 16] == nonce
+                assert AESGCM(KEY).decrypt(nonce, bytes(out[at + 16 : end]), aad) == plain
+            view = memoryview(bytes(out) + b"after")
+            assert gcm.open_pair(view, 0, first_aad, second_aad) == (first, second, len(out))
+            got, at = gcm.open_at(view, 0, first_aad, module_type=cipher.BLOOM_FILTER_HEADER)
+            assert (got, at) == (first, middle)
+            got, at = gcm.open_at(view, at, second_aad, module_type=cipher.BLOOM_FILTER_BITSET)
+            assert (got, at) == (second, len(out))
+            assert gcm.open_pair(view, 0, second_aad, second_aad) is None  # the first's AAD
+            assert gcm.open_pair(view, 0, first_aad, first_aad) is None  # the second's
+            for cut in range(len(out)):  # a chunk ending inside either module
+                assert gcm.open_pair(view[:cut], 0, first_aad, second_aad) is None
+    out = gcm.seal_pair(b"h", first_aad, b"b" * 40, second_aad, bytes(24))
     view = memoryview(out)
-    at = 0
-    for i, plain in enumerate(plains):
-        nonce = bytes([i]) * 12
-        end = gcm.seal_into(view, at, plain, aad, nonce)
-        assert end - at == cipher.sealed_size(len(plain))
-        (length,) = struct.unpack_from("<I", out, at)
-        assert length == end - at - 4 and out[at + 4 : at + 16] == nonce
-        assert AESGCM(KEY).decrypt(nonce, bytes(out[at + 16 : end]), aad) == plain
-        at = end
-    at = 0
-    for plain in plains:
-        got, at = gcm.open_at(view, at, aad, module_type=cipher.BLOOM_FILTER_BITSET)
-        assert got == plain
     with pytest.raises(CorruptFileError, match="truncated"):
-        gcm.open_at(view, len(out) - 3, aad, module_type=cipher.DATA_PAGE)
+        gcm.open_at(view, len(out) - 3, first_aad, module_type=cipher.DATA_PAGE)
     with pytest.raises(CorruptFileError, match="claims"):
-        gcm.open_at(view[: cipher.sealed_size(0) - 1], 0, aad, module_type=cipher.DATA_PAGE)
-    struct.pack_into("<I", out, 0, 27)
-    with pytest.raises(CorruptFileError, match="cannot hold a nonce and a tag"):
-        gcm.open_at(view, 0, aad, module_type=cipher.DATA_PAGE)
+        gcm.open_at(view[: cipher.sealed_size(1) - 1], 0, first_aad, module_type=cipher.DATA_PAGE)
+    for at in (0, cipher.sealed_size(1)):  # either module's length below nonce and tag
+        lying = bytearray(out)
+        struct.pack_into("<I", lying, at, 27)
+        assert gcm.open_pair(memoryview(lying), 0, first_aad, second_aad) is None
+        with pytest.raises(CorruptFileError, match="cannot hold a nonce and a tag"):
+            gcm.open_at(memoryview(lying), at, first_aad, module_type=cipher.DATA_PAGE)
     elsewhere = cipher.module_aad(b"file", cipher.COLUMN_META_DATA, 3, 4)  # another module's
     with pytest.raises(DecryptionError, match="column metadata does not decrypt"):
-        gcm.open_at(view, cipher.sealed_size(0), elsewhere, module_type=cipher.COLUMN_META_DATA)
+        gcm.open_at(view, 0, elsewhere, module_type=cipher.COLUMN_META_DATA)
+
+
+def test_nonces_are_fresh_and_taken_together() -> None:
+    """``Nonces.take``: nonces back to back, never the same twice, across the batches it
+    draws from the OS."""
+    nonces = cipher.Nonces()
+    seen = set()
+    for count in [1, 2] * 700 + [3000]:
+        taken = nonces.take(count)
+        assert len(taken) == 12 * count
+        seen.update(taken[i : i + 12] for i in range(0, len(taken), 12))
+    assert len(seen) == 700 * 3 + 3000

@@ -159,45 +159,40 @@ class FilterAads:
 
 
 _TWO_ORDINALS = struct.Struct("<hh")
+_MODULE_TYPES = {module_type: bytes([module_type]) for module_type in MODULE_NAMES}  # 1 byte
 
 
 class PageAads:
     """The AADs of one column chunk's page modules (4.4.2), for a walk over its pages: its
-    dictionary page's header and body (no page ordinal), made once; its data pages' headers
-    and bodies written in place into one buffer, only the module type and the page ordinal
-    changing from module to module. The row group and column ordinals are checked once, as
-    :func:`module_aad` checks them; each page ordinal when it is written. An AAD a method
-    gives is valid until the next call."""
+    dictionary page's header and body (no page ordinal), made once; each data page's header
+    and body from the parts that do not change, joined once. The row group and column
+    ordinals are checked once, as :func:`module_aad` checks them; each page ordinal when its
+    AADs are made."""
 
-    __slots__ = ("_at", "_page", "dictionary_header", "dictionary_page")
+    __slots__ = ("_data_header", "_data_page", "dictionary")
 
     def __init__(self, file_aad: bytes, row_group: int, column: int) -> None:
         if not (0 <= row_group <= _ORDINAL_MAX and 0 <= column <= _ORDINAL_MAX):
             module_aad(file_aad, DATA_PAGE_HEADER, row_group, column, 0)  # raises what is wrong
-        two = _TYPE_AND_TWO_ORDINALS.pack
-        self.dictionary_header = file_aad + two(DICTIONARY_PAGE_HEADER, row_group, column)
-        self.dictionary_page = file_aad + two(DICTIONARY_PAGE, row_group, column)
-        self._page = bytearray(file_aad)
-        self._page += _TYPE_AND_THREE_ORDINALS.pack(DATA_PAGE_HEADER, row_group, column, 0)
-        self._at = len(file_aad)
+        ordinals = _TWO_ORDINALS.pack(row_group, column)
+        # (header, body) of the dictionary page
+        self.dictionary = (
+            file_aad + _MODULE_TYPES[DICTIONARY_PAGE_HEADER] + ordinals,
+            file_aad + _MODULE_TYPES[DICTIONARY_PAGE] + ordinals,
+        )
+        self._data_header = file_aad + _MODULE_TYPES[DATA_PAGE_HEADER] + ordinals
+        self._data_page = file_aad + _MODULE_TYPES[DATA_PAGE] + ordinals
 
-    def page_header(self, ordinal: int) -> bytearray:
-        """The AAD of the header of data page ``ordinal`` (the chunk's data pages from 0)."""
+    def data_page(self, ordinal: int) -> tuple[bytes, bytes]:
+        """The AADs of the header and the body of data page ``ordinal`` (the chunk's data
+        pages from 0)."""
         if not 0 <= ordinal <= _ORDINAL_MAX:
             module_aad(b"", DATA_PAGE_HEADER, 0, 0, ordinal)  # raises what is wrong
-        self._page[self._at] = DATA_PAGE_HEADER
-        _ORDINAL.pack_into(self._page, self._at + _PAGE_ORDINAL_AT, ordinal)
-        return self._page
-
-    def page_body(self) -> bytearray:
-        """The AAD of the body of the data page whose header's AAD :meth:`page_header` gave
-        last (the same ordinals)."""
-        self._page[self._at] = DATA_PAGE
-        return self._page
+        page = _ORDINAL.pack(ordinal)
+        return self._data_header + page, self._data_page + page
 
 
 _ORDINAL = struct.Struct("<h")
-_PAGE_ORDINAL_AT = _TYPE_AND_TWO_ORDINALS.size  # after the type and two ordinals
 
 
 def check_key(key: Any, what: str) -> bytes:
@@ -327,25 +322,62 @@ class Gcm:
             raise _refused(module_type) from None
         return plain, end
 
-    def seal_into(
-        self,
-        out: memoryview,
-        at: int,
-        plain: bytes | memoryview,
-        aad: bytes | bytearray,
-        nonce: bytes,
-    ) -> int:
-        """:meth:`seal` written into ``out`` at ``at`` (which has :func:`sealed_size` bytes
-        there for it), the ciphertext encrypted in place rather than copied; returns where
-        the module ends."""
-        size = len(plain)
+    def open_pair(
+        self, data: memoryview, at: int, first_aad: bytes, second_aad: bytes
+    ) -> tuple[bytes, bytes, int] | None:
+        """The two GCM modules serialized one after the other at ``at`` in ``data`` (a page's
+        header and body), decrypted, and where the next module begins; None when either is
+        cut, claims more bytes than ``data`` holds after it (checked before anything is sliced
+        by it) or fails its tag: the caller then opens them one by one with :meth:`open_at`,
+        which says which and why. A page in one call and no Python between its two modules."""
+        end = len(data)
         start = at + LENGTH_SIZE
-        body = start + NONCE_SIZE
-        end = body + size + TAG_SIZE
-        _LENGTH.pack_into(out, at, NONCE_SIZE + size + TAG_SIZE)
-        out[start:body] = nonce
-        self._aead.encrypt_into(nonce, plain, aad, out[body:end])
-        return end
+        if start > end:
+            return None
+        (length,) = _LENGTH.unpack_from(data, at)
+        middle = start + length
+        second = middle + LENGTH_SIZE
+        if length < GCM_OVERHEAD or second > end:
+            return None
+        (length,) = _LENGTH.unpack_from(data, middle)
+        stop = second + length
+        if length < GCM_OVERHEAD or stop > end:
+            return None
+        decrypt = self._aead.decrypt
+        try:
+            first = decrypt(
+                data[start : start + NONCE_SIZE], data[start + NONCE_SIZE : middle], first_aad
+            )
+            last = decrypt(
+                data[second : second + NONCE_SIZE], data[second + NONCE_SIZE : stop], second_aad
+            )
+        except _invalid_tag():
+            return None
+        return first, last, stop
+
+    def seal_pair(
+        self,
+        first: bytes | memoryview,
+        first_aad: bytes,
+        second: bytes | memoryview,
+        second_aad: bytes,
+        nonces: bytes,
+    ) -> memoryview:
+        """Two modules (:meth:`seal`) one after the other in one buffer, each encrypted in
+        place rather than copied: a new Bloom filter's header and bitset. ``nonces``: two
+        fresh nonces, back to back (:meth:`Nonces.take`)."""
+        size = len(first)
+        middle = LENGTH_SIZE + GCM_OVERHEAD + size  # sealed_size(size)
+        out = bytearray(middle + LENGTH_SIZE + GCM_OVERHEAD + len(second))
+        view = memoryview(out)
+        encrypt = self._aead.encrypt_into
+        nonce = nonces[:NONCE_SIZE]
+        _SEALED_HEAD.pack_into(out, 0, NONCE_SIZE + size + TAG_SIZE, nonce)
+        encrypt(nonce, first, first_aad, view[LENGTH_SIZE + NONCE_SIZE : middle])
+        nonce = nonces[NONCE_SIZE : 2 * NONCE_SIZE]
+        _SEALED_HEAD.pack_into(out, middle, NONCE_SIZE + len(second) + TAG_SIZE, nonce)
+        encrypt(nonce, second, second_aad, view[middle + LENGTH_SIZE + NONCE_SIZE :])
+        return view
 
     def seal(self, plain: bytes | memoryview, aad: bytes, nonce: bytes) -> bytes:
         """One module as 5.1 serializes it, ``length | nonce | ciphertext | tag``, under
@@ -355,6 +387,7 @@ class Gcm:
 
 
 _LENGTH = struct.Struct("<I")
+_SEALED_HEAD = struct.Struct("<I12s")  # a GCM module's length prefix and nonce (5.1)
 
 
 def sealed_size(size: int) -> int:
@@ -390,12 +423,17 @@ class Nonces:
         self._at = 0
 
     def __call__(self) -> bytes:
-        if self._at >= len(self._pool):
-            self._pool = os.urandom(NONCE_SIZE * self._BATCH)
+        return self.take(1)
+
+    def take(self, count: int) -> bytes:
+        """``count`` nonces, back to back."""
+        size = NONCE_SIZE * count
+        if self._at + size > len(self._pool):
+            self._pool = os.urandom(NONCE_SIZE * max(count, self._BATCH))
             self._at = 0
         at = self._at
-        self._at = at + NONCE_SIZE
-        return self._pool[at : at + NONCE_SIZE]
+        self._at = at + size
+        return self._pool[at : at + size]
 
 
 def decrypt_gcm(

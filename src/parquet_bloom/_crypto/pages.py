@@ -11,11 +11,17 @@ prefix included (parquet-java's ColumnChunkPageWriter and Arrow C++'s Serialized
 set it after encrypting); the pages handed out here carry their plaintext size instead, so that
 they read as any other chunk's (:func:`parquet_bloom._pages.page_hashes`). Each page is
 decrypted as it is asked for, its header decoded once, its body not copied again.
+
+Under AES_GCM_V1 a page's two modules are opened in one call (:meth:`cipher.Gcm.open_pair`):
+a chunk costs its AES calls and little Python around them. From a page whose modules are not
+whole or do not verify on, they are opened again one by one (:meth:`cipher.Gcm.open_at`),
+which says, located, what is wrong; so are the pages of a chunk under AES_GCM_CTR_V1, whose
+bodies are CTR-encrypted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from parquet_bloom import _format as fmt
@@ -55,59 +61,112 @@ def decrypted_pages(
     dictionary_first: bool,
     base: int = 0,
 ) -> Iterator[tuple[int, Any, bytes]]:
-    """The pages of one encrypted column chunk, decrypted one after the other, ``data`` its
+    """The pages of one encrypted column chunk, decrypted, ``data`` its
     ``total_compressed_size`` bytes from its first page and ``gcm`` its key's AES-GCM: each
     as (its file offset, its PageHeader with the plaintext body size, its plaintext body).
 
     ``dictionary_first``: the footer says the chunk starts with a dictionary page. Errors
     carry the file offset of the page they are about (``base``: the chunk's).
-
-    Each module is opened where it lies in ``data`` (:meth:`cipher.Gcm.open_at`: its length
-    checked, then decrypted from a view), with AADs written in place for this chunk
-    (:class:`cipher.PageAads`): a chunk costs its AES calls and little Python around them.
     """
     view = memoryview(data)
-    end = len(view)
-    ctr = algorithm == "AES_GCM_CTR_V1"
-    open_at = gcm.open_at
-    parse = fmt.parse_page_header
-    at = 0
-    ordinal = 0
     try:
         aads = cipher.PageAads(file_aad, row_group, column)
     except DecryptionError as err:
         raise DecryptionError(err.reason, module=err.module, offset=base) from None
+    if algorithm == "AES_GCM_CTR_V1":
+        opened = _modules(view, gcm, aads, dictionary_first, base, ctr=True)
+    else:
+        opened = _pairs(view, gcm, aads, dictionary_first, base)
+    return _parsed(opened, dictionary_first, base)
+
+
+def _parsed(
+    opened: Iterable[tuple[int, bytes, bytes]], dictionary_first: bool, base: int
+) -> Iterator[tuple[int, Any, bytes]]:
+    """Each page opened (its offset in the chunk, its header and body decrypted) with its
+    header decoded and checked to be the dictionary page where the footer says it is."""
+    parse = fmt.parse_page_header
+    for page_at, plain, body in opened:
+        try:
+            # parquet-mr 1.14 leaves zero bytes after the header in its module: not read.
+            header, _ = parse(plain)
+        except BloomFilterError as err:
+            raise CorruptFileError(err.reason, offset=base + page_at) from None
+        if (header.type == fmt.PageType.DICTIONARY_PAGE) != (dictionary_first and page_at == 0):
+            raise CorruptFileError(
+                "a dictionary page that is not the chunk's first page, or a first page that is "
+                "not the dictionary page the footer announces",
+                offset=base + page_at,
+            )
+        header.compressed_page_size = len(body)
+        yield base + page_at, header, body
+
+
+def _pairs(
+    view: memoryview, gcm: cipher.Gcm, aads: cipher.PageAads, dictionary_first: bool, base: int
+) -> Iterator[tuple[int, bytes, bytes]]:
+    """Each page's two GCM modules opened in one call (:meth:`cipher.Gcm.open_pair`), as the
+    page is asked for; from a page that call refuses on, module by module."""
+    end = len(view)
+    open_pair = gcm.open_pair
+    at = 0
+    ordinal = 0
+    while at < end:
+        page_at = at
+        dictionary = dictionary_first and page_at == 0
+        try:
+            header_aad, body_aad = aads.dictionary if dictionary else aads.data_page(ordinal)
+        except DecryptionError as err:
+            raise DecryptionError(err.reason, module=err.module, offset=base + page_at) from None
+        opened = open_pair(view, at, header_aad, body_aad)
+        if opened is None:  # opened again module by module, to say what is wrong
+            yield from _modules(
+                view, gcm, aads, dictionary_first, base, ctr=False, at=at, ordinal=ordinal
+            )
+            return
+        plain, body, at = opened
+        yield page_at, plain, body
+        if not dictionary:
+            ordinal += 1
+
+
+def _modules(
+    view: memoryview,
+    gcm: cipher.Gcm,
+    aads: cipher.PageAads,
+    dictionary_first: bool,
+    base: int,
+    *,
+    ctr: bool,
+    at: int = 0,
+    ordinal: int = 0,
+) -> Iterator[tuple[int, bytes, bytes]]:
+    """Each page from ``at`` (data page ``ordinal`` there) on, each module opened by itself
+    (:meth:`cipher.Gcm.open_at`), errors located: page bodies under AES_GCM_CTR_V1, and the
+    pages of a chunk the faster calls refused, to say what is wrong with them."""
+    end = len(view)
+    open_at = gcm.open_at
     while at < end:
         page_at = at
         dictionary = dictionary_first and page_at == 0
         try:
             if dictionary:
-                header_type = cipher.DICTIONARY_PAGE_HEADER
-                plain, at = open_at(view, at, aads.dictionary_header, module_type=header_type)
+                header_aad, body_aad = aads.dictionary
+                header_type, body_type = cipher.DICTIONARY_PAGE_HEADER, cipher.DICTIONARY_PAGE
             else:
-                header_type = cipher.DATA_PAGE_HEADER
-                plain, at = open_at(view, at, aads.page_header(ordinal), module_type=header_type)
-            # parquet-mr 1.14 leaves zero bytes after the header in its module: not read.
-            header, _ = parse(plain)
-            if (header.type == fmt.PageType.DICTIONARY_PAGE) != dictionary:
-                raise CorruptFileError(
-                    "a dictionary page that is not the chunk's first page, or a first page "
-                    "that is not the dictionary page the footer announces"
-                )
-            body_type = cipher.DICTIONARY_PAGE if dictionary else cipher.DATA_PAGE
+                header_aad, body_aad = aads.data_page(ordinal)
+                header_type, body_type = cipher.DATA_PAGE_HEADER, cipher.DATA_PAGE
+            plain, at = open_at(view, at, header_aad, module_type=header_type)
             if ctr:
                 body, at = _ctr_module(view, at, body_type)
                 page_body = cipher.decrypt_ctr(body, gcm.key, module_type=body_type)
-            elif dictionary:
-                page_body, at = open_at(view, at, aads.dictionary_page, module_type=body_type)
             else:
-                page_body, at = open_at(view, at, aads.page_body(), module_type=body_type)
+                page_body, at = open_at(view, at, body_aad, module_type=body_type)
         except DecryptionError as err:
             raise DecryptionError(err.reason, module=err.module, offset=base + page_at) from None
         except BloomFilterError as err:
             raise CorruptFileError(err.reason, offset=base + page_at) from None
-        header.compressed_page_size = len(page_body)
-        yield base + page_at, header, page_body
+        yield page_at, plain, page_body
         if not dictionary:
             ordinal += 1
 

@@ -319,6 +319,9 @@ class FilterBuilds:
         plaintext chunks of a file with an encrypted footer that only pyarrow reads."""
         self._source = source
         self._encrypted = encrypted
+        # The encrypted chunks, by (row group, column index): the rewrite's own dict, asked
+        # directly for each chunk built.
+        self._encrypted_chunks = {} if encrypted is None else encrypted.chunks
         self._targets = targets
         self._leaves = leaves
         self._md = md
@@ -392,7 +395,8 @@ class FilterBuilds:
         try:
             hashes = None
             key = (chunk.row_group, chunk.column_index)
-            if self._encrypted is not None and key in self._encrypted:
+            if key in self._encrypted_chunks:
+                assert self._encrypted is not None
                 leaf = self._leaves[chunk.column_index]
                 hashes = self._encrypted.chunk_hashes(self._source, meta, leaf, key, buffer)
             elif chunk.column_index not in self._arrow_columns:

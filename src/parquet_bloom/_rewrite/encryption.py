@@ -146,6 +146,8 @@ class EncryptedRewrite:
         self._crypto_bytes = crypto_bytes  # the FileCryptoMetaData of an encrypted footer
         self.algorithm = decryptor.algorithm
         self._nonces = cipher.Nonces()  # this rewrite's, for every module it encrypts
+        self._filter_aads = cipher.FilterAads(decryptor.file_aad)
+        self._gcms: dict[bytes, cipher.Gcm] = {}  # by key: asked for at each chunk
         self._nonce_lock = threading.Lock()
         # Each encrypted chunk's key and its row group's AAD ordinal (its column's is its
         # index), by (row group, column index): a tuple of bytes and an int, which the cyclic
@@ -212,19 +214,6 @@ class EncryptedRewrite:
 
     # -- planning ---------------------------------------------------------------------------
 
-    def locate(self, chunk: fmt.ColumnChunkInfo, *, footer_start: int, source: str) -> Any:
-        """An encrypted chunk's old filter (its two modules), by the reader's rules."""
-        found = locate_encrypted_filter(chunk, footer_start=footer_start, source=source)
-        if found is not None and found.length is None:
-            raise UnsupportedFileError(
-                "the encrypted Bloom filter has no bloom_filter_length: its length is in its "
-                "encrypted header, which the rewrite does not read",
-                source=source,
-                row_group=chunk.row_group,
-                column=chunk.path,
-            )
-        return found
-
     def check_cuts(self, md: Any, cuts: list[Splice], source: str) -> None:
         """Refuse cuts that would move the pages of an encrypted chunk with an offset index:
         its page offsets are in an encrypted module this rewrite does not re-encrypt. (Writers
@@ -232,7 +221,7 @@ class EncryptedRewrite:
         group.)"""
         if not cuts:
             return
-        first_cut = min(s.start for s in cuts)
+        first_cut = min([s.start for s in cuts])
         for i, j in self.chunks:
             chunk = md.row_groups[i].columns[j]
             meta = chunk.meta_data
@@ -264,9 +253,6 @@ class EncryptedRewrite:
             else create(self._footer_key, aad_prefix=self._decryptor.keys.aad_prefix)
         )
 
-    def __contains__(self, key: tuple[int, int]) -> bool:
-        return key in self.chunks
-
     def chunk_hashes(
         self, source: ByteSource, meta: Any, leaf: fmt.SchemaLeaf, key: tuple[int, int],
         out: np.ndarray | None,
@@ -276,7 +262,7 @@ class EncryptedRewrite:
         start, size, dictionary_first = chunk_layout(meta)
         decrypted = decrypted_pages(
             source.read_exact(start, size),
-            gcm=self._decryptor.gcm(chunk_key),
+            gcm=self._gcms.get(chunk_key) or self._gcm(chunk_key),
             file_aad=self._decryptor.file_aad,
             algorithm=self.algorithm,
             row_group=ordinal,
@@ -301,18 +287,15 @@ class EncryptedRewrite:
         if found is None:
             return None
         chunk_key, ordinal = found
-        file_aad = self._decryptor.file_aad
-        aad = bytearray(cipher.module_aad(file_aad, cipher.BLOOM_FILTER_HEADER, ordinal, key[1]))
-        gcm = self._decryptor.gcm(chunk_key)
+        header_aad, bitset_aad = self._filter_aads.of(ordinal, key[1])  # 4.4.2
         with self._nonce_lock:
-            header_nonce = self._nonces()
-            bitset_nonce = self._nonces()
-        out = bytearray(cipher.sealed_size(len(header)) + cipher.sealed_size(len(bitset)))
-        view = memoryview(out)
-        at = gcm.seal_into(view, 0, header, aad, header_nonce)
-        aad[len(file_aad)] = cipher.BLOOM_FILTER_BITSET  # the same ordinals (4.4.2)
-        gcm.seal_into(view, at, bitset, aad, bitset_nonce)
-        return view
+            nonces = self._nonces.take(2)
+        gcm = self._gcms.get(chunk_key) or self._gcm(chunk_key)
+        return gcm.seal_pair(header, header_aad, bitset, bitset_aad, nonces)
+
+    def _gcm(self, key: bytes) -> cipher.Gcm:
+        gcm = self._gcms[key] = self._decryptor.gcm(key)
+        return gcm
 
     def _nonce(self) -> bytes:
         with self._nonce_lock:
@@ -367,11 +350,22 @@ def locations(
 ) -> list[FilterLocation]:
     """Where the old filters of an encrypted file lie: the encrypted chunks' by the encrypted
     rules, the others' as in any file."""
-    plain = [c for c in chunks if (c.row_group, c.column_index) not in crypt]
+    encrypted = crypt.chunks
+    plain = [c for c in chunks if (c.row_group, c.column_index) not in encrypted]
     found = filter_locations(plain, footer_start, source)
     for chunk in chunks:
-        if (chunk.row_group, chunk.column_index) in crypt:
-            location = crypt.locate(chunk, footer_start=footer_start, source=source)
-            if location is not None:
-                found.append(location)
+        if (chunk.row_group, chunk.column_index) not in encrypted:
+            continue
+        location = locate_encrypted_filter(chunk, footer_start=footer_start, source=source)
+        if location is None:
+            continue
+        if location.length is None:
+            raise UnsupportedFileError(
+                "the encrypted Bloom filter has no bloom_filter_length: its length is in its "
+                "encrypted header, which the rewrite does not read",
+                source=source,
+                row_group=chunk.row_group,
+                column=chunk.path,
+            )
+        found.append(location)
     return found
