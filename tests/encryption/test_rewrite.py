@@ -387,3 +387,42 @@ def test_a_ctr_page_module_that_claims_too_much(tmp_path: Path) -> None:
         pb.rewrite_bloom_filters(bad, dst, columns=["double_field"], decryption=keys)
     assert err.value.column == "double_field" and err.value.offset == start
     assert not dst.exists()
+
+
+@pytest.mark.parametrize("batch", [1, 2, 256])
+def test_filters_sealed_in_batches_land_where_the_footer_says(
+    batch: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The encrypted rewrite seals and writes its new filters in batches (``SEAL_BATCH_*``):
+    across batch ends, kept filters between new ones, and the plaintext column's filters
+    among the encrypted ones', every filter lands where the new footer says, and is the
+    filter the same rewrite builds for the same rows of a plaintext file."""
+    from parquet_bloom._rewrite import output
+
+    monkeypatch.setattr(output, "SEAL_BATCH_FILTERS", batch)
+    keys = DecryptionKeys.from_kms(InServerWrapKms(pyarrow_files.MASTER_KEYS))
+    plain = tmp_path / "plain.parquet"
+    pq.write_table(pyarrow_files.table(), plain, row_group_size=pyarrow_files.ROW_GROUP)
+    encrypted = pyarrow_files.write(tmp_path / "encrypted.parquet")
+    for step, columns in enumerate((["a", "c"], ["b"], ["a", "b", "c"])):
+        for src, dst, decryption in (
+            (plain, tmp_path / f"plain{step}.parquet", None),
+            (encrypted, tmp_path / f"encrypted{step}.parquet", keys),
+        ):
+            report = pb.rewrite_bloom_filters(src, dst, columns=columns, decryption=decryption)
+            assert report.filters_kept == (6 if step == 1 else 0)
+        plain, encrypted = tmp_path / f"plain{step}.parquet", tmp_path / f"encrypted{step}.parquet"
+        expected = {key: f.to_bytes() for key, f in filters(plain, None).items()}
+        assert {key: f.to_bytes() for key, f in filters(encrypted, keys).items()} == expected
+        assert len(expected) == (9 if step else 6)
+        with pb.BloomFilterReader(encrypted, decryption=keys) as reader:
+            offsets = [
+                c.bloom_filter_offset
+                for rg in range(reader.num_row_groups)
+                for c in reader.row_group(rg)
+                if c.bloom_filter_offset is not None
+            ]
+        assert offsets == sorted(offsets)  # in (row group, column) order, as in any rewrite
+    factory = pe.CryptoFactory(lambda config: InServerWrapKms(pyarrow_files.MASTER_KEYS))
+    props = factory.file_decryption_properties(pe.KmsConnectionConfig())
+    assert pq.read_table(encrypted, decryption_properties=props).equals(pyarrow_files.table())

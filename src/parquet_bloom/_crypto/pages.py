@@ -50,6 +50,14 @@ def _ctr_module(data: memoryview, at: int, module_type: int) -> tuple[memoryview
     return data[start : start + length], start + length
 
 
+# A chunk of at most this many bytes has all its modules opened before any page is decoded:
+# its AES calls one after the other, their code hot in the CPU's caches, rather than between
+# decompressing and hashing pages (docs/performance.md, the encrypted rewrite); its plaintext
+# held at once beside its bytes. A larger chunk is opened page by page, as its pages are asked
+# for.
+OPENED_AT_ONCE = 1024 * 1024
+
+
 def decrypted_pages(
     data: bytes | memoryview,
     *,
@@ -73,8 +81,11 @@ def decrypted_pages(
         aads = cipher.PageAads(file_aad, row_group, column)
     except DecryptionError as err:
         raise DecryptionError(err.reason, module=err.module, offset=base) from None
+    opened: Iterable[tuple[int, bytes, bytes]]
     if algorithm == "AES_GCM_CTR_V1":
         opened = _modules(view, gcm, aads, dictionary_first, base, ctr=True)
+    elif len(view) <= OPENED_AT_ONCE:
+        opened = list(_pairs(view, gcm, aads, dictionary_first, base))
     else:
         opened = _pairs(view, gcm, aads, dictionary_first, base)
     return _parsed(opened, dictionary_first, base)

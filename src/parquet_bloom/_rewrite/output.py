@@ -25,7 +25,8 @@ from parquet_bloom._io.object_sink import ObjectSink, S3Sink, StreamSink
 from parquet_bloom._io.sink import FileSink
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._rewrite.build import FilterBuilds
-from parquet_bloom._rewrite.plan import OldFilter, Relocation
+from parquet_bloom._rewrite.plan import OldFilter, Relocation, serialize_bloom_filter
+from parquet_bloom._sbbf import SplitBlockBloomFilter
 from parquet_bloom._threads import copy_pool
 
 __all__ = ["BodyCopy", "Placements", "Sink", "is_s3", "open_sink", "write_filters", "write_footer"]
@@ -139,6 +140,14 @@ def open_sink(
     return StreamSink(filesystem, path)
 
 
+# An encrypted file's new filters, built then sealed and written in batches of at most this many
+# bytes of bitsets or filters (see write_filters).
+SEAL_BATCH_BYTES = 1024 * 1024
+SEAL_BATCH_FILTERS = 256
+
+Seal = Callable[[tuple[int, int], bytes, memoryview], bytes | memoryview | None]
+
+
 def write_filters(
     sink: Sink,
     source: ByteSource,
@@ -146,33 +155,62 @@ def write_filters(
     builds: FilterBuilds,
     kept: dict[tuple[int, int], OldFilter],
     at: int,
-    seal: Callable[[tuple[int, int], bytes, memoryview], bytes | memoryview | None] | None = None,
+    seal: Seal | None = None,
 ) -> tuple[Placements, list[tuple[int, str, int]]]:
     """Write each chunk's filter at ``at`` on: the one built, else the old one in ``kept``
     (copied from ``source``), else none. Returns where each went and (row group, column,
     num_bytes) of each built one, in file order. ``seal(key, header, bitset)``: a built
-    filter's bytes encrypted, for a chunk of an encrypted column (None: written as it is)."""
+    filter's bytes encrypted, for a chunk of an encrypted column (None: written as it is).
+
+    With ``seal``, built filters are taken in batches (at most :data:`SEAL_BATCH_BYTES` of
+    bitsets or :data:`SEAL_BATCH_FILTERS` filters, a kept filter between them ending one): a
+    batch's filters are all built (a small chunk's when asked for: FilterBuilds.result)
+    before each is sealed and written, rather than each step alternating with the others at
+    every filter, which measured slower (docs/performance.md, the encrypted rewrite).
+    """
     placements: Placements = {}
     written: list[tuple[int, str, int]] = []
+    batch: list[tuple[fmt.ColumnChunkInfo, SplitBlockBloomFilter]] = []
+    batch_bytes = 0
+
+    def seal_batch() -> None:
+        nonlocal at, batch_bytes
+        assert seal is not None
+        for chunk, bloom_filter in batch:
+            one = seal(
+                (chunk.row_group, chunk.column_index),
+                fmt.encode_bloom_filter_header(bloom_filter.num_bytes),
+                bloom_filter.words.data.cast("B"),
+            )
+            if one is None:  # a plaintext column's chunk
+                one = serialize_bloom_filter(bloom_filter)
+            sink.write(one)
+            written.append((chunk.row_group, chunk.path, bloom_filter.num_bytes))
+            placements[(chunk.row_group, chunk.column_index)] = (at, len(one))
+            at += len(one)
+        batch.clear()
+        batch_bytes = 0
+
     for chunk in chunks:
         key = (chunk.row_group, chunk.column_index)
         if key in builds:
             bloom_filter = builds.result(key)
+            if seal is not None:
+                batch.append((chunk, bloom_filter))
+                batch_bytes += bloom_filter.num_bytes
+                if batch_bytes >= SEAL_BATCH_BYTES or len(batch) >= SEAL_BATCH_FILTERS:
+                    seal_batch()
+                continue
             header = fmt.encode_bloom_filter_header(bloom_filter.num_bytes)
-            bitset = bloom_filter.words.data.cast("B")
-            sealed = None if seal is None else seal(key, header, bitset)
-            if sealed is None:
-                # serialize_bloom_filter's bytes, written from the filter's own words.
-                sink.write(header)
-                sink.write(bitset)
-                length = len(header) + bloom_filter.num_bytes
-            else:
-                sink.write(sealed)
-                length = len(sealed)
-            del bitset
+            # serialize_bloom_filter's bytes, written from the filter's own words.
+            sink.write(header)
+            sink.write(bloom_filter.words.data.cast("B"))
+            length = len(header) + bloom_filter.num_bytes
             written.append((chunk.row_group, chunk.path, bloom_filter.num_bytes))
             del bloom_filter
         elif key in kept:
+            if batch:
+                seal_batch()
             old = kept[key]
             sink.copy(source, old.offset, old.offset + old.length)
             length = old.length
@@ -180,6 +218,8 @@ def write_filters(
             continue
         placements[key] = (at, length)
         at += length
+    if batch:
+        seal_batch()
     return placements, written
 
 
