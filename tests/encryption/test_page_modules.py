@@ -12,16 +12,22 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pyarrow.parquet.encryption as pe
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 import parquet_bloom as pb
 from parquet_bloom import DecryptionKeys
-from parquet_bloom._crypto import cipher
-from parquet_bloom.errors import CorruptFileError, DecryptionError
+from parquet_bloom._crypto import cipher, pages
+from parquet_bloom._crypto.pages import OPENED_AT_ONCE, decrypted_pages
+from parquet_bloom._format.page_header import PageHeader, PageType, _tt, encode_page_header
+from parquet_bloom._rewrite import encryption
+from parquet_bloom.errors import CorruptFileError, DecryptionError, UnsupportedFileError
+from tests.encryption import reference
 
 KEY = b"0123456789abcdef"
 ROWS = 4000
@@ -202,3 +208,163 @@ def test_nonces_are_fresh_and_taken_together() -> None:
         assert len(taken) == 12 * count
         seen.update(taken[i : i + 12] for i in range(0, len(taken), 12))
     assert len(seen) == 700 * 3 + 3000
+
+
+def _file_aad(src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> bytes:
+    """The file AAD the rewrite opens ``src``'s pages with."""
+    seen = []
+    original = encryption.decrypted_pages
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs["file_aad"])
+        return original(*args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(encryption, "decrypted_pages", spy)
+        pb.rewrite_bloom_filters(src, tmp_path / "spy.parquet", columns=["a"], decryption=keys())
+    return seen[0]
+
+
+def _resealed(src: Path, dst: Path, file_aad: bytes, plains: dict[int, bytes]) -> Path:
+    """``src`` with module i's plaintext replaced by ``plains[i]`` (same size), sealed again
+    under its own AAD: a file whose modules all verify but whose plaintext is wrong."""
+    data = bytearray(src.read_bytes())
+    for i, (_, at, length) in enumerate(modules(src)):
+        if i not in plains:
+            continue
+        page = i // 2
+        dictionary = page == 0
+        kind = (
+            (cipher.DICTIONARY_PAGE_HEADER, cipher.DICTIONARY_PAGE)
+            if dictionary
+            else (cipher.DATA_PAGE_HEADER, cipher.DATA_PAGE)
+        )[i % 2]
+        aad = reference.aad(file_aad, kind, 0, 0, None if dictionary else page - 1)
+        nonce = bytes(data[at + 4 : at + 16])
+        old = AESGCM(KEY).decrypt(nonce, bytes(data[at + 16 : at + length]), aad)
+        assert len(plains[i]) == len(old)
+        data[at + 16 : at + length] = AESGCM(KEY).encrypt(nonce, plains[i], aad)
+    dst.write_bytes(bytes(data))
+    return dst
+
+
+@pytest.mark.parametrize("opened_at_once", [None, 0])
+def test_first_bad_page_wins_in_a_small_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, opened_at_once: int | None
+) -> None:
+    """A chunk whose first page's body does not decode (every module verifies) and whose last
+    page's body is tampered: the first page's error is raised, whether the chunk's pages are
+    opened together (a chunk of at most OPENED_AT_ONCE bytes) or one by one."""
+    if opened_at_once is not None:  # as a chunk > 1 MiB is opened: page by page
+        monkeypatch.setattr(pages, "OPENED_AT_ONCE", opened_at_once)
+    src = write(tmp_path / "src.parquet")
+    found = modules(src)
+    file_aad = _file_aad(src, tmp_path, monkeypatch)
+    dict_body = found[1][2] - 4 - 28
+    bad = _resealed(src, tmp_path / "bad.parquet", file_aad, {1: b"\xff" * dict_body})
+    # baseline: the corrupt dictionary body alone is a located CorruptFileError at page 0
+    with pytest.raises(CorruptFileError) as err:
+        pb.rewrite_bloom_filters(bad, tmp_path / "o1.parquet", columns=["a"], decryption=keys())
+    assert err.value.offset == found[0][0] and err.value.column == "a"
+    # and the last module's tag flipped, far from page 0
+    data = bytearray(bad.read_bytes())
+    _, at, length = found[-1]
+    data[at + length - 1] ^= 1
+    both = tmp_path / "both.parquet"
+    both.write_bytes(bytes(data))
+    with pytest.raises(CorruptFileError) as err:
+        pb.rewrite_bloom_filters(both, tmp_path / "o2.parquet", columns=["a"], decryption=keys())
+    assert err.value.offset == found[0][0] and err.value.column == "a"
+
+
+def test_a_page_whose_header_does_not_decode_and_body_is_tampered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Page 1's header verifies but does not decode, and its body is tampered: the header is
+    decoded before the body is opened, so its CorruptFileError is the one raised."""
+    src = write(tmp_path / "src.parquet")
+    found = modules(src)
+    file_aad = _file_aad(src, tmp_path, monkeypatch)
+    header_size = found[2][2] - 4 - 28
+    bad = _resealed(src, tmp_path / "bad.parquet", file_aad, {2: b"\xff" * header_size})
+    data = bytearray(bad.read_bytes())
+    _, at, length = found[3]
+    data[at + length - 1] ^= 1
+    bad.write_bytes(bytes(data))
+    with pytest.raises(CorruptFileError) as err:
+        pb.rewrite_bloom_filters(bad, tmp_path / "o.parquet", columns=["a"], decryption=keys())
+    assert err.value.offset == found[2][0] and err.value.column == "a"
+
+
+def test_an_unreadable_chunk_is_refused_before_its_pages_are_opened(tmp_path: Path) -> None:
+    """A chunk whose footer lists an encoding only pyarrow reads (DELTA_BINARY_PACKED) is
+    refused (UnsupportedFileError) from the footer alone, whatever its pages hold: nothing of
+    it is decrypted before the footer is looked at, so a tampered module changes nothing."""
+    src = tmp_path / "delta.parquet"
+    pq.write_table(
+        pa.table({"a": pa.array(range(4000), pa.int64())}),
+        src,
+        use_dictionary=False,
+        column_encoding={"a": "DELTA_BINARY_PACKED"},
+        data_page_size=512,
+        encryption_properties=pe.create_encryption_properties(KEY),
+    )
+    with pytest.raises(UnsupportedFileError):
+        pb.rewrite_bloom_filters(src, tmp_path / "o1.parquet", columns=["a"], decryption=keys())
+    data = bytearray(src.read_bytes())
+    _, at, length = modules(src)[-1]
+    data[at + length - 1] ^= 1
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(UnsupportedFileError):
+        pb.rewrite_bloom_filters(bad, tmp_path / "o2.parquet", columns=["a"], decryption=keys())
+
+
+@pytest.mark.parametrize("algorithm", ["AES_GCM_V1", "AES_GCM_CTR_V1"])
+def test_page_ordinal_past_32767_is_located(algorithm: str) -> None:
+    """A chunk of more than 32,768 data pages (so more than OPENED_AT_ONCE bytes, opened page by
+    page): data page 32768's ordinal does not fit the AAD's two bytes, and the error carries
+    that page's offset, after the pages before it were handed out."""
+    header = PageHeader(
+        type=PageType.DATA_PAGE,
+        uncompressed_page_size=4,
+        compressed_page_size=4,
+        data_page_header=_tt.DataPageHeader(
+            num_values=1, encoding=0, definition_level_encoding=3, repetition_level_encoding=3
+        ),
+    )
+    plain_header = encode_page_header(header)
+    gcm = AESGCM(KEY)
+    file_aad = b"file"
+    out = bytearray()
+    offsets = []
+    for page in range(32769):
+        offsets.append(len(out))
+        nonce = page.to_bytes(12, "little")
+        aad = reference.aad(file_aad, cipher.DATA_PAGE_HEADER, 0, 0, page & 0x7FFF)
+        sealed = nonce + gcm.encrypt(nonce, plain_header, aad)
+        out += len(sealed).to_bytes(4, "little") + sealed
+        if algorithm == "AES_GCM_CTR_V1":
+            body = nonce + bytes(4)  # CTR: no tag; its bytes are not checked
+        else:
+            body = nonce + gcm.encrypt(
+                nonce, bytes(4), reference.aad(file_aad, cipher.DATA_PAGE, 0, 0, page & 0x7FFF)
+            )
+        out += len(body).to_bytes(4, "little") + body
+    assert len(out) > OPENED_AT_ONCE
+    handed = decrypted_pages(
+        bytes(out),
+        gcm=cipher.Gcm(KEY),
+        file_aad=file_aad,
+        algorithm=algorithm,
+        row_group=0,
+        column=0,
+        dictionary_first=False,
+        base=1000,
+    )
+    seen = 0
+    with pytest.raises(DecryptionError, match="32768") as err:
+        for _ in handed:
+            seen += 1
+    assert seen == 32768
+    assert err.value.offset == 1000 + offsets[32768]

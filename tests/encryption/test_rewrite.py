@@ -11,9 +11,11 @@ for bit, the filters of those values as pyarrow reads them from the uniform file
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,6 +24,7 @@ import pytest
 
 import parquet_bloom as pb
 from parquet_bloom import DecryptionKeys
+from parquet_bloom._rewrite import encryption
 from parquet_bloom.errors import (
     CorruptFileError,
     DecryptionError,
@@ -426,3 +429,27 @@ def test_filters_sealed_in_batches_land_where_the_footer_says(
     factory = pe.CryptoFactory(lambda config: InServerWrapKms(pyarrow_files.MASTER_KEYS))
     props = factory.file_decryption_properties(pe.KmsConnectionConfig())
     assert pq.read_table(encrypted, decryption_properties=props).equals(pyarrow_files.table())
+
+
+@pytest.mark.parametrize("fail_at", [0, 2, 5])
+def test_a_seal_failing_mid_batch_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_at: int
+) -> None:
+    keys = DecryptionKeys.from_kms(InServerWrapKms(pyarrow_files.MASTER_KEYS))
+    src = pyarrow_files.write(tmp_path / "src.parquet")
+    calls: list[tuple[int, int]] = []
+    original = encryption.EncryptedRewrite.seal_filter
+
+    def seal(self: Any, key: tuple[int, int], header: bytes, bitset: Any) -> Any:
+        calls.append(key)
+        if len(calls) == fail_at + 1:
+            raise OSError("boom")
+        return original(self, key, header, bitset)
+
+    monkeypatch.setattr(encryption.EncryptedRewrite, "seal_filter", seal)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(OSError, match="boom"):
+        pb.rewrite_bloom_filters(src, out / "dst.parquet", columns=["a", "b", "c"], decryption=keys)
+    assert os.listdir(out) == []
+    assert calls == sorted(calls)

@@ -9,19 +9,22 @@ page, with the page's ordinal in the AAD; 5 for the dictionary page, without), t
 The plaintext header's ``compressed_page_size`` is the size of the encrypted body module, length
 prefix included (parquet-java's ColumnChunkPageWriter and Arrow C++'s SerializedPageWriter
 set it after encrypting); the pages handed out here carry their plaintext size instead, so that
-they read as any other chunk's (:func:`parquet_bloom._pages.page_hashes`). Each page is
-decrypted as it is asked for, its header decoded once, its body not copied again.
+they read as any other chunk's (:func:`parquet_bloom._pages.page_hashes`). Each header is
+decoded once, each body not copied again.
 
 Under AES_GCM_V1 a page's two modules are opened in one call (:meth:`cipher.Gcm.open_pair`):
-a chunk costs its AES calls and little Python around them. From a page whose modules are not
-whole or do not verify on, they are opened again one by one (:meth:`cipher.Gcm.open_at`),
-which says, located, what is wrong; so are the pages of a chunk under AES_GCM_CTR_V1, whose
-bodies are CTR-encrypted.
+a chunk costs its AES calls and little Python around them. A chunk of at most
+:data:`OPENED_AT_ONCE` bytes has its pages opened together when the first is asked for, a
+larger one page by page. From a page whose modules are not whole or do not verify on, they
+are opened one by one (:meth:`cipher.Gcm.open_at`), each header decoded before its body is
+opened, as are the pages of a chunk under AES_GCM_CTR_V1 (CTR-encrypted bodies): so the
+error raised is the first page's, in the chunk's order, whichever way it was opened, and says,
+located, what is wrong.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from parquet_bloom import _format as fmt
@@ -50,11 +53,10 @@ def _ctr_module(data: memoryview, at: int, module_type: int) -> tuple[memoryview
     return data[start : start + length], start + length
 
 
-# A chunk of at most this many bytes has all its modules opened before any page is decoded:
-# its AES calls one after the other, their code hot in the CPU's caches, rather than between
-# decompressing and hashing pages (docs/performance.md, the encrypted rewrite); its plaintext
-# held at once beside its bytes. A larger chunk is opened page by page, as its pages are asked
-# for.
+# A chunk of at most this many bytes has its pages opened together, their AES calls one after
+# the other (their code hot in the CPU's caches) rather than between decompressing and hashing
+# pages (docs/performance.md, the encrypted rewrite); its plaintext then held at once beside
+# its bytes. A larger chunk is opened page by page, as its pages are asked for.
 OPENED_AT_ONCE = 1024 * 1024
 
 
@@ -72,6 +74,7 @@ def decrypted_pages(
     """The pages of one encrypted column chunk, decrypted, ``data`` its
     ``total_compressed_size`` bytes from its first page and ``gcm`` its key's AES-GCM: each
     as (its file offset, its PageHeader with the plaintext body size, its plaintext body).
+    Nothing is decrypted before the first page is asked for.
 
     ``dictionary_first``: the footer says the chunk starts with a dictionary page. Errors
     carry the file offset of the page they are about (``base``: the chunk's).
@@ -81,64 +84,78 @@ def decrypted_pages(
         aads = cipher.PageAads(file_aad, row_group, column)
     except DecryptionError as err:
         raise DecryptionError(err.reason, module=err.module, offset=base) from None
-    opened: Iterable[tuple[int, bytes, bytes]]
     if algorithm == "AES_GCM_CTR_V1":
-        opened = _modules(view, gcm, aads, dictionary_first, base, ctr=True)
-    elif len(view) <= OPENED_AT_ONCE:
-        opened = list(_pairs(view, gcm, aads, dictionary_first, base))
+        yield from _modules(view, gcm, aads, dictionary_first, base, ctr=True)
     else:
-        opened = _pairs(view, gcm, aads, dictionary_first, base)
-    return _parsed(opened, dictionary_first, base)
+        at_once = len(view) <= OPENED_AT_ONCE
+        yield from _gcm_pages(view, gcm, aads, dictionary_first, base, at_once=at_once)
 
 
-def _parsed(
-    opened: Iterable[tuple[int, bytes, bytes]], dictionary_first: bool, base: int
+def _gcm_pages(
+    view: memoryview,
+    gcm: cipher.Gcm,
+    aads: cipher.PageAads,
+    dictionary_first: bool,
+    base: int,
+    *,
+    at_once: bool,
 ) -> Iterator[tuple[int, Any, bytes]]:
-    """Each page opened (its offset in the chunk, its header and body decrypted) with its
-    header decoded and checked to be the dictionary page where the footer says it is."""
-    parse = fmt.parse_page_header
-    for page_at, plain, body in opened:
-        try:
-            # parquet-mr 1.14 leaves zero bytes after the header in its module: not read.
-            header, _ = parse(plain)
-        except BloomFilterError as err:
-            raise CorruptFileError(err.reason, offset=base + page_at) from None
-        if (header.type == fmt.PageType.DICTIONARY_PAGE) != (dictionary_first and page_at == 0):
-            raise CorruptFileError(
-                "a dictionary page that is not the chunk's first page, or a first page that is "
-                "not the dictionary page the footer announces",
-                offset=base + page_at,
-            )
-        header.compressed_page_size = len(body)
-        yield base + page_at, header, body
-
-
-def _pairs(
-    view: memoryview, gcm: cipher.Gcm, aads: cipher.PageAads, dictionary_first: bool, base: int
-) -> Iterator[tuple[int, bytes, bytes]]:
-    """Each page's two GCM modules opened in one call (:meth:`cipher.Gcm.open_pair`), as the
-    page is asked for; from a page that call refuses on, module by module."""
+    """The pages of an AES_GCM_V1 chunk, each page's two modules opened in one call; all the
+    chunk's pages at once (``at_once``) or each when it is asked for. From the first page
+    that call refuses (or whose page ordinal no AAD can hold) on, the pages opened before it
+    are handed out first, then the rest module by module (:func:`_modules`), which says what
+    is wrong."""
     end = len(view)
     open_pair = gcm.open_pair
     at = 0
     ordinal = 0
     while at < end:
-        page_at = at
-        dictionary = dictionary_first and page_at == 0
-        try:
-            header_aad, body_aad = aads.dictionary if dictionary else aads.data_page(ordinal)
-        except DecryptionError as err:
-            raise DecryptionError(err.reason, module=err.module, offset=base + page_at) from None
-        opened = open_pair(view, at, header_aad, body_aad)
-        if opened is None:  # opened again module by module, to say what is wrong
+        opened = []  # (page offset, dictionary page?, header, body), up to a page refused
+        refused = False
+        while at < end:
+            page_at = at
+            dictionary = dictionary_first and page_at == 0
+            try:
+                header_aad, body_aad = aads.dictionary if dictionary else aads.data_page(ordinal)
+            except DecryptionError:  # said, located, by _modules in the pages' order
+                refused = True
+                break
+            pair = open_pair(view, at, header_aad, body_aad)
+            if pair is None:
+                refused = True
+                break
+            plain, body, at = pair
+            opened.append((page_at, dictionary, plain, body))
+            if not dictionary:
+                ordinal += 1
+            if not at_once:
+                break
+        for page_at, dictionary, plain, body in opened:
+            header = _header(plain, dictionary, base + page_at)
+            header.compressed_page_size = len(body)
+            yield base + page_at, header, body
+        if refused:
             yield from _modules(
                 view, gcm, aads, dictionary_first, base, ctr=False, at=at, ordinal=ordinal
             )
             return
-        plain, body, at = opened
-        yield page_at, plain, body
-        if not dictionary:
-            ordinal += 1
+
+
+def _header(plain: bytes, dictionary: bool, offset: int) -> Any:
+    """A page's header decoded from its module's plaintext, checked to be the dictionary page
+    where the footer says it is (and only there); errors at the page's file ``offset``."""
+    try:
+        # parquet-mr 1.14 leaves zero bytes after the header in its module: not read.
+        header, _ = fmt.parse_page_header(plain)
+    except BloomFilterError as err:
+        raise CorruptFileError(err.reason, offset=offset) from None
+    if (header.type == fmt.PageType.DICTIONARY_PAGE) != dictionary:
+        raise CorruptFileError(
+            "a dictionary page that is not the chunk's first page, or a first page that is "
+            "not the dictionary page the footer announces",
+            offset=offset,
+        )
+    return header
 
 
 def _modules(
@@ -151,10 +168,11 @@ def _modules(
     ctr: bool,
     at: int = 0,
     ordinal: int = 0,
-) -> Iterator[tuple[int, bytes, bytes]]:
-    """Each page from ``at`` (data page ``ordinal`` there) on, each module opened by itself
-    (:meth:`cipher.Gcm.open_at`), errors located: page bodies under AES_GCM_CTR_V1, and the
-    pages of a chunk the faster calls refused, to say what is wrong with them."""
+) -> Iterator[tuple[int, Any, bytes]]:
+    """The pages from ``at`` (data page ``ordinal`` there) on, each module opened by itself
+    (:meth:`cipher.Gcm.open_at`) and each header decoded before its body is opened, errors
+    located: the pages of a chunk under AES_GCM_CTR_V1, and those of a chunk from the page
+    :func:`_gcm_pages` could not open on, to say what is wrong with them."""
     end = len(view)
     open_at = gcm.open_at
     while at < end:
@@ -168,6 +186,7 @@ def _modules(
                 header_aad, body_aad = aads.data_page(ordinal)
                 header_type, body_type = cipher.DATA_PAGE_HEADER, cipher.DATA_PAGE
             plain, at = open_at(view, at, header_aad, module_type=header_type)
+            header = _header(plain, dictionary, base + page_at)
             if ctr:
                 body, at = _ctr_module(view, at, body_type)
                 page_body = cipher.decrypt_ctr(body, gcm.key, module_type=body_type)
@@ -177,7 +196,8 @@ def _modules(
             raise DecryptionError(err.reason, module=err.module, offset=base + page_at) from None
         except BloomFilterError as err:
             raise CorruptFileError(err.reason, offset=base + page_at) from None
-        yield page_at, plain, page_body
+        header.compressed_page_size = len(page_body)
+        yield base + page_at, header, page_body
         if not dictionary:
             ordinal += 1
 

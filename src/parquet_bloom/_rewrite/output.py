@@ -25,7 +25,7 @@ from parquet_bloom._io.object_sink import ObjectSink, S3Sink, StreamSink
 from parquet_bloom._io.sink import FileSink
 from parquet_bloom._io.source import ByteSource
 from parquet_bloom._rewrite.build import FilterBuilds
-from parquet_bloom._rewrite.plan import OldFilter, Relocation, serialize_bloom_filter
+from parquet_bloom._rewrite.plan import OldFilter, Relocation
 from parquet_bloom._sbbf import SplitBlockBloomFilter
 from parquet_bloom._threads import copy_pool
 
@@ -177,17 +177,19 @@ def write_filters(
         nonlocal at, batch_bytes
         assert seal is not None
         for chunk, bloom_filter in batch:
-            one = seal(
-                (chunk.row_group, chunk.column_index),
-                fmt.encode_bloom_filter_header(bloom_filter.num_bytes),
-                bloom_filter.words.data.cast("B"),
-            )
-            if one is None:  # a plaintext column's chunk
-                one = serialize_bloom_filter(bloom_filter)
-            sink.write(one)
+            header = fmt.encode_bloom_filter_header(bloom_filter.num_bytes)
+            bitset = bloom_filter.words.data.cast("B")
+            one = seal((chunk.row_group, chunk.column_index), header, bitset)
+            if one is None:  # a plaintext column's chunk: as written without seal
+                sink.write(header)
+                sink.write(bitset)
+                length = len(header) + bloom_filter.num_bytes
+            else:
+                sink.write(one)
+                length = len(one)
             written.append((chunk.row_group, chunk.path, bloom_filter.num_bytes))
-            placements[(chunk.row_group, chunk.column_index)] = (at, len(one))
-            at += len(one)
+            placements[(chunk.row_group, chunk.column_index)] = (at, length)
+            at += length
         batch.clear()
         batch_bytes = 0
 
@@ -198,6 +200,7 @@ def write_filters(
             if seal is not None:
                 batch.append((chunk, bloom_filter))
                 batch_bytes += bloom_filter.num_bytes
+                del bloom_filter  # held by the batch alone
                 if batch_bytes >= SEAL_BATCH_BYTES or len(batch) >= SEAL_BATCH_FILTERS:
                     seal_batch()
                 continue
