@@ -181,6 +181,9 @@ def test_modules_sealed_and_opened_in_place_match_the_spec() -> None:
             assert gcm.open_pair(view, 0, first_aad, first_aad) is None  # the second's
             for cut in range(len(out)):  # a chunk ending inside either module
                 assert gcm.open_pair(view[:cut], 0, first_aad, second_aad) is None
+    for short in (bytes(20), bytes(25)):  # two nonces of 12 bytes, or nothing sealed
+        with pytest.raises(ValueError, match="two 12-byte nonces"):
+            gcm.seal_pair(b"h", first_aad, b"b", second_aad, short)
     out = gcm.seal_pair(b"h", first_aad, b"b" * 40, second_aad, bytes(24))
     view = memoryview(out)
     with pytest.raises(CorruptFileError, match="truncated"):

@@ -366,6 +366,10 @@ class Gcm:
         """Two modules (:meth:`seal`) one after the other in one buffer, each encrypted in
         place rather than copied: a new Bloom filter's header and bitset. ``nonces``: two
         fresh nonces, back to back (:meth:`Nonces.take`)."""
+        if len(nonces) != 2 * NONCE_SIZE:
+            raise ValueError(
+                f"seal_pair takes two {NONCE_SIZE}-byte nonces, not {len(nonces)} bytes"
+            )
         size = len(first)
         middle = LENGTH_SIZE + GCM_OVERHEAD + size  # sealed_size(size)
         out = bytearray(middle + LENGTH_SIZE + GCM_OVERHEAD + len(second))
