@@ -147,7 +147,6 @@ class EncryptedRewrite:
         self.algorithm = decryptor.algorithm
         self._nonces = cipher.Nonces()  # this rewrite's, for every module it encrypts
         self._filter_aads = cipher.FilterAads(decryptor.file_aad)
-        self._gcms: dict[bytes, cipher.Gcm] = {}  # by key: asked for at each chunk
         self._nonce_lock = threading.Lock()
         # Each encrypted chunk's key and its row group's AAD ordinal (its column's is its
         # index), by (row group, column index): a tuple of bytes and an int, which the cyclic
@@ -262,7 +261,7 @@ class EncryptedRewrite:
         start, size, dictionary_first = chunk_layout(meta)
         decrypted = decrypted_pages(
             source.read_exact(start, size),
-            gcm=self._gcms.get(chunk_key) or self._gcm(chunk_key),
+            gcm=self._decryptor.gcm(chunk_key),
             file_aad=self._decryptor.file_aad,
             algorithm=self.algorithm,
             row_group=ordinal,
@@ -290,12 +289,8 @@ class EncryptedRewrite:
         header_aad, bitset_aad = self._filter_aads.of(ordinal, key[1])  # 4.4.2
         with self._nonce_lock:
             nonces = self._nonces.take(2)
-        gcm = self._gcms.get(chunk_key) or self._gcm(chunk_key)
+        gcm = self._decryptor.gcm(chunk_key)  # set up once a key, by the file's decryptor
         return gcm.seal_pair(header, header_aad, bitset, bitset_aad, nonces)
-
-    def _gcm(self, key: bytes) -> cipher.Gcm:
-        gcm = self._gcms[key] = self._decryptor.gcm(key)
-        return gcm
 
     def _nonce(self) -> bytes:
         with self._nonce_lock:
